@@ -1,0 +1,116 @@
+"""The vocabulary a speculative method is written in: phases, decisions, sites.
+
+A method is data, not code: the planner reads these records to build the round graph.
+Shapes are tuples of symbol expressions over `bs`, `num_steps`, `topk`,
+`num_draft_tokens`, `vocab`, `hidden`; `eval_dim` turns one into a number.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Literal, Mapping
+
+Nature = Literal["deterministic", "float", "rng", "host"]
+Dtype = Literal["bool", "int32", "int64", "float32"]
+# Which sampling path produces a decision: the greedy path, the sampling path, or both.
+Path = Literal["greedy", "sampling", "any"]
+# Who reads a converged decision: every PP stage of the replica, or only the last.
+Readers = Literal["all_stages", "last_stage", "first_stage"]
+SiteKind = Literal["broadcast", "min"]
+
+DTYPE_BYTES: Mapping[str, int] = {"bool": 1, "int32": 4, "int64": 8, "float32": 4}
+SYMBOLS = ("bs", "num_steps", "topk", "num_draft_tokens", "vocab", "hidden")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A control value a round produces, which every rank serving the request must share."""
+
+    name: str
+    shape: tuple[str, ...]
+    dtype: Dtype
+    nature: Nature
+    phase: str
+    site: str | None = None  # where it converges; None only for deterministic decisions
+    path: Path = "any"
+    readers: Readers = "all_stages"
+    derives: tuple[str, ...] = ()  # what each rank materializes locally from it
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Site:
+    """One named place where decisions converge (SGLang's SpecTpSyncSite, or `<method>_<phase>`).
+
+    `presets` are the SGLANG_SPEC_TP_SYNC presets that include the site besides `all`
+    ("init", "rng"); `sglang` says whether SGLang itself converges there by default.
+    """
+
+    name: str
+    phase: str
+    decisions: tuple[str, ...]
+    presets: frozenset[str] = frozenset()
+    kind: SiteKind = "broadcast"
+    startup: bool = False  # taken once at start-up (free memory), not per round
+    sglang: bool = False
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One step of a round, in order. `compute` names the distributed work it runs, if any."""
+
+    name: str
+    decisions: tuple[str, ...] = ()
+    compute: str | None = None  # "draft_forward" | "target_verify" | "target_prefill" | ...
+    tokens_per_request: str = "0"  # rows each request feeds the compute (symbol expression)
+    forwards: str = "0"  # how many forwards of `compute` per round (symbol expression)
+    stage: Literal["all", "last"] = "all"  # which PP stages run it
+
+
+@dataclass(frozen=True)
+class Method:
+    """A speculative method as a template of the round graph."""
+
+    name: str
+    prefill: tuple[Phase, ...]
+    decode: tuple[Phase, ...]
+    decisions: tuple[Decision, ...]
+    sites: tuple[Site, ...]
+    needs_taps: bool = False
+    tree: bool = False  # topk > 1 allowed
+    drafter: Literal["none", "head", "model", "lookup"] = "head"
+    engine_notes: Mapping[str, str] = field(default_factory=dict)
+    doc: str = ""
+
+    def decision(self, name: str) -> Decision:
+        for d in self.decisions:
+            if d.name == name:
+                return d
+        raise KeyError(f"{self.name} has no decision {name!r}")
+
+    def site(self, name: str) -> Site:
+        for s in self.sites:
+            if s.name == name:
+                return s
+        raise KeyError(f"{self.name} has no site {name!r}")
+
+
+_ALLOWED = (ast.Expression, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv,
+            ast.Constant, ast.Name, ast.Load)
+
+
+def eval_dim(expr: str, symbols: Mapping[str, int]) -> int:
+    """Evaluate a shape expression such as "num_steps + 1" or "bs * num_draft_tokens"."""
+    tree = ast.parse(expr, mode="eval")
+    for node in ast.walk(tree):
+        assert isinstance(node, _ALLOWED), f"unsupported shape expression {expr!r}"
+    return int(eval(compile(tree, "<dim>", "eval"), {"__builtins__": {}}, dict(symbols)))
+
+
+def numel(shape: tuple[str, ...], symbols: Mapping[str, int]) -> int:
+    n = 1
+    for dim in shape:
+        n *= eval_dim(dim, symbols)
+    return n
