@@ -1,0 +1,84 @@
+"""The `specplan` command line: small subcommands, lazy imports, one exit-code policy.
+
+Exit codes: 0 done; 2 bad input (every diagnostic printed as file:line:col: path: message);
+3 the command worked and found a problem; 1 an internal error, with its traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+
+import click
+
+from specplan import __version__
+
+EXIT_BAD_INPUT = 2
+EXIT_FOUND_PROBLEM = 3
+
+
+def user_errors(fn):
+    """Turn SpecError / PlanError into their diagnostics on stderr and exit 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from specplan.errors import UserError
+
+        try:
+            return fn(*args, **kwargs)
+        except UserError as exc:
+            for diag in exc.diagnostics:
+                click.echo(str(diag), err=True)
+            sys.exit(EXIT_BAD_INPUT)
+
+    return wrapper
+
+
+def console():
+    from rich.console import Console
+
+    # Off a terminal (pipes, CI logs) rich would squeeze tables into 80 columns.
+    wide = None if sys.stdout.isatty() else 200
+    return Console(highlight=False, width=wide)
+
+
+def dump_json(data) -> None:
+    sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="specplan")
+def main() -> None:
+    """Plan, prove and run rank agreement for speculative decoding on many GPUs."""
+
+
+@main.command()
+@click.argument("spec", type=click.Path(dir_okay=True))
+@click.option("--rank", "rank", type=int, default=None, help="Show one rank's view.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@user_errors
+def explain(spec: str, rank: int | None, as_json: bool) -> None:
+    """Show which ranks form which groups, the stages and the replicas of SPEC.
+
+    Example: specplan explain specs/deepseek-v4-dspark-tp16-dp8.yaml --rank 3
+    """
+    from specplan.errors import Diagnostic, SpecError
+    from specplan.explain import explain_data, render
+    from specplan.mesh import build_mesh
+    from specplan.schema import load_spec
+
+    loaded = load_spec(spec)
+    mesh = build_mesh(loaded)
+    if rank is not None and not 0 <= rank < mesh.world_size:
+        raise SpecError([Diagnostic(spec, None, None, "", f"--rank {rank} is outside the world: "
+                                    f"expected 0 .. {mesh.world_size - 1}")])
+    data = explain_data(loaded, mesh)
+    if as_json:
+        dump_json(data)
+        return
+    render(data, console(), rank)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""User-facing errors: every problem points at a file, a line and a dotted path.
+
+`SpecError` (bad YAML, impossible topology) and `PlanError` (a spec the planner cannot
+plan) carry every diagnostic of a file at once; the CLI prints them one per line as
+`file:line:col: dotted.path: message` (or `file: message` without a line) and exits 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    file: str
+    line: int | None  # 1-based
+    col: int | None  # 1-based
+    path: str  # dotted path into the document, "" for the whole file
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}:{self.col}"
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class UserError(Exception):
+    """A problem in what the user gave us; never a bug in specplan."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        assert diagnostics, "a user error needs at least one diagnostic"
+        self.diagnostics = sorted(diagnostics, key=lambda d: (d.line or 0, d.col or 0, d.path))
+        super().__init__("\n".join(str(d) for d in self.diagnostics))
+
+
+class SpecError(UserError):
+    """The topology YAML is malformed, mistyped or inconsistent."""
+
+
+class PlanError(UserError):
+    """The spec is well-formed but cannot be planned as asked."""

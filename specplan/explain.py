@@ -1,0 +1,148 @@
+"""`specplan explain`: the group layout of a spec, as data and as readable tables.
+
+`explain_data` builds the JSON object (stable keys: world_size, num_worlds, engine,
+widths, groups, ranks, replicas, stages); `render` prints it with rich, trimming long
+listings so that 65,536 ranks stay readable (the JSON is always complete).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from specplan.mesh import Mesh
+from specplan.schema import Spec
+
+SHOW_GROUPS = 8
+SHOW_RANKS = 64
+
+
+def explain_data(spec: Spec, mesh: Mesh) -> dict[str, Any]:
+    coords = mesh.coords
+    axes = list(coords)
+    ranks = []
+    for rank in range(mesh.world_size):
+        node, local = mesh.node(rank)
+        row = {"rank": rank, "node": node, "local_rank": local}
+        for axis in axes:
+            row[axis] = coords[axis][rank]
+        row["replica"] = mesh.replica_of[rank]
+        ranks.append(row)
+    s = spec.speculative
+    return {
+        "name": spec.name,
+        "engine": mesh.engine,
+        "world_size": mesh.world_size,
+        "num_worlds": mesh.num_worlds,
+        "nodes": spec.topology.nodes,
+        "gpus_per_node": mesh.gpus_per_node,
+        "widths": mesh.widths,
+        "derived": mesh.derived,
+        "groups": {fam.name: fam.groups() for fam in mesh.families},
+        "aliases": {fam.name: fam.alias for fam in mesh.families if fam.alias},
+        "ranks": ranks,
+        "replicas": [{"index": r.index, "ranks": list(r.ranks), "source": r.source} for r in mesh.replicas],
+        "stages": [{"pp_rank": st.pp_rank, "start_layer": st.start_layer, "end_layer": st.end_layer,
+                    "taps": list(st.taps)} for st in mesh.stages],
+        "speculative": {"method": s.method, "num_steps": s.num_steps, "topk": s.topk,
+                        "num_draft_tokens": s.verify_width, "sampling": s.sampling,
+                        "taps": list(s.taps(spec.model.num_layers))},
+    }
+
+
+def render(data: dict[str, Any], console: Console, rank: int | None = None) -> None:
+    if rank is not None:
+        _render_rank(data, console, rank)
+        return
+    _header(data, console)
+    _families(data, console)
+    _ranks(data, console)
+    _stages(data, console)
+    _replicas(data, console)
+
+
+def _header(data: dict, console: Console) -> None:
+    worlds = f" x {data['num_worlds']} independent worlds" if data["num_worlds"] > 1 else ""
+    console.print(f"[bold]{data['name']}[/bold]  engine {data['engine']}  world {data['world_size']}{worlds}  "
+                  f"nodes {data['nodes']} x {data['gpus_per_node']} GPUs")
+    console.print("widths   " + ", ".join(f"{k} {v}" for k, v in data["widths"].items()))
+    console.print("derived  " + ", ".join(f"{k} {v}" for k, v in data["derived"].items()))
+    sp = data["speculative"]
+    console.print(f"speculative {sp['method']}: num_steps {sp['num_steps']}, topk {sp['topk']}, "
+                  f"verify width {sp['num_draft_tokens']}, sampling {sp['sampling']}, taps {sp['taps'] or '-'}")
+
+
+def _families(data: dict, console: Console) -> None:
+    table = Table(title="group families (in creation order)", title_justify="left")
+    for col in ("family", "groups", "size", "members"):
+        table.add_column(col)
+    for name, groups in data["groups"].items():
+        shown = " ".join(_ranks_str(g) for g in groups[:SHOW_GROUPS])
+        if len(groups) > SHOW_GROUPS:
+            shown += f" ... (+{len(groups) - SHOW_GROUPS})"
+        alias = data["aliases"].get(name)
+        label = f"{name} (= {alias})" if alias else name
+        table.add_row(label, str(len(groups)), str(len(groups[0])), shown)
+    console.print(table)
+
+
+def _ranks(data: dict, console: Console) -> None:
+    rows = data["ranks"]
+    table = Table(title="ranks", title_justify="left")
+    keys = list(rows[0])
+    for key in keys:
+        table.add_column(key, justify="right")
+    for row in rows[:SHOW_RANKS]:
+        table.add_row(*(str(row[k]) for k in keys))
+    console.print(table)
+    if len(rows) > SHOW_RANKS:
+        console.print(f"... {len(rows) - SHOW_RANKS} more ranks (use --rank R or --json)")
+
+
+def _stages(data: dict, console: Console) -> None:
+    table = Table(title="pipeline stages", title_justify="left")
+    for col in ("pp_rank", "layers [start, end)", "count", "taps produced"):
+        table.add_column(col)
+    for st in data["stages"]:
+        table.add_row(str(st["pp_rank"]), f"[{st['start_layer']}, {st['end_layer']})",
+                      str(st["end_layer"] - st["start_layer"]), ", ".join(map(str, st["taps"])) or "-")
+    console.print(table)
+
+
+def _replicas(data: dict, console: Console) -> None:
+    table = Table(title="replicas (ranks that serve the same requests)", title_justify="left")
+    for col in ("replica", "source", "ranks"):
+        table.add_column(col)
+    for rep in data["replicas"][:SHOW_RANKS]:
+        table.add_row(str(rep["index"]), str(rep["source"]), _ranks_str(rep["ranks"]))
+    console.print(table)
+    if len(data["replicas"]) > SHOW_RANKS:
+        console.print(f"... {len(data['replicas']) - SHOW_RANKS} more replicas")
+
+
+def _render_rank(data: dict, console: Console, rank: int) -> None:
+    row = data["ranks"][rank]
+    console.print(f"[bold]rank {rank}[/bold] of {data['world_size']}: node {row['node']}, local rank "
+                  f"{row['local_rank']}")
+    table = Table(title="groups of this rank", title_justify="left")
+    for col in ("family", "group rank", "group"):
+        table.add_column(col)
+    for name, groups in data["groups"].items():
+        group = next(g for g in groups if rank in g)
+        table.add_row(name, str(group.index(rank)), _ranks_str(group))
+    console.print(table)
+    rep = data["replicas"][row["replica"]]
+    stage = data["stages"][row["pp"]]
+    role = "source" if rep["source"] == rank else f"takes decisions from rank {rep['source']}"
+    console.print(f"replica {rep['index']} ({role}); stage {stage['pp_rank']}: layers "
+                  f"[{stage['start_layer']}, {stage['end_layer']}), taps {stage['taps'] or '-'}")
+
+
+def _ranks_str(ranks: list[int]) -> str:
+    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"[{ranks[0]}-{ranks[-1]}]"
+    if len(ranks) > 12:
+        return "[" + ",".join(map(str, ranks[:12])) + f",...+{len(ranks) - 12}]"
+    return "[" + ",".join(map(str, ranks)) + "]"

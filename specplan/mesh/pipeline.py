@@ -1,0 +1,56 @@
+"""Pipeline facts: which layers each stage holds and which stage produces each tap.
+
+Layer ranges are half-open [start, end). Tap L is the residual stream entering layer L
+(tap 0 is the embedding output); stage r owns tap L when start_r < L <= end_r, and tap 0
+belongs to stage 0, so a tap on a stage boundary is produced once, upstream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Stage:
+    pp_rank: int
+    start_layer: int
+    end_layer: int
+    taps: tuple[int, ...]
+
+
+def split_vllm(num_layers: int, pp: int) -> list[int]:
+    """vLLM's get_pp_indices rule: remainder layers go to the stages before the last,
+    filling backwards from index -2. 61 layers on 4 stages: [15, 15, 16, 15]."""
+    parts = [num_layers // pp] * pp
+    for i in range(2, num_layers % pp + 2):
+        parts[-i] += 1
+    return parts
+
+
+def split_sglang(num_layers: int, pp: int) -> list[int]:
+    """SGLang's rule: remainder layers go to the last stages. 61 on 4: [15, 15, 15, 16]."""
+    parts = [num_layers // pp] * pp
+    for i in range(1, num_layers % pp + 1):
+        parts[-i] += 1
+    return parts
+
+
+def tap_owner(tap: int, bounds: list[tuple[int, int]]) -> int:
+    """The stage that produces `tap`, given each stage's [start, end)."""
+    if tap == 0:
+        return 0
+    for r, (start, end) in enumerate(bounds):
+        if start < tap <= end:
+            return r
+    raise ValueError(f"tap {tap} is outside layers 0..{bounds[-1][1]}")
+
+
+def build_stages(parts: list[int], taps: tuple[int, ...]) -> tuple[Stage, ...]:
+    bounds, start = [], 0
+    for n in parts:
+        bounds.append((start, start + n))
+        start += n
+    owned: dict[int, list[int]] = {r: [] for r in range(len(parts))}
+    for tap in sorted(taps):
+        owned[tap_owner(tap, bounds)].append(tap)
+    return tuple(Stage(r, s, e, tuple(owned[r])) for r, (s, e) in enumerate(bounds))

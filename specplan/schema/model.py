@@ -1,0 +1,127 @@
+"""The topology spec as frozen pydantic models; every field documented where it is declared.
+
+Later issues add the keys DESIGN.md §9 assigns them. Values are strict: a size is an
+integer (never a bool, float or string) and every model rejects unknown keys.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+Size = Annotated[int, Field(ge=1)]
+Engine = Literal["sglang", "vllm"]
+Device = Literal["cuda", "rocm", "npu", "cpu"]
+MethodName = Literal["none", "eagle", "eagle3", "mtp", "standalone", "ngram", "dflash", "dspark"]
+Sampling = Literal["greedy", "sampling", "mixed"]
+Policy = Literal["safe", "all", "rng", "init", "off"]
+
+TAP_METHODS = ("eagle3", "dflash", "dspark")
+TREE_METHODS = ("eagle", "eagle3", "mtp", "standalone", "ngram")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Topology(_Model):
+    """How the ranks are laid out."""
+
+    tp: Size = Field(description="Tensor parallel size of one pipeline stage.")
+    pp: Size = Field(1, description="Pipeline stages.")
+    dp: Size = Field(1, description="Data parallel size.")
+    dp_attention: bool = Field(False, description="sglang: DP inside the TP block (attn_dp = dp).")
+    cp: Size = Field(1, description="sglang: attention context parallel inside the TP block; "
+                                    "vllm: prefill context parallel (multiplies the world size).")
+    dcp: Size = Field(1, description="Decode context parallel, inside the (attention) TP group.")
+    ep: Size = Field(1, description="sglang: moe_ep inside the TP block; vllm: 1, or dp*cp*tp "
+                                    "(expert parallel on).")
+    moe_dp: Size = Field(1, description="sglang only: MoE data parallel inside the TP block.")
+    nodes: Size = Field(1, description="Machines; GPUs per node = ranks / nodes.")
+    device: Device = Field("cuda", description="Accelerator kind: cuda | rocm | npu | cpu.")
+
+
+class Moe(_Model):
+    """A mixture-of-experts model."""
+
+    num_experts: Size = Field(description="Routed experts per MoE layer.")
+    top_k: Size = Field(description="Experts each token is routed to.")
+
+
+class ModelCfg(_Model):
+    """The target model's shape."""
+
+    num_layers: Size = Field(description="Target decoder layers.")
+    hidden_size: Size = Field(description="Hidden width of the target model.")
+    vocab_size: Size = Field(description="Vocabulary size.")
+    pp_partition: list[Size] | None = Field(
+        None, description="Layers per pipeline stage; else the engine's rule.")
+    moe: Moe | None = Field(None, description="Set for a mixture-of-experts model.")
+
+
+class Speculative(_Model):
+    """The speculative-decoding method and its widths."""
+
+    method: MethodName = Field("none", description="none | eagle | eagle3 | mtp | standalone | "
+                                                   "ngram | dflash | dspark.")
+    num_steps: Annotated[int, Field(ge=0)] = Field(
+        0, description="Draft steps (DSpark gamma; DFlash block size - 1).")
+    topk: Size = Field(1, description="Branching of the draft tree; > 1 means a tree.")
+    num_draft_tokens: Size | None = Field(
+        None, description="Verify width including the root (default num_steps + 1; "
+                          "2 .. 1 + topk * num_steps).")
+    sampling: Sampling = Field("greedy", description="greedy | sampling | mixed.")
+    aux_layers: list[Annotated[int, Field(ge=0)]] | None = Field(
+        None, description="Tap ids for eagle3 / dflash / dspark (default 2, L//2, L-3): "
+                          "tap L is the residual stream entering layer L.")
+
+    @property
+    def verify_width(self) -> int:
+        """Tokens verified per request per round, root included."""
+        if self.method == "none":
+            return 1
+        return self.num_draft_tokens or self.num_steps + 1
+
+    def taps(self, num_layers: int) -> tuple[int, ...]:
+        """The tap ids the drafter reads, ascending; () for methods without taps."""
+        if self.method not in TAP_METHODS:
+            return ()
+        if self.aux_layers is None:
+            return tuple(sorted({2, num_layers // 2, num_layers - 3}))
+        return tuple(sorted(self.aux_layers))
+
+
+class Sync(_Model):
+    """Which decisions converge."""
+
+    policy: Policy = Field("safe", description="safe | all | rng | init | off.")
+
+
+class Runtime(_Model):
+    """Runtime capacities."""
+
+    max_batch: Size = Field(256, description="Most requests one rank serves in a round.")
+
+
+class Spec(_Model):
+    """A topology spec: layout, model, speculative method, sync policy."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$",
+                      description="Spec name: [a-z0-9][a-z0-9_.-]*.")
+    engine: Engine = Field("sglang", description="Layout and sync conventions: sglang | vllm.")
+    topology: Topology
+    model: ModelCfg
+    speculative: Speculative = Field(default_factory=Speculative)
+    sync: Sync = Field(default_factory=Sync)
+    runtime: Runtime = Field(default_factory=Runtime)
+
+    _source: object = PrivateAttr(default=None)
+
+    def line_of(self, *path: str | int) -> tuple[str, int | None]:
+        """(file, line) where `path` was written, for pointing findings at the YAML."""
+        src = self._source
+        if src is None:
+            return ("<spec>", None)
+        loc = src.loc(tuple(path))
+        return (src.file, loc[0] if loc else None)

@@ -1,0 +1,188 @@
+"""Read YAML into plain values while remembering where every value came from.
+
+YAML 1.2 core rules: only `true`/`false` are booleans, so `off`, `on`, `yes`, `no` stay
+strings. Duplicate keys are errors, and tags that would build Python objects are refused
+without ever being constructed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from specplan.errors import Diagnostic, SpecError
+
+Loc = tuple[int, int]  # 1-based line, column
+PathKey = tuple[Any, ...]
+
+_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$|^0o[0-7]+$|^0x[0-9a-fA-F]+$")
+_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$")
+_NULL = {"", "~", "null", "Null", "NULL"}
+_STD = "tag:yaml.org,2002:"
+
+
+@dataclass
+class Source:
+    """A parsed document: its plain value and the location of every path in it."""
+
+    file: str
+    data: Any
+    value_at: dict[PathKey, Loc] = field(default_factory=dict)
+    key_at: dict[PathKey, Loc] = field(default_factory=dict)
+
+    def loc(self, path: PathKey, *, key: bool = False) -> Loc | None:
+        """Nearest known location of `path`, walking up to its parents."""
+        table = self.key_at if key else self.value_at
+        for n in range(len(path), -1, -1):
+            if path[:n] in table:
+                return table[path[:n]]
+            if key and path[:n] in self.value_at:
+                return self.value_at[path[:n]]
+        return None
+
+    def diag(self, path: PathKey, message: str, *, key: bool = False) -> Diagnostic:
+        line, col = self.loc(path, key=key) or (None, None)
+        return Diagnostic(self.file, line, col, dotted(path), message)
+
+
+def dotted(path: PathKey) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 core-schema scalars (we resolve scalars ourselves)."""
+
+
+_Loader.yaml_implicit_resolvers = {}
+
+
+def read_source(path: str | Path) -> Source:
+    """Parse `path`; raise SpecError for unreadable files and malformed YAML."""
+    name = str(path)
+    text = _read_text(Path(path), name)
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        raise SpecError([Diagnostic(name, line, col, "", f"malformed YAML: {exc.problem or exc}")]) from None
+    except yaml.YAMLError as exc:
+        raise SpecError([Diagnostic(name, None, None, "", f"malformed YAML: {exc}")]) from None
+    if root is None:
+        raise SpecError([Diagnostic(name, None, None, "", "the file is empty; expected a YAML mapping")])
+    source = Source(name, None)
+    errors: list[Diagnostic] = []
+    source.data = _build(root, (), source, errors)
+    if errors:
+        raise SpecError(errors)
+    if not isinstance(source.data, dict):
+        line, col = source.value_at[()]
+        raise SpecError([Diagnostic(name, line, col, "", f"expected a mapping at the top of the document, found {kind_of(source.data)}")])
+    return source
+
+
+def _read_text(path: Path, name: str) -> str:
+    def fail(message: str) -> SpecError:
+        return SpecError([Diagnostic(name, None, None, "", message)])
+
+    if path.is_dir():
+        raise fail("is a directory; expected a YAML file")
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise fail("no such file") from None
+    except OSError as exc:
+        raise fail(f"cannot read: {exc.strerror}") from None
+    if b"\x00" in raw:
+        raise fail("is a binary file; expected YAML text")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise fail("is not UTF-8 text; expected YAML") from None
+    if not text.strip():
+        raise fail("the file is empty; expected a YAML mapping")
+    return text
+
+
+def _build(node: yaml.Node, path: PathKey, src: Source, errors: list[Diagnostic]) -> Any:
+    src.value_at[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if isinstance(node, yaml.MappingNode):
+        return _build_mapping(node, path, src, errors)
+    if isinstance(node, yaml.SequenceNode):
+        _check_tag(node, _STD + "seq", path, src, errors)
+        return [_build(item, path + (i,), src, errors) for i, item in enumerate(node.value)]
+    return _scalar(node, path, src, errors)
+
+
+def _build_mapping(node: yaml.MappingNode, path: PathKey, src: Source, errors: list[Diagnostic]) -> dict:
+    _check_tag(node, _STD + "map", path, src, errors)
+    out: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        if key_node.tag == _STD + "merge":
+            errors.append(src.diag(path, "YAML merge keys (<<) are not supported; write the keys out"))
+            continue
+        if not isinstance(key_node, yaml.ScalarNode):
+            errors.append(src.diag(path, "mapping keys must be plain strings"))
+            continue
+        key = key_node.value
+        key_path = path + (key,)
+        here = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+        if key in out:
+            first = src.key_at[key_path]
+            errors.append(Diagnostic(src.file, here[0], here[1], dotted(key_path),
+                                     f"duplicate key {key!r} (first given at line {first[0]})"))
+            continue
+        src.key_at[key_path] = here
+        out[key] = _build(value_node, key_path, src, errors)
+    return out
+
+
+def _check_tag(node: yaml.Node, plain: str, path: PathKey, src: Source, errors: list[Diagnostic]) -> bool:
+    if node.tag in (plain, "!") or node.tag is None:
+        return True
+    errors.append(src.diag(path, f"YAML tag {node.tag!r} is not allowed; specplan reads plain YAML values only"))
+    return False
+
+
+def _scalar(node: yaml.ScalarNode, path: PathKey, src: Source, errors: list[Diagnostic]) -> Any:
+    value = node.value
+    if node.style is not None or node.tag == "!":
+        return value  # quoted or block scalars are strings
+    if node.tag not in (_STD + "str", _STD + "int", _STD + "float", _STD + "bool", _STD + "null"):
+        _check_tag(node, _STD + "str", path, src, errors)
+        return None
+    if value in ("true", "false"):
+        return value == "true"
+    if value in _NULL:
+        return None
+    if _INT.match(value):
+        return int(value, 0) if value[:2] in ("0o", "0x") else int(value)
+    if _FLOAT.match(value):
+        return float(value.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf"))
+    return value
+
+
+def kind_of(value: Any) -> str:
+    """How a value reads in an error message: the YAML type and the value itself."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"integer {value}"
+    if isinstance(value, float):
+        return f"float {value!r}"
+    if isinstance(value, str):
+        return f"string {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
