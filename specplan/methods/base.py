@@ -3,6 +3,19 @@
 A method is data, not code: the planner reads these records to build the round graph.
 Shapes are tuples of symbol expressions over `bs`, `num_steps`, `topk`,
 `num_draft_tokens`, `vocab`, `hidden`; `eval_dim` turns one into a number.
+
+Conventions the method files follow:
+- Phase names are unique within `prefill` and within `decode`; a phase named in both (EAGLE's
+  `draft_extend`) produces its decisions in both, and `Decision.phase` names it once. Start-up
+  decisions (free memory) carry phase "startup", which is in neither tuple.
+- A value SGLang converges at two path-specific sites (DSpark's correct_len, bonus and
+  cap_trim_lens at DSPARK_ACCEPT_GREEDY and DSPARK_ACCEPT_SAMPLE) is two decisions, named
+  `<value>_greedy` and `<value>_sample` after their sites, so names stay unique in a method.
+- A value one site converges on both paths (EAGLE's predict / accept_index /
+  num_correct_drafts) is one decision with path "any" and the nature of its worst path (rng);
+  its doc says what the greedy path is (float).
+- `Decision.tree_only` marks values that only vary when topk > 1 (the EAGLE tree topology):
+  a chain (topk == 1) fills them with constants, so a chain round need not converge them.
 """
 
 from __future__ import annotations
@@ -37,6 +50,7 @@ class Decision:
     readers: Readers = "all_stages"
     derives: tuple[str, ...] = ()  # what each rank materializes locally from it
     doc: str = ""
+    tree_only: bool = False  # constant when topk == 1 (chain); varies only for trees
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,80 @@
+"""NGRAM: drafts looked up in a host n-gram corpus, verified as an irregular tree.
+
+Each rank keeps its own C++ corpus (reference/decisions.md §2); the drafts and tree mask agree
+only while every corpus saw the same committed tokens, and nothing converges them in SGLang
+[GAP-soft]. Accept is the EAGLE accept kernel with the same broadcasts, with
+accept_index [bs, num_draft_tokens] (max tree depth N). No draft forward and no draft extend.
+
+Chosen here: ngram_draft is a per-round host site; it joins the "rng" preset (values not a
+pure function of logits), not "init", which SGLang keeps for start-up probes.
+"""
+
+from ._common import COMMIT_DERIVES, first_token, presets_for, target_prefill_phase
+from .base import Decision, Method, Phase, Site
+
+_DRAFT = ("draft_tokens", "tree_mask")
+_ACCEPT = ("predict", "accept_index", "num_correct_drafts")
+_ACCEPT_DOC = "Verify-kernel output; rng on the sampling path, float on the greedy path."
+_TOKEN, _TARGET_SITE = first_token(
+    "ngram", sglang=False,
+    doc="Generic sampler: unconverged by default [GAP-soft] (decisions.md §0.3).")
+_TREE = ("positions", "retrive_index", "retrive_next_token", "retrive_next_sibling",
+         "cache_locations")
+
+
+def _decisions() -> tuple[Decision, ...]:
+    return (
+        _TOKEN,
+        Decision("draft_tokens", ("bs * num_draft_tokens",), "int64", "host", "draft",
+                 site="ngram_draft", derives=_TREE,
+                 doc="ngram_corpus.batch_get on the host of every rank."),
+        Decision("tree_mask", ("bs * num_draft_tokens * num_draft_tokens",), "bool", "host",
+                 "draft", site="ngram_draft", derives=_TREE,
+                 doc="Irregular tree (tree_topk = -1) from the same lookup."),
+        Decision("predict", ("bs * num_draft_tokens",), "int32", "rng", "accept",
+                 site="ngram_accept", derives=("out_tokens", "bonus_tokens"), doc=_ACCEPT_DOC),
+        Decision("accept_index", ("bs", "num_draft_tokens"), "int32", "rng", "accept",
+                 site="ngram_accept", derives=("out_tokens", "tree_compaction", "kv_move"),
+                 doc=_ACCEPT_DOC),
+        Decision("num_correct_drafts", ("bs",), "int32", "rng", "accept", site="ngram_accept",
+                 derives=("accept_lens",) + COMMIT_DERIVES + ("ngram_corpus_update",),
+                 doc=_ACCEPT_DOC),
+    )
+
+
+def _sites() -> tuple[Site, ...]:
+    return (
+        _TARGET_SITE,
+        Site("ngram_draft", "draft", _DRAFT, presets=presets_for("host"),
+             doc="Per-rank corpus lookup; SGLang never converges it [GAP-soft]."),
+        Site("ngram_accept", "accept", _ACCEPT, presets=presets_for("rng"), sglang=True,
+             doc="eagle_sample's broadcasts: every sampling path (target-only tree sampling, no "
+                 "draft probs); the greedy path only on HIP."),
+    )
+
+
+NGRAM = Method(
+    name="ngram",
+    prefill=(target_prefill_phase(),),
+    decode=(
+        # The lookup runs on the host of every rank: no forward, no single drafting stage.
+        Phase("draft", _DRAFT),
+        Phase("plan_verify"),  # reconstruct_indices_from_tree_mask
+        Phase("target_verify", compute="target_verify",
+              tokens_per_request="num_draft_tokens", forwards="1", stage="all"),
+        Phase("accept", _ACCEPT),
+        Phase("commit"),  # accepted KV moved to the front, corpus updated
+    ),
+    decisions=_decisions(),
+    sites=_sites(),
+    needs_taps=False, tree=True, drafter="lookup",
+    engine_notes={
+        "sglang_group": "attn_tp_or_tp",
+        "sglang_pp": "no",
+        "sglang_accept_greedy": "unconverged on cuda/npu/cpu/xpu; broadcast on hip",
+        "vllm": "supported",
+        "vllm_name": "ngram",
+        "vllm_note": "chain only; rejection sampler without draft probs",
+    },
+    doc="N-gram lookup drafting with tree verify.",
+)
