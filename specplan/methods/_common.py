@@ -50,8 +50,9 @@ def first_token(method: str, *, sglang: bool, site: str | None = None,
         derives=("bonus_tokens", "new_seq_lens", "positions", "cache_locations"),
         doc="First sampled token of each request; the greedy path is float (argmax over "
             "logits), the sampling path rng. Stage 0 embeds it next round.")
-    presets = RNG_PRESETS if sglang else presets_for("rng")
-    return decision, Site(site_name, "target", ("next_token_ids",), presets=presets,
+    # DSPARK_TARGET / DFLASH_TARGET sit in "rng", which is also where the nature rule puts
+    # the EAGLE family's and ngram's unconverged first token.
+    return decision, Site(site_name, "target", ("next_token_ids",), presets=RNG_PRESETS,
                           sglang=sglang, doc=doc)
 
 

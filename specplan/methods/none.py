@@ -32,7 +32,7 @@ NONE = Method(
                     "a grammar; unconverged by default."),),
     needs_taps=False, tree=False, drafter="none",
     engine_notes={"sglang_group": "attn_tp_or_tp", "sglang_pp": "yes",
-                  "vllm": "supported", "vllm_name": "none",
+                  "vllm": "supported",
                   "vllm_note": "no broadcast within TP: identical logits and seeds"},
     doc="No speculation: one sampled token per request per round.",
 )
