@@ -1,0 +1,35 @@
+"""Speculative-decoding kernels: Triton kernels, each beside a pure-torch reference.
+
+One kernel per module; each module holds the Triton kernel, ``<name>_torch`` (the reference,
+same arguments and outputs) and the public function, which takes
+``impl="auto" | "triton" | "torch"`` (auto: Triton for CUDA tensors, the reference on a CPU;
+"triton" on a CPU needs ``TRITON_INTERPRET=1``). Randomness is always an input (uniform coins,
+exponential noise), never drawn inside a kernel, so results are reproducible and can be
+converged across ranks. Conventions: lengths int32, tokens int64, placeholder -1.
+
+Public functions:
+
+- :func:`greedy_accept` - greedy chain accept (output tokens, correct_len, bonus).
+- :func:`rejection_sample` - chain rejection sampling, vLLM V1 semantics, ragged batches.
+- :func:`verify_tree_greedy` - SGLang's greedy tree verify.
+- :func:`tree_sample_target_only` - SGLang's target-only tree sampling (coins as inputs).
+- :func:`build_tree` - parent lists -> retrieve lists, positions, tree mask.
+- :func:`finalize_accept` - commit/seq/cap-trim lengths and out tokens (DSpark).
+- :func:`pack_fused` / :func:`unpack_fused` - one byte buffer for a fused converge.
+"""
+
+from specplan.runtime.kernels.greedy_accept import greedy_accept, greedy_accept_torch
+from specplan.runtime.kernels.rejection_sample import rejection_sample, rejection_sample_torch
+from specplan.runtime.kernels.verify_tree_greedy import (
+    verify_tree_greedy,
+    verify_tree_greedy_torch,
+)
+
+__all__ = [
+    "greedy_accept",
+    "greedy_accept_torch",
+    "rejection_sample",
+    "rejection_sample_torch",
+    "verify_tree_greedy",
+    "verify_tree_greedy_torch",
+]
