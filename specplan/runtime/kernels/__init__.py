@@ -18,6 +18,13 @@ Public functions:
 - :func:`pack_fused` / :func:`unpack_fused` - one byte buffer for a fused converge.
 """
 
+from specplan.runtime.kernels.finalize_accept import finalize_accept, finalize_accept_torch
+from specplan.runtime.kernels.fused_buffer import (
+    pack_fused,
+    pack_fused_torch,
+    unpack_fused,
+    unpack_fused_torch,
+)
 from specplan.runtime.kernels.greedy_accept import greedy_accept, greedy_accept_torch
 from specplan.runtime.kernels.rejection_sample import rejection_sample, rejection_sample_torch
 from specplan.runtime.kernels.verify_tree_greedy import (
@@ -26,6 +33,12 @@ from specplan.runtime.kernels.verify_tree_greedy import (
 )
 
 __all__ = [
+    "finalize_accept",
+    "finalize_accept_torch",
+    "pack_fused",
+    "pack_fused_torch",
+    "unpack_fused",
+    "unpack_fused_torch",
     "greedy_accept",
     "greedy_accept_torch",
     "rejection_sample",
