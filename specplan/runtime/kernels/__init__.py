@@ -18,6 +18,7 @@ Public functions:
 - :func:`pack_fused` / :func:`unpack_fused` - one byte buffer for a fused converge.
 """
 
+from specplan.runtime.kernels.build_tree import build_tree, build_tree_torch
 from specplan.runtime.kernels.finalize_accept import finalize_accept, finalize_accept_torch
 from specplan.runtime.kernels.fused_buffer import (
     pack_fused,
@@ -33,6 +34,8 @@ from specplan.runtime.kernels.verify_tree_greedy import (
 )
 
 __all__ = [
+    "build_tree",
+    "build_tree_torch",
     "finalize_accept",
     "finalize_accept_torch",
     "pack_fused",
