@@ -68,16 +68,46 @@ def explain(spec: str, rank: int | None, as_json: bool) -> None:
     from specplan.mesh import build_mesh
     from specplan.schema import load_spec
 
+    from specplan.lower import build_plan
+    from specplan.passes import plan as run_passes
+    from specplan.round_view import render_round, round_data
+
     loaded = load_spec(spec)
-    mesh = build_mesh(loaded)
+    planning = run_passes(loaded)
+    mesh = planning.mesh
     if rank is not None and not 0 <= rank < mesh.world_size:
         raise SpecError([Diagnostic(spec, None, None, "", f"--rank {rank} is outside the world: "
                                     f"expected 0 .. {mesh.world_size - 1}")])
     data = explain_data(loaded, mesh)
+    data["round"] = round_data(build_plan(planning))
     if as_json:
         dump_json(data)
         return
-    render(data, console(), rank)
+    out = console()
+    render(data, out, rank)
+    if rank is None:
+        render_round(data["round"], out)
+
+
+@main.command(name="compile")
+@click.argument("spec", type=click.Path(dir_okay=True))
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Output directory (default build/<name>/).")
+@user_errors
+def compile_(spec: str, out_dir: str | None) -> None:
+    """Plan SPEC and write plan.json (and, with torch, the runtime module).
+
+    Example: specplan compile specs/kimi-k3-dspark-tp8-pp2.yaml -o build/kimi
+    """
+    from specplan.lower import build_plan, write_plan
+    from specplan.passes import plan as run_passes
+    from specplan.schema import load_spec
+
+    loaded = load_spec(spec)
+    plan = build_plan(run_passes(loaded))
+    path = write_plan(plan, out_dir or f"build/{loaded.name}")
+    click.echo(f"wrote {path} (fingerprint {plan['fingerprint'][:16]}, "
+               f"{len(plan['boundaries'])} converge boundaries, {len(plan['rank_classes'])} rank classes)")
 
 
 if __name__ == "__main__":

@@ -38,3 +38,10 @@ class SpecError(UserError):
 
 class PlanError(UserError):
     """The spec is well-formed but cannot be planned as asked."""
+
+    @classmethod
+    def single(cls, spec, path: tuple, message: str) -> "PlanError":
+        """One diagnostic pointing at `path` of the spec's YAML."""
+        file, line = spec.line_of(*path)
+        dotted = ".".join(str(x) for x in path)
+        return cls([Diagnostic(file, line, 1 if line else None, dotted, message)])

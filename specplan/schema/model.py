@@ -16,6 +16,10 @@ Device = Literal["cuda", "rocm", "npu", "cpu"]
 MethodName = Literal["none", "eagle", "eagle3", "mtp", "standalone", "ngram", "dflash", "dspark"]
 Sampling = Literal["greedy", "sampling", "mixed"]
 Policy = Literal["safe", "all", "rng", "init", "off"]
+Dtype = Literal["bf16", "fp16", "fp8", "fp32"]
+OnOff = Literal["on", "off"]
+Relay = Literal["broadcast", "column", "ring"]
+AuxRouting = Literal["chain", "direct"]
 
 TAP_METHODS = ("eagle3", "dflash", "dspark")
 TREE_METHODS = ("eagle", "eagle3", "mtp", "standalone", "ngram")
@@ -47,6 +51,8 @@ class Moe(_Model):
 
     num_experts: Size = Field(description="Routed experts per MoE layer.")
     top_k: Size = Field(description="Experts each token is routed to.")
+    a2a: Literal["none", "deepep"] = Field(
+        "none", description="All-to-all backend for expert dispatch: none | deepep.")
 
 
 class ModelCfg(_Model):
@@ -58,6 +64,7 @@ class ModelCfg(_Model):
     pp_partition: list[Size] | None = Field(
         None, description="Layers per pipeline stage; else the engine's rule.")
     moe: Moe | None = Field(None, description="Set for a mixture-of-experts model.")
+    dtype: Dtype = Field("bf16", description="Activation and tap dtype: bf16 | fp16 | fp8 | fp32.")
 
 
 class Speculative(_Model):
@@ -75,6 +82,8 @@ class Speculative(_Model):
     aux_layers: list[Annotated[int, Field(ge=0)]] | None = Field(
         None, description="Tap ids for eagle3 / dflash / dspark (default 2, L//2, L-3): "
                           "tap L is the residual stream entering layer L.")
+    draft_tp: Size | None = Field(
+        None, description="Tensor width of the drafter (default: the target's attention TP).")
 
     @property
     def verify_width(self) -> int:
@@ -96,6 +105,18 @@ class Sync(_Model):
     """Which decisions converge."""
 
     policy: Policy = Field("safe", description="safe | all | rng | init | off.")
+    sites: dict[str, OnOff] = Field(
+        default_factory=dict, description="Per-site override of the policy: {site: on | off}.")
+
+
+class Pipeline(_Model):
+    """How decisions and taps cross pipeline stages."""
+
+    relay: Relay = Field("broadcast", description="How last-stage decisions reach earlier stages: "
+                         "broadcast (one collective over the replica) | column (vLLM: per TP "
+                         "index down its PP column) | ring (SGLang: stage to stage).")
+    aux_routing: AuxRouting = Field("chain", description="How taps reach the drafter: chain "
+                                    "(inside each stage handoff) | direct (straight to the last stage).")
 
 
 class Runtime(_Model):
@@ -114,6 +135,7 @@ class Spec(_Model):
     model: ModelCfg
     speculative: Speculative = Field(default_factory=Speculative)
     sync: Sync = Field(default_factory=Sync)
+    pipeline: Pipeline = Field(default_factory=Pipeline)
     runtime: Runtime = Field(default_factory=Runtime)
 
     _source: object = PrivateAttr(default=None)

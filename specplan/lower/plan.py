@@ -1,0 +1,111 @@
+"""The Plan artifact: plan.json, versioned and fingerprinted (docs/plan.schema.json).
+
+Both hashes are taken over canonical JSON (sorted keys, no whitespace), so comments and key
+order in the YAML change neither; re-running compile on the same spec writes the same bytes.
+The file grows with group families and rank classes, never with ranks: families are stored
+as rules (`explain --json` still lists every group).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from specplan.methods.base import DTYPE_BYTES
+from specplan.passes import Planning
+from specplan.passes.pin_widths import field_shape
+
+SCHEMA_VERSION = 1
+BACKENDS = {"cuda": "nccl", "rocm": "nccl", "npu": "hccl", "cpu": "gloo"}
+
+
+def canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+
+def spec_sha256(p: Planning) -> str:
+    return hashlib.sha256(canonical(p.spec.model_dump(mode="json"))).hexdigest()
+
+
+def fingerprint(plan: dict) -> str:
+    body = {k: v for k, v in plan.items() if k != "fingerprint"}
+    return hashlib.sha256(canonical(body)).hexdigest()
+
+
+def build_plan(p: Planning) -> dict:
+    spec, s = p.spec, p.graph.sections
+    plan: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "name": spec.name,
+        "engine": spec.engine,
+        "spec_sha256": spec_sha256(p),
+        "fingerprint": "",
+        "world_size": p.mesh.world_size,
+        "num_worlds": p.mesh.num_worlds,
+        "device": spec.topology.device,
+        "backend": BACKENDS[spec.topology.device],
+        "widths": p.mesh.widths,
+        "derived": p.mesh.derived,
+        "model": _model(p),
+        "speculative": _speculative(p),
+        "sync": {"policy": spec.sync.policy, "sites": dict(sorted(spec.sync.sites.items()))},
+        "families": [_family(f) for f in s["families"].values()],
+        "sites": [_site(p, name, e) for name, e in s["sites"].items()],
+        "boundaries": s["boundaries"],
+        "buffer_bytes": s["buffer_bytes"],
+        "unfused": s["unfused"],
+        "pipeline": s["pipeline"],
+        "dp_agreement": s["dp_agreement"],
+        "moe": s["moe"],
+        "rank_classes": s["rank_classes"],
+        "in_flight": s["in_flight"],
+        "passes": list(p.graph.passes_run),
+    }
+    plan["fingerprint"] = fingerprint(plan)
+    return plan
+
+
+def write_plan(plan: dict, out_dir: str | Path) -> Path:
+    """Write plan.json atomically (a temporary file renamed into place)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "plan.json"
+    tmp = out / ".plan.json.tmp"
+    tmp.write_text(json.dumps(plan, indent=1) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def _model(p: Planning) -> dict:
+    m = p.spec.model
+    return {"num_layers": m.num_layers, "hidden_size": m.hidden_size, "vocab_size": m.vocab_size,
+            "dtype": m.dtype, "moe": m.moe.model_dump() if m.moe else None}
+
+
+def _speculative(p: Planning) -> dict:
+    sp = p.spec.speculative
+    return {"method": sp.method, "num_steps": sp.num_steps, "topk": sp.topk,
+            "num_draft_tokens": sp.verify_width, "sampling": sp.sampling,
+            "taps": list(sp.taps(p.spec.model.num_layers)), "max_batch": p.spec.runtime.max_batch}
+
+
+def _family(f) -> dict:
+    return {"name": f.name, "rule": f.rule(), "group_size": f.group_size, "num_groups": f.num_groups}
+
+
+def _site(p: Planning, name: str, e: dict) -> dict:
+    decisions = []
+    for dname in e["decisions"]:
+        d = p.method.decision(dname)
+        dims = field_shape(p, d.shape)
+        n = 1
+        for x in dims:
+            n *= x
+        decisions.append({"name": dname, "symbols": list(d.shape), "shape": dims, "dtype": d.dtype,
+                          "nature": d.nature, "bytes": n * DTYPE_BYTES[d.dtype]})
+    return {"name": name, "round": e["round"], "phase": e["phase"], "kind": e["kind"],
+            "decisions": decisions, "family": e["family"], "source_member": e["source_member"],
+            "converge": e["converge"], "reason": e["reason"], "trivial": e["trivial"],
+            "boundary": e.get("boundary"), "line": p.line("sync", "sites", name) or p.line("sync", "policy")}

@@ -1,0 +1,69 @@
+"""Pass assign_groups: each site's group family and source, both as global-rank rules.
+
+Requires: build_round. Ensures: `sections["families"]` holds every family in the order all
+ranks create them (the mesh's, then `replica_stage`: one replica's ranks on one stage) and
+`sections["sites"]` one entry per site the round makes, with the family whose groups hold
+exactly the ranks of one replica that read the site's decisions (DESIGN.md §2, §7), and the
+source: the group member that is the replica's first rank on the last stage.
+
+Readers on every stage converge over the whole replica when `pipeline.relay` is broadcast
+(convergence and relay in one collective); otherwise over the last stage's replica ranks,
+and the pipeline pass relays the result down.
+"""
+
+from __future__ import annotations
+
+from specplan.mesh import Family
+from specplan.passes.context import Planning
+
+NAME = "assign_groups"
+
+
+def run(p: Planning) -> None:
+    families = {f.name: f for f in p.mesh.families}
+    replica = families["replica"]
+    families["replica_stage"] = Family("replica_stage", replica.shape, replica.strides, 1)
+    p.graph.sections["families"] = families
+    sites = {}
+    for site in p.method.sites:
+        decisions = [p.method.decision(n) for n in site.decisions]
+        decisions = [d for d in decisions if p.included(d)]
+        if not decisions:
+            continue
+        family = _family(p, all(d.readers == "last_stage" for d in decisions))
+        sites[site.name] = {
+            "phase": site.phase,
+            "round": _round_of(p, site.phase),
+            "decisions": [d.name for d in decisions],
+            "kind": site.kind,
+            "startup": site.startup,
+            "family": family,
+            "source_member": _source_member(p, family),
+            "readers": "last_stage" if family == "replica_stage" or p.pp == 1 and all(
+                d.readers == "last_stage" for d in decisions) else "all_stages",
+        }
+    p.graph.sections["sites"] = sites
+
+
+def _family(p: Planning, last_stage_only: bool) -> str:
+    if p.pp == 1:
+        return "replica"
+    if last_stage_only or p.spec.pipeline.relay != "broadcast":
+        return "replica_stage"
+    return "replica"
+
+
+def _source_member(p: Planning, family: str) -> int:
+    """Index, within each group, of the replica's first rank on the last stage."""
+    if family == "replica_stage":
+        return 0
+    per_stage = p.graph.sections["families"]["replica"].group_size // p.pp
+    return (p.pp - 1) * per_stage
+
+
+def _round_of(p: Planning, phase: str) -> str:
+    if phase == "startup":
+        return "startup"
+    if any(ph.name == phase for ph in p.method.decode):
+        return "decode"
+    return "prefill"

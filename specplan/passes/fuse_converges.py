@@ -1,0 +1,77 @@
+"""Pass fuse_converges: converges that share group and source and do not depend on each
+other become one collective (a converge boundary).
+
+Requires: insert_converges. Ensures: `sections["boundaries"]`, a list in round order, each
+with an id, its round, family, source member, op and the sites it carries (in the method's
+order); every converged, non-trivial site names its boundary. Where two consecutive
+boundaries of one family stay apart, `sections["unfused"]` gives the dependency path that
+forces it (site A's converge reaches site B's decision through compute).
+"""
+
+from __future__ import annotations
+
+from specplan.ir import node_id
+from specplan.passes.context import Planning
+
+NAME = "fuse_converges"
+
+
+def run(p: Planning) -> None:
+    sites = p.graph.sections["sites"]
+    live = [n for n, e in sites.items() if e["converge"] and not e["trivial"]]
+    live.sort(key=lambda n: (_round_rank(sites[n]["round"]), _order(p, n)))
+    boundaries: list[dict] = []
+    unfused: list[dict] = []
+    for name in live:
+        entry = sites[name]
+        target = _fusable(p, boundaries, name, entry, unfused)
+        if target is None:
+            target = {"id": len(boundaries), "round": entry["round"], "family": entry["family"],
+                      "source_member": entry["source_member"],
+                      "op": "all_reduce_min" if entry["kind"] == "min" else "broadcast",
+                      "sites": []}
+            boundaries.append(target)
+        target["sites"].append(name)
+        entry["boundary"] = target["id"]
+    p.graph.sections["boundaries"] = boundaries
+    p.graph.sections["unfused"] = unfused
+
+
+def _fusable(p: Planning, boundaries: list[dict], name: str, entry: dict, unfused: list) -> dict | None:
+    same = [b for b in boundaries if b["round"] == entry["round"] and b["family"] == entry["family"]
+            and b["source_member"] == entry["source_member"] and b["op"] == "broadcast"
+            and entry["kind"] == "broadcast"]
+    if not same:
+        return None
+    last = same[-1]
+    for other in last["sites"]:
+        path = _dependency(p, other, name, entry)
+        if path:
+            unfused.append({"after": other, "before": name, "family": entry["family"],
+                            "dependency": path})
+            return None
+    return last
+
+
+def _dependency(p: Planning, earlier: str, later: str, entry: dict) -> list[str] | None:
+    """Node ids on a path from `earlier`'s converge to a decision of `later`, if any."""
+    g, rnd, last = p.graph, entry["round"], p.last_stage
+    src = node_id("converge", rnd, earlier, last)
+    for decision in entry["decisions"]:
+        dst = node_id("decision", rnd, decision, last)
+        if g.has(src) and g.has(dst):
+            path = g.path(src, dst)
+            if path:
+                return [n.id for n in path]
+    return None
+
+
+def _order(p: Planning, site: str) -> int:
+    for n in p.graph.nodes("converge"):
+        if n.name == site:
+            return n.attr("order")
+    return 0
+
+
+def _round_rank(rnd: str) -> int:
+    return {"startup": 0, "prefill": 1, "decode": 2}[rnd]

@@ -1,0 +1,132 @@
+"""Pass pipeline_stages: drafter placement, taps, tap routing and decision relays under PP.
+
+Requires: dp_agreement. Ensures `sections["pipeline"]`:
+- the drafter on the last stage with its own pipeline size 1, tensor width
+  `speculative.draft_tp` (default: the target's attention TP), and draft-layer ids numbered
+  after the target's total layers (a stage-local count would collide with target layers);
+- every tap with exactly one producer stage (start < L <= end, tap 0 on stage 0);
+- tap routing `chain` (inside each stage handoff, as vLLM 0.33) and `direct` (straight to
+  the last stage), both with bytes and extra messages per link per round;
+- relays: each last-stage decision read on every stage reaches the earlier stages before
+  they embed it. With relay `broadcast` a converged site's replica-wide collective already
+  delivers it; everything else gets relay converge nodes over the pp family (`column`: a
+  broadcast down each PP column; `ring`: stage to stage, last -> 0 -> 1 -> ...).
+"""
+
+from __future__ import annotations
+
+from specplan.errors import PlanError
+from specplan.ir import Node, node_id
+from specplan.methods.base import eval_dim
+from specplan.passes.context import Planning
+
+NAME = "pipeline_stages"
+
+
+def run(p: Planning) -> None:
+    stages = p.mesh.stages
+    p.graph.sections["pipeline"] = {
+        "stages": [{"pp_rank": s.pp_rank, "start_layer": s.start_layer, "end_layer": s.end_layer,
+                    "taps": list(s.taps)} for s in stages],
+        "drafter": _drafter(p),
+        "taps": {str(t): s.pp_rank for s in stages for t in s.taps},
+        "aux_routing": p.spec.pipeline.aux_routing,
+        "routing": {mode: _routing(p, mode) for mode in ("chain", "direct")},
+        "relay": {"mode": p.spec.pipeline.relay, "sites": _relays(p)},
+        "handoff_bytes": _handoff_bytes(p),
+    }
+
+
+def attention_tp(p: Planning) -> int:
+    d = p.mesh.derived
+    return d["attn_tp"] if "attn_tp" in d else p.spec.topology.tp
+
+
+def _drafter(p: Planning) -> dict | None:
+    if p.method.drafter == "none":
+        return None
+    width = p.spec.speculative.draft_tp or attention_tp(p)
+    if width not in (1, attention_tp(p)):
+        raise PlanError.single(p.spec, ("speculative", "draft_tp"),
+                               f"draft_tp={width} must be 1 or the attention TP width {attention_tp(p)}")
+    layers = p.spec.model.num_layers
+    n = 0 if p.method.drafter == "lookup" else 1
+    return {"stage": p.last_stage, "pipeline_size": 1, "tp": width,
+            "layer_ids": [layers + i for i in range(n)], "kind": p.method.drafter}
+
+
+def _tap_bytes(p: Planning) -> int:
+    rows = p.spec.runtime.max_batch * p.spec.speculative.verify_width
+    return rows * p.spec.model.hidden_size * p.act_bytes
+
+
+def _handoff_bytes(p: Planning) -> int:
+    """hidden_states + residual for one target-verify forward."""
+    return 2 * _tap_bytes(p)
+
+
+def _routing(p: Planning, mode: str) -> list[dict]:
+    stages, tap = p.mesh.stages, _tap_bytes(p)
+    if len(stages) == 1:
+        return []
+    if mode == "chain":
+        out, carried = [], 0
+        for s in stages[:-1]:
+            carried += len(s.taps)
+            out.append({"link": [s.pp_rank, s.pp_rank + 1], "taps": carried, "bytes": carried * tap,
+                        "messages": 0, "note": "rides inside the stage handoff"})
+        return out
+    return [{"link": [s.pp_rank, p.last_stage], "taps": len(s.taps), "bytes": len(s.taps) * tap,
+             "messages": 1} for s in stages[:-1] if s.taps]
+
+
+def _relays(p: Planning) -> list[dict]:
+    if p.pp == 1:
+        return []
+    out = []
+    for name, entry in p.graph.sections["sites"].items():
+        if entry["readers"] != "all_stages" or entry["startup"]:
+            continue
+        if entry["converge"] and entry["family"] == "replica":
+            continue  # the replica-wide collective already reaches every stage
+        mode = p.spec.pipeline.relay if entry["converge"] else _unconverged_mode(p)
+        out.append({"site": name, "mode": mode, "family": "pp", "source_member": p.pp - 1,
+                    "bytes": _site_bytes(p, entry)})
+        _splice(p, name, entry, mode)
+    return out
+
+
+def _unconverged_mode(p: Planning) -> str:
+    # Nothing agrees within the last stage, so each column carries its own rank's value.
+    return "ring" if p.spec.pipeline.relay == "ring" else "column"
+
+
+def _site_bytes(p: Planning, entry: dict) -> int:
+    from specplan.methods.base import DTYPE_BYTES
+    total = 0
+    for name in entry["decisions"]:
+        d = p.method.decision(name)
+        n = 1
+        for dim in d.shape:
+            n *= eval_dim(dim, p.symbols)
+        total += n * DTYPE_BYTES[d.dtype]
+    return total
+
+
+def _splice(p: Planning, name: str, entry: dict, mode: str) -> None:
+    g, rnd, last = p.graph, entry["round"], p.last_stage
+    conv = node_id("converge", rnd, name, last)
+    origin = [g.get(conv)] if g.has(conv) else \
+        [n for n in g.nodes("decision", round=rnd, stage=last) if n.attr("site") == name]
+    for s in range(p.pp):
+        relay = g.add(Node("converge", f"relay_{name}", rnd, entry["phase"], s,
+                           attrs=(("decisions", tuple(entry["decisions"])), ("family", "pp"),
+                                  ("mode", mode), ("order", origin[0].attr("order") + 1),
+                                  ("source_member", p.pp - 1))))
+        for src in origin:
+            g.connect(src, relay, tuple(d for d in entry["decisions"] if src.kind == "converge"
+                                        or d == src.name))
+            if s == last:
+                continue
+            for reader in [r for r in g.successors(src) if r.stage == s and r.kind == "materialize"]:
+                g.connect(relay, reader, g.disconnect(src, reader))

@@ -1,0 +1,111 @@
+"""Pass schedule: each rank class's ordered collectives for one round of each kind.
+
+Requires: moe_rows. Ensures `sections["rank_classes"]`: ranks that run the same program
+(here: the ranks of one pipeline stage) share one program, stored once with the rule that
+selects its ranks, so a plan grows with classes, not ranks; and `sections["in_flight"]`,
+the pp rounds a pipeline keeps in flight. Ops name a family (the rank's own group in it),
+bytes fixed at compile time, and the boundary or site they serve.
+"""
+
+from __future__ import annotations
+
+from specplan.methods.base import eval_dim
+from specplan.passes.context import Planning
+
+NAME = "schedule"
+
+
+def run(p: Planning) -> None:
+    classes = []
+    for s in range(p.pp):
+        program = {rnd: _program(p, rnd, s) for rnd in ("startup", "prefill", "decode")}
+        classes.append({"id": s, "rule": {"pp": s}, "program": program})
+    p.graph.sections["rank_classes"] = classes
+    p.graph.sections["in_flight"] = p.pp
+
+
+def _program(p: Planning, rnd: str, stage: int) -> list[dict]:
+    sites, boundaries = p.graph.sections["sites"], p.graph.sections["boundaries"]
+    ops: list[dict] = []
+    seen: set[int] = set()
+    for node in p.graph.topological():
+        if node.round != rnd or node.stage != stage:
+            continue
+        if node.kind == "compute":
+            ops.extend(_compute_ops(p, node))
+        elif node.kind == "converge" and node.name == "dp_token_counts":
+            dp = p.graph.sections["dp_agreement"]
+            ops.append({"op": dp["op"], "family": dp["family"], "bytes": dp["bytes"],
+                        "what": "dp_token_counts"})
+        elif node.kind == "converge" and node.name.startswith("relay_"):
+            ops.append(_relay_op(p, node, stage))
+        elif node.kind == "converge":
+            b = sites[node.name].get("boundary")
+            if b is None or b in seen:
+                continue
+            seen.add(b)
+            bd = boundaries[b]
+            ops.append({"op": bd["op"], "family": bd["family"], "bytes": bd["buffer_bytes"],
+                        "boundary": b, "source_member": bd["source_member"], "sites": bd["sites"]})
+    return ops
+
+
+def _relay_op(p: Planning, node, stage: int) -> dict:
+    relay = next(r for r in p.graph.sections["pipeline"]["relay"]["sites"]
+                 if f"relay_{r['site']}" == node.name)
+    op = {"op": "broadcast" if relay["mode"] == "column" else "ring", "family": "pp",
+          "bytes": relay["bytes"], "site": relay["site"], "source_member": p.pp - 1}
+    if relay["mode"] == "ring":
+        last = p.pp - 1
+        op["recv_from"] = None if stage == last else (last if stage == 0 else stage - 1)
+        op["send_to"] = None if stage == p.pp - 2 else (0 if stage == last else stage + 1)
+    return op
+
+
+def _compute_ops(p: Planning, node) -> list[dict]:
+    pipe = p.graph.sections["pipeline"]
+    kind = node.attr("compute")
+    if kind == "moe_dispatch_combine":
+        moe = p.graph.sections["moe"]
+        return [{"op": "all_to_all", "family": moe["dispatch_family"], "what": "moe_dispatch_combine",
+                 "per_layer": True},
+                {"op": "all_gather", "family": "attn_tp", "bytes": moe["gather_bytes_per_layer"],
+                 "what": "moe_row_gather", "per_layer": True}]
+    ops = []
+    staged = kind in ("target_verify", "target_prefill")
+    rows = p.spec.runtime.max_batch * eval_dim(node.attr("tokens_per_request", "0"), p.symbols)
+    hand = 2 * rows * p.spec.model.hidden_size * p.act_bytes
+    taps = _chain_tap_bytes(p, node.stage - 1, rows) if kind == "target_verify" else 0
+    if staged and node.stage > 0:
+        ops.append({"op": "recv", "family": "pp", "peer_member": node.stage - 1,
+                    "bytes": hand + taps, "what": f"{node.name}_handoff"})
+    forwards = eval_dim(node.attr("forwards", "1"), p.symbols)
+    if forwards:
+        ops.append({"op": "forward", "compute": kind, "family": "tp", "count": forwards,
+                    "rows": rows})
+    if staged and node.stage < p.pp - 1:
+        out_taps = _chain_tap_bytes(p, node.stage, rows) if kind == "target_verify" else 0
+        ops.append({"op": "send", "family": "pp", "peer_member": node.stage + 1,
+                    "bytes": hand + out_taps, "what": f"{node.name}_handoff"})
+    if kind == "target_verify" and pipe["aux_routing"] == "direct":
+        ops.extend(_direct_tap_ops(p, node.stage, rows))
+    return ops
+
+
+def _chain_tap_bytes(p: Planning, upto: int, rows: int) -> int:
+    if p.spec.pipeline.aux_routing != "chain" or upto < 0:
+        return 0
+    taps = sum(len(s.taps) for s in p.mesh.stages[: upto + 1])
+    return taps * rows * p.spec.model.hidden_size * p.act_bytes
+
+
+def _direct_tap_ops(p: Planning, stage: int, rows: int) -> list[dict]:
+    per_tap = rows * p.spec.model.hidden_size * p.act_bytes
+    last = p.pp - 1
+    if stage < last and p.mesh.stages[stage].taps:
+        return [{"op": "send", "family": "pp", "peer_member": last,
+                 "bytes": len(p.mesh.stages[stage].taps) * per_tap, "what": "taps_direct"}]
+    if stage == last:
+        return [{"op": "recv", "family": "pp", "peer_member": s.pp_rank, "bytes": len(s.taps) * per_tap,
+                 "what": "taps_direct"} for s in p.mesh.stages[:-1] if s.taps]
+    return []
