@@ -125,8 +125,14 @@ def _speculative(spec: Spec, src: Source) -> list[Diagnostic]:
 
 def _taps(spec: Spec, src: Source) -> list[Diagnostic]:
     s, layers = spec.speculative, spec.model.num_layers
-    if s.aux_layers is None or s.method not in TAP_METHODS:
+    if s.method not in TAP_METHODS:
         return []
+    if s.aux_layers is None:
+        if layers >= 3:
+            return []
+        return [src.diag(("speculative", "method"), f"method {s.method!r} reads the default taps "
+                         f"2, num_layers//2, num_layers-3, which need num_layers >= 3, found "
+                         f"num_layers={layers}; set speculative.aux_layers")]
     out = []
     for i, tap in enumerate(s.aux_layers):
         if tap > layers:

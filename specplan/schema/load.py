@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from specplan.errors import Diagnostic, SpecError
 from specplan.schema.checks import cross_checks
 from specplan.schema.model import Spec
-from specplan.schema.yaml_source import Source, kind_of, read_source
+from specplan.schema.yaml_source import Source, dotted, kind_of, read_source
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -21,12 +21,21 @@ def load_spec(path: str | Path) -> Spec:
     try:
         spec = Spec.model_validate(source.data)
     except ValidationError as exc:
-        raise SpecError(_dedupe(_translate(err, source) for err in exc.errors())) from None
+        found = (_translate(err, source) for err in exc.errors())
+        raise SpecError(_dedupe(source.problems + [d for d in found if not _explained(d, source)])) from None
+    if source.problems:
+        raise SpecError(source.problems)
     spec._source = source
     problems = cross_checks(spec, source)
     if problems:
         raise SpecError(problems)
     return spec
+
+
+def _explained(diag: Diagnostic, source: Source) -> bool:
+    """A schema error under a path the YAML reader already refused adds nothing."""
+    return any(diag.path == dotted(p) or diag.path.startswith((dotted(p) + ".", dotted(p) + "["))
+               for p in source.problem_paths if p)
 
 
 def _dedupe(diags) -> list[Diagnostic]:
@@ -63,7 +72,7 @@ def _message(kind: str, err: dict, value: Any, parent: type | None, loc: tuple) 
         return f"{expected}, {found}"
     ctx = err.get("ctx") or {}
     if kind == "literal_error":
-        return f"expected one of {ctx.get('expected', '').replace(' or ', ', ')}, {found}"
+        return f"expected one of {ctx.get('expected', '').replace(' or ', ', ')}, {found}{_did_you_mean(value, loc)}"
     if kind in ("greater_than_equal", "greater_than"):
         bound = ctx.get("ge", ctx.get("gt"))
         what = "a positive integer" if bound == 1 else f"an integer >= {bound}"
@@ -73,6 +82,16 @@ def _message(kind: str, err: dict, value: Any, parent: type | None, loc: tuple) 
     return f"{err['msg'].lower()}, {found}"
 
 
+def _did_you_mean(value: Any, loc: tuple) -> str:
+    if not isinstance(value, str):
+        return ""
+    parent = _model_at(loc[:-1])
+    field = parent.model_fields.get(loc[-1]) if parent else None
+    choices = [str(c) for c in typing.get_args(_strip(field.annotation))] if field else []
+    close = difflib.get_close_matches(value.lower(), choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _unknown_key(loc: tuple) -> str:
     model = _model_at(loc[:-1])
     key = str(loc[-1])
@@ -80,8 +99,9 @@ def _unknown_key(loc: tuple) -> str:
         return f"unknown key {key!r}"
     valid = list(model.model_fields)
     close = difflib.get_close_matches(key, valid, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown key {key!r}{hint}; valid keys: {', '.join(valid)}"
+    if close:
+        return f"unknown key {key!r} (did you mean {close[0]!r}?)"
+    return f"unknown key {key!r}; valid keys: {', '.join(valid)}"
 
 
 def _model_at(loc: tuple) -> type[BaseModel] | None:

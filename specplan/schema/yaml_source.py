@@ -19,10 +19,12 @@ from specplan.errors import Diagnostic, SpecError
 Loc = tuple[int, int]  # 1-based line, column
 PathKey = tuple[Any, ...]
 
-_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$|^0o[0-7]+$|^0x[0-9a-fA-F]+$")
+_INT = re.compile(r"^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$")  # 1.2 core: 010 is 10
 _FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$")
 _NULL = {"", "~", "null", "Null", "NULL"}
 _STD = "tag:yaml.org,2002:"
+_PLAIN = "!specplan/plain"  # an untagged plain scalar: resolved by the core schema below
+_MAX_NODES = 100_000  # aliases may share nodes; refuse documents that expand past this
 
 
 @dataclass
@@ -33,6 +35,8 @@ class Source:
     data: Any
     value_at: dict[PathKey, Loc] = field(default_factory=dict)
     key_at: dict[PathKey, Loc] = field(default_factory=dict)
+    problems: list[Diagnostic] = field(default_factory=list)  # refused tags, duplicate keys
+    problem_paths: set[PathKey] = field(default_factory=set)
 
     def loc(self, path: PathKey, *, key: bool = False) -> Loc | None:
         """Nearest known location of `path`, walking up to its parents."""
@@ -63,6 +67,16 @@ class _Loader(yaml.SafeLoader):
 _Loader.yaml_implicit_resolvers = {}
 
 
+def _resolve(self, kind, value, implicit):
+    # Mark untagged plain scalars so that an explicit `!!str 5` stays the string "5".
+    if kind is yaml.ScalarNode and implicit[0]:
+        return _PLAIN
+    return yaml.SafeLoader.resolve(self, kind, value, implicit)
+
+
+_Loader.resolve = _resolve
+
+
 def read_source(path: str | Path) -> Source:
     """Parse `path`; raise SpecError for unreadable files and malformed YAML."""
     name = str(path)
@@ -79,12 +93,16 @@ def read_source(path: str | Path) -> Source:
         raise SpecError([Diagnostic(name, None, None, "", "the file is empty; expected a YAML mapping")])
     source = Source(name, None)
     errors: list[Diagnostic] = []
-    source.data = _build(root, (), source, errors)
-    if errors:
-        raise SpecError(errors)
+    try:
+        source.data = _build(root, (), source, errors)
+    except _Refused as exc:
+        raise SpecError([exc.args[0]]) from None
     if not isinstance(source.data, dict):
         line, col = source.value_at[()]
-        raise SpecError([Diagnostic(name, line, col, "", f"expected a mapping at the top of the document, found {kind_of(source.data)}")])
+        raise SpecError(errors + [Diagnostic(name, line, col, "", "expected a mapping at the top of the "
+                                                                   f"document, found {kind_of(source.data)}")])
+    # Not fatal: the schema still checks the rest, so every error of the file shows at once.
+    source.problems = errors
     return source
 
 
@@ -111,25 +129,44 @@ def _read_text(path: Path, name: str) -> str:
     return text
 
 
-def _build(node: yaml.Node, path: PathKey, src: Source, errors: list[Diagnostic]) -> Any:
+class _Refused(Exception):
+    """The document cannot be read into values at all (a cyclic or exploding alias)."""
+
+
+def _build(node: yaml.Node, path: PathKey, src: Source, errors: list[Diagnostic],
+           active: frozenset = frozenset()) -> Any:
     src.value_at[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+    if len(src.value_at) > _MAX_NODES:
+        raise _Refused(src.diag(path, f"the document expands to more than {_MAX_NODES} values "
+                                      "(aliases nested too deep); write the values out"))
+    if isinstance(node, yaml.ScalarNode):
+        return _scalar(node, path, src, errors)
+    if id(node) in active:
+        raise _Refused(src.diag(path, "an alias refers to a node that contains it; "
+                                      "recursive YAML structures are not supported"))
+    active = active | {id(node)}
     if isinstance(node, yaml.MappingNode):
-        return _build_mapping(node, path, src, errors)
-    if isinstance(node, yaml.SequenceNode):
-        _check_tag(node, _STD + "seq", path, src, errors)
-        return [_build(item, path + (i,), src, errors) for i, item in enumerate(node.value)]
-    return _scalar(node, path, src, errors)
+        return _build_mapping(node, path, src, errors, active)
+    _check_tag(node, _STD + "seq", path, src, errors)
+    return [_build(item, path + (i,), src, errors, active) for i, item in enumerate(node.value)]
 
 
-def _build_mapping(node: yaml.MappingNode, path: PathKey, src: Source, errors: list[Diagnostic]) -> dict:
+def _build_mapping(node: yaml.MappingNode, path: PathKey, src: Source, errors: list[Diagnostic],
+                   active: frozenset) -> dict:
     _check_tag(node, _STD + "map", path, src, errors)
     out: dict[Any, Any] = {}
     for key_node, value_node in node.value:
-        if key_node.tag == _STD + "merge":
-            errors.append(src.diag(path, "YAML merge keys (<<) are not supported; write the keys out"))
+        if key_node.tag == _STD + "merge" or (key_node.tag == _PLAIN and key_node.value == "<<"):
+            line, col = key_node.start_mark.line + 1, key_node.start_mark.column + 1
+            errors.append(Diagnostic(src.file, line, col, dotted(path),
+                                     "YAML merge keys (<<) are not supported; write the keys out"))
             continue
-        if not isinstance(key_node, yaml.ScalarNode):
-            errors.append(src.diag(path, "mapping keys must be plain strings"))
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in (_PLAIN, _STD + "str"):
+            line, col = key_node.start_mark.line + 1, key_node.start_mark.column + 1
+            errors.append(Diagnostic(src.file, line, col, dotted(path),
+                                     "mapping keys must be plain strings, found a "
+                                     f"{'tagged ' if isinstance(key_node, yaml.ScalarNode) else ''}"
+                                     f"{key_node.id} key"))
             continue
         key = key_node.value
         key_path = path + (key,)
@@ -138,26 +175,38 @@ def _build_mapping(node: yaml.MappingNode, path: PathKey, src: Source, errors: l
             first = src.key_at[key_path]
             errors.append(Diagnostic(src.file, here[0], here[1], dotted(key_path),
                                      f"duplicate key {key!r} (first given at line {first[0]})"))
+            src.problem_paths.add(key_path)
             continue
         src.key_at[key_path] = here
-        out[key] = _build(value_node, key_path, src, errors)
+        out[key] = _build(value_node, key_path, src, errors, active)
     return out
 
 
 def _check_tag(node: yaml.Node, plain: str, path: PathKey, src: Source, errors: list[Diagnostic]) -> bool:
     if node.tag in (plain, "!") or node.tag is None:
         return True
-    errors.append(src.diag(path, f"YAML tag {node.tag!r} is not allowed; specplan reads plain YAML values only"))
+    tag = "!!" + node.tag[len(_STD):] if node.tag.startswith(_STD) else node.tag
+    errors.append(src.diag(path, f"YAML tag {tag!r} is not allowed (it would build a Python object "
+                                 "or a non-plain type); specplan reads plain YAML values only"))
+    src.problem_paths.add(path)
     return False
 
 
 def _scalar(node: yaml.ScalarNode, path: PathKey, src: Source, errors: list[Diagnostic]) -> Any:
     value = node.value
-    if node.style is not None or node.tag == "!":
-        return value  # quoted or block scalars are strings
-    if node.tag not in (_STD + "str", _STD + "int", _STD + "float", _STD + "bool", _STD + "null"):
+    if node.tag in (_STD + "str", "!") or (node.tag == _PLAIN and node.style is not None):
+        return value  # quoted, block or !!str-tagged scalars are strings
+    if node.tag not in (_PLAIN, _STD + "int", _STD + "float", _STD + "bool", _STD + "null"):
         _check_tag(node, _STD + "str", path, src, errors)
         return None
+    out = _core_scalar(value)
+    if node.tag == _STD + "float" and type(out) is int:
+        return float(out)  # `!!float 2` is the float 2.0
+    return out
+
+
+def _core_scalar(value: str) -> Any:
+    """A plain scalar under the YAML 1.2 core schema."""
     if value in ("true", "false"):
         return value == "true"
     if value in _NULL:
@@ -165,7 +214,9 @@ def _scalar(node: yaml.ScalarNode, path: PathKey, src: Source, errors: list[Diag
     if _INT.match(value):
         return int(value, 0) if value[:2] in ("0o", "0x") else int(value)
     if _FLOAT.match(value):
-        return float(value.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf"))
+        if value.lstrip("+-").lower() in (".inf", ".nan"):
+            return float(value.replace(".", "", 1))
+        return float(value)
     return value
 
 
