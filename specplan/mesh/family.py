@@ -14,7 +14,6 @@ Worked example, 8 ranks as sglang tp=4 x pp=2 (rank = pp_rank * 4 + tp_rank):
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 
@@ -38,7 +37,40 @@ class Family:
         """Every group of the family, in creation order, members in group-rank order."""
         split = len(self.shape) - self.group_ndim
         members = _offsets(self.shape[split:], self.strides[split:])
-        return [[base + m for m in members] for base in _offsets(self.shape[:split], self.strides[:split])]
+        bases = _offsets(self.shape[:split], self.strides[:split])
+        n = len(members)
+        if members == list(range(n)):  # contiguous blocks: build each in C
+            return [list(range(base, base + n)) for base in bases]
+        return [[base + m for m in members] for base in bases]
+
+    def group_ranks(self) -> list[int]:
+        """The group rank of every global rank 0 .. size-1 (the family covers them all).
+
+        Each dim's index is (rank // stride) % size, a run-length pattern repeated over the
+        ranks, so the column is built with list repetition rather than a per-rank loop.
+        """
+        world = _prod(self.shape)
+        split = len(self.shape) - self.group_ndim
+        column = [0] * world
+        weight = 1
+        for size, stride in reversed(list(zip(self.shape[split:], self.strides[split:]))):
+            if size > 1:
+                run = [v * weight for v in range(size) for _ in range(stride)]
+                column = list(map(int.__add__, column, run * (world // len(run))))
+            weight *= size
+        return column
+
+    def locate(self, rank: int) -> tuple[int, int]:
+        """(group index, group rank) of a global rank, by the family rule alone."""
+        index = [(rank // stride) % size for size, stride in zip(self.shape, self.strides)]
+        split = len(self.shape) - self.group_ndim
+        return _flat(index[:split], self.shape[:split]), _flat(index[split:], self.shape[split:])
+
+    def rank_at(self, group: int, group_rank: int) -> int:
+        """The global rank at `group_rank` of group number `group`: the inverse of locate."""
+        split = len(self.shape) - self.group_ndim
+        index = _unflat(group, self.shape[:split]) + _unflat(group_rank, self.shape[split:])
+        return sum(i * s for i, s in zip(index, self.strides))
 
     def rule(self) -> dict:
         """The JSON form a plan stores; `groups()` regenerates the rank lists from it."""
@@ -49,9 +81,27 @@ class Family:
 
 
 def _offsets(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[int]:
-    if not shape:
-        return [0]
-    return [sum(i * s for i, s in zip(idx, strides)) for idx in itertools.product(*map(range, shape))]
+    """Row-major offsets of a strided view, built one dim at a time."""
+    out = [0]
+    for size, stride in zip(shape, strides):
+        steps = [i * stride for i in range(size)]
+        out = [o + step for o in out for step in steps]
+    return out
+
+
+def _flat(index: list[int], shape: tuple[int, ...]) -> int:
+    n = 0
+    for i, size in zip(index, shape):
+        n = n * size + i
+    return n
+
+
+def _unflat(n: int, shape: tuple[int, ...]) -> list[int]:
+    out = []
+    for size in reversed(shape):
+        n, i = divmod(n, size)
+        out.append(i)
+    return out[::-1]
 
 
 def _prod(xs) -> int:

@@ -52,15 +52,12 @@ class Mesh:
         for fam in self.families:
             if fam.name == "replica":
                 continue
-            column = [0] * self.world_size
-            for group in fam.groups():
-                for group_rank, rank in enumerate(group):
-                    column[rank] = group_rank
-            out[fam.name] = column
+            out[fam.name] = fam.group_ranks()
         if self.engine == "sglang":
+            # attn_dp has no family of its own: it is the replica's index inside the TP block
             block = self.derived["attn_tp"] * self.derived["attn_cp"]
-            tp = self.widths["tp"]
-            out["attn_dp"] = [(r % tp) // block for r in range(self.world_size)]
+            per_block = [i for i in range(self.derived["attn_dp"]) for _ in range(block)]
+            out["attn_dp"] = per_block * (self.world_size // len(per_block))
         return out
 
     @cached_property
