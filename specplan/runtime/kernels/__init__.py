@@ -28,6 +28,10 @@ from specplan.runtime.kernels.fused_buffer import (
 )
 from specplan.runtime.kernels.greedy_accept import greedy_accept, greedy_accept_torch
 from specplan.runtime.kernels.rejection_sample import rejection_sample, rejection_sample_torch
+from specplan.runtime.kernels.tree_sample_target_only import (
+    tree_sample_target_only,
+    tree_sample_target_only_torch,
+)
 from specplan.runtime.kernels.verify_tree_greedy import (
     verify_tree_greedy,
     verify_tree_greedy_torch,
@@ -46,6 +50,8 @@ __all__ = [
     "greedy_accept_torch",
     "rejection_sample",
     "rejection_sample_torch",
+    "tree_sample_target_only",
+    "tree_sample_target_only_torch",
     "verify_tree_greedy",
     "verify_tree_greedy_torch",
 ]
