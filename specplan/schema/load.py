@@ -41,7 +41,8 @@ def _explained(diag: Diagnostic, source: Source) -> bool:
 def _dedupe(diags) -> list[Diagnostic]:
     seen: dict[tuple, Diagnostic] = {}
     for d in diags:
-        seen.setdefault((d.line, d.col, d.path), d)
+        # union branches repeat one error per branch; distinct missing keys all count
+        seen.setdefault((d.line, d.col, d.path, d.message if "missing" in d.message else ""), d)
     return list(seen.values())
 
 

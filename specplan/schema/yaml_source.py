@@ -90,7 +90,8 @@ def read_source(path: str | Path) -> Source:
     except yaml.YAMLError as exc:
         raise SpecError([Diagnostic(name, None, None, "", f"malformed YAML: {exc}")]) from None
     if root is None:
-        raise SpecError([Diagnostic(name, None, None, "", "the file is empty; expected a YAML mapping")])
+        raise SpecError([Diagnostic(name, None, None, "", "holds only comments and blank lines; "
+                                                          "expected a YAML mapping")])
     source = Source(name, None)
     errors: list[Diagnostic] = []
     try:
@@ -115,7 +116,7 @@ def _read_text(path: Path, name: str) -> str:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise fail("no such file") from None
+        raise fail("no such file; expected the path of a topology YAML file") from None
     except OSError as exc:
         raise fail(f"cannot read: {exc.strerror}") from None
     if b"\x00" in raw:
