@@ -103,11 +103,42 @@ def compile_(spec: str, out_dir: str | None) -> None:
     from specplan.passes import plan as run_passes
     from specplan.schema import load_spec
 
+    from specplan.verify import has_errors, verify
+    from specplan.verify.report import render_findings
+
     loaded = load_spec(spec)
     plan = build_plan(run_passes(loaded))
+    findings = verify(plan)
+    if has_errors(findings):
+        render_findings(plan, findings, console())
+        click.echo("no plan written: the verifier found errors (see `specplan check`)", err=True)
+        sys.exit(EXIT_FOUND_PROBLEM)
     path = write_plan(plan, out_dir or f"build/{loaded.name}")
     click.echo(f"wrote {path} (fingerprint {plan['fingerprint'][:16]}, "
                f"{len(plan['boundaries'])} converge boundaries, {len(plan['rank_classes'])} rank classes)")
+
+
+@main.command()
+@click.argument("target", type=click.Path(dir_okay=True))
+@click.option("--json", "as_json", is_flag=True, help='Print {"findings": [...]} instead of a table.')
+@user_errors
+def check(target: str, as_json: bool) -> None:
+    """Prove the plan of TARGET (a spec YAML or a plan.json) free of desyncs and deadlocks.
+
+    Exit 0 when there is no ERROR, 3 when there is.
+
+    Example: specplan check specs/deepseek-v4-dspark-tp16-dp8.yaml --json
+    """
+    from specplan.verify import has_errors, verify
+    from specplan.verify.report import plan_for, render_findings
+
+    plan = plan_for(target)
+    findings = verify(plan)
+    if as_json:
+        dump_json({"findings": [f.to_dict() for f in findings]})
+    else:
+        render_findings(plan, findings, console())
+    sys.exit(EXIT_FOUND_PROBLEM if has_errors(findings) else 0)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The Plan artifact: plan.json, versioned and fingerprinted (docs/plan.schema.json).
 
-Both hashes are taken over canonical JSON (sorted keys, no whitespace), so comments and key
-order in the YAML change neither; re-running compile on the same spec writes the same bytes.
+Both hashes are taken over canonical JSON (sorted keys, no whitespace; the fingerprint leaves
+out the sites' YAML line numbers), so comments and key order in the YAML change neither;
+re-running compile on the same spec writes the same bytes.
 The file grows with group families and rank classes, never with ranks: families are stored
 as rules (`explain --json` still lists every group).
 """
@@ -30,7 +31,10 @@ def spec_sha256(p: Planning) -> str:
 
 
 def fingerprint(plan: dict) -> str:
-    body = {k: v for k, v in plan.items() if k != "fingerprint"}
+    """sha256 of the plan without its fingerprint and without YAML line numbers: a comment
+    that moves `sync.policy` down a line changes where findings point, not the plan."""
+    body = {k: v for k, v in plan.items() if k not in ("fingerprint", "source")}
+    body["sites"] = [{k: v for k, v in site.items() if k != "line"} for site in plan["sites"]]
     return hashlib.sha256(canonical(body)).hexdigest()
 
 
@@ -45,7 +49,7 @@ def build_plan(p: Planning) -> dict:
         "world_size": p.mesh.world_size,
         "num_worlds": p.mesh.num_worlds,
         "device": spec.topology.device,
-        "backend": BACKENDS[spec.topology.device],
+        "backend": spec.topology.backend or BACKENDS[spec.topology.device],
         "widths": p.mesh.widths,
         "derived": p.mesh.derived,
         "model": _model(p),
@@ -62,6 +66,9 @@ def build_plan(p: Planning) -> dict:
         "rank_classes": s["rank_classes"],
         "in_flight": s["in_flight"],
         "passes": list(p.graph.passes_run),
+        "runtime": _runtime(p),
+        "behaviour": _behaviour(p),
+        "source": _source(p),
     }
     plan["fingerprint"] = fingerprint(plan)
     return plan
@@ -91,6 +98,35 @@ def _speculative(p: Planning) -> dict:
             "taps": list(sp.taps(p.spec.model.num_layers)), "max_batch": p.spec.runtime.max_batch}
 
 
+KNOBS = ("behaviour", "engine", "speculative.method", "speculative.sampling", "speculative.aux_layers",
+         "topology.dp_attention", "topology.cp", "topology.device", "sync.policy", "sync.group",
+         "sync.idle_ranks", "pipeline.relay", "pipeline.relay_drafts", "pipeline.payload_width",
+         "pipeline.draft_layer_ids", "pipeline.tap_ids", "pipeline.aux_routing")
+
+
+def _behaviour(p: Planning) -> dict:
+    c = p.choices
+    return {"mode": c.behaviour, "group": c.group, "relay": c.relay, "rng_is_float": c.rng_is_float,
+            "lockstep_sites": sorted(c.lockstep_sites), "notes": list(c.notes)}
+
+
+def _source(p: Planning) -> dict:
+    """Where findings point in the YAML; left out of the fingerprint (comments move lines)."""
+    lines = {}
+    src = p.spec._source
+    for knob in KNOBS + tuple(f"sync.sites.{s}" for s in p.spec.sync.sites):
+        where = src.key_at.get(tuple(knob.split("."))) if src is not None else None
+        if where is not None:  # only keys the YAML really writes
+            lines[knob] = where[0]
+    return {"spec_file": p.spec.line_of()[0], "lines": lines}
+
+
+def _runtime(p: Planning) -> dict:
+    r = p.spec.runtime
+    return {"max_batch": r.max_batch, "timeout_s": r.timeout_s, "trace_dir": r.trace_dir,
+            "probe_every": r.probe_every}
+
+
 def _family(f) -> dict:
     return {"name": f.name, "rule": f.rule(), "group_size": f.group_size, "num_groups": f.num_groups}
 
@@ -107,5 +143,6 @@ def _site(p: Planning, name: str, e: dict) -> dict:
                           "nature": d.nature, "bytes": n * DTYPE_BYTES[d.dtype]})
     return {"name": name, "round": e["round"], "phase": e["phase"], "kind": e["kind"],
             "decisions": decisions, "family": e["family"], "source_member": e["source_member"],
-            "converge": e["converge"], "reason": e["reason"], "trivial": e["trivial"],
+            "readers": e["readers"], "converge": e["converge"], "reason": e["reason"],
+            "trivial": e["trivial"],
             "boundary": e.get("boundary"), "line": p.line("sync", "sites", name) or p.line("sync", "policy")}

@@ -30,7 +30,8 @@ def run(p: Planning) -> None:
         decisions = [d for d in decisions if p.included(d)]
         if not decisions:
             continue
-        family = _family(p, all(d.readers == "last_stage" for d in decisions))
+        last_only = all(d.readers == "last_stage" for d in decisions)
+        family = _family(p, last_only, site.phase)
         sites[site.name] = {
             "phase": site.phase,
             "round": _round_of(p, site.phase),
@@ -39,24 +40,30 @@ def run(p: Planning) -> None:
             "startup": site.startup,
             "family": family,
             "source_member": _source_member(p, family),
-            "readers": "last_stage" if family == "replica_stage" or p.pp == 1 and all(
-                d.readers == "last_stage" for d in decisions) else "all_stages",
+            # Who reads the values, not who converges them: under relay column / ring a
+            # site converges on the last stage only and is then relayed to the readers.
+            "readers": "last_stage" if last_only else "all_stages",
         }
     p.graph.sections["sites"] = sites
 
 
-def _family(p: Planning, last_stage_only: bool) -> str:
+def _family(p: Planning, last_stage_only: bool, phase: str) -> str:
+    c = p.choices
+    if c.group != "replica":
+        # An engine's own group, per stage: attention TP (tp under vllm) or the whole TP block.
+        return "tp" if c.group == "tp" or p.spec.engine == "vllm" else "attn_tp"
     if p.pp == 1:
         return "replica"
-    if last_stage_only or p.spec.pipeline.relay != "broadcast":
+    drafts_stay = phase == "draft" and not c.relay_drafts
+    if last_stage_only or c.relay != "broadcast" or drafts_stay:
         return "replica_stage"
     return "replica"
 
 
 def _source_member(p: Planning, family: str) -> int:
     """Index, within each group, of the replica's first rank on the last stage."""
-    if family == "replica_stage":
-        return 0
+    if family != "replica":
+        return 0  # stage-local groups: group rank 0 on the deciding (last) stage
     per_stage = p.graph.sections["families"]["replica"].group_size // p.pp
     return (p.pp - 1) * per_stage
 

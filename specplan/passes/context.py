@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from specplan.behaviour import Choices, resolve
 from specplan.ir import StageGraph
 from specplan.mesh import Mesh
 from specplan.methods.base import Decision, Method
@@ -18,6 +19,10 @@ class Planning:
     mesh: Mesh
     method: Method
     graph: StageGraph = field(default_factory=StageGraph)
+    choices: Choices = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.choices = resolve(self.spec, self.method)
 
     @property
     def pp(self) -> int:

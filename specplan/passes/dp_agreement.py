@@ -35,7 +35,7 @@ def run(p: Planning) -> None:
         "ints_per_rank": ints,
         "bytes": 4 * ints * group_size,
         "forwards_per_round": forwards,
-        "idle_ranks": "run every forward and collective as a dummy pass",
+        "idle_ranks": p.choices.idle_ranks,  # dummy: run every forward and collective
         "why": "MoE and MLP collectives span replicas: a DP rank that skips a forward "
                "leaves the others waiting",
     }

@@ -36,6 +36,10 @@ def _decide(p: Planning, name: str) -> tuple[bool, str]:
     override = p.spec.sync.sites.get(name)
     if override is not None:
         return override == "on", f"sync.sites sets {name}: {override}"
+    engine = p.choices.engine_sites
+    if engine is not None:
+        on = engine[name]
+        return on, f"engine {p.spec.engine}: {'converges' if on else 'does not converge'} {name} by default"
     site = p.method.site(name)
     natures = {p.method.decision(d).nature for d in p.graph.sections["sites"][name]["decisions"]}
     policy = p.spec.sync.policy
@@ -62,7 +66,7 @@ def _check_overrides(p: Planning) -> None:
 def _splice(p: Planning, name: str, entry: dict) -> None:
     g, rnd = p.graph, entry["round"]
     family = entry["family"]
-    stages = range(p.pp) if family == "replica" else [p.last_stage]
+    stages = range(p.pp) if family == "replica" else [p.last_stage]  # others live on one stage
     makers = [n for n in g.nodes("decision", round=rnd) if n.attr("site") == name]
     for s in stages:
         conv = g.add(Node("converge", name, rnd, entry["phase"], s, line=p.line("sync", "policy"),

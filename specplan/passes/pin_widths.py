@@ -3,7 +3,7 @@
 Requires: fuse_converges. Ensures: each boundary has a packed layout: a 32-byte guard header
 (boundary id, live rows, round, plan fingerprint), then each decision's field at an 8-byte
 aligned offset, sized for `runtime.max_batch` rows; and `sections["buffer_bytes"]` gives,
-per family, the one buffer size all of that family's boundaries use (its largest), so ranks
+per family, the one buffer size all of that family's broadcasts use (its largest), so ranks
 that fall out of order meet a header mismatch instead of a size mismatch.
 """
 
@@ -27,7 +27,9 @@ def run(p: Planning) -> None:
         if b["op"] == "broadcast":
             sizes[b["family"]] = max(sizes.get(b["family"], 0), b["layout"]["bytes"])
     for b in p.graph.sections["boundaries"]:
-        b["buffer_bytes"] = sizes.get(b["family"], b["layout"]["bytes"])
+        # A MIN reduction carries no header and never meets a broadcast of its family in
+        # one buffer, so it keeps its own size rather than the broadcasts' largest.
+        b["buffer_bytes"] = sizes[b["family"]] if b["op"] == "broadcast" else b["layout"]["bytes"]
     p.graph.sections["buffer_bytes"] = sizes
 
 

@@ -29,10 +29,12 @@ def run(p: Planning) -> None:
         "stages": [{"pp_rank": s.pp_rank, "start_layer": s.start_layer, "end_layer": s.end_layer,
                     "taps": list(s.taps)} for s in stages],
         "drafter": _drafter(p),
-        "taps": {str(t): s.pp_rank for s in stages for t in s.taps},
-        "aux_routing": p.spec.pipeline.aux_routing,
+        "taps": _tap_producers(p),
+        "tap_ids": p.choices.tap_ids,
+        "aux_routing": p.choices.aux_routing,
         "routing": {mode: _routing(p, mode) for mode in ("chain", "direct")},
-        "relay": {"mode": p.spec.pipeline.relay, "sites": _relays(p)},
+        "relay": {"mode": p.choices.relay, "relay_drafts": p.choices.relay_drafts,
+                  "payload_width": p.choices.payload_width, "sites": _relays(p)},
         "handoff_bytes": _handoff_bytes(p),
     }
 
@@ -49,10 +51,31 @@ def _drafter(p: Planning) -> dict | None:
     if width not in (1, attention_tp(p)):
         raise PlanError.single(p.spec, ("speculative", "draft_tp"),
                                f"draft_tp={width} must be 1 or the attention TP width {attention_tp(p)}")
-    layers = p.spec.model.num_layers
+    first = p.spec.model.num_layers
+    if p.choices.draft_layer_ids == "stage_local":
+        last = p.mesh.stages[-1]
+        first = last.end_layer - last.start_layer  # the PP-local count engines once used
     n = 0 if p.method.drafter == "lookup" else 1
     return {"stage": p.last_stage, "pipeline_size": 1, "tp": width,
-            "layer_ids": [layers + i for i in range(n)], "kind": p.method.drafter}
+            "layer_ids": [first + i for i in range(n)], "numbering": p.choices.draft_layer_ids,
+            "kind": p.method.drafter, "target_layers": [0, p.spec.model.num_layers]}
+
+
+def _tap_producers(p: Planning) -> list[dict]:
+    """Each tap the drafter reads, with every stage that produces a value under that id.
+
+    Global ids: the one owner stage. Stage-local ids: every stage reads an id as an offset
+    from its own first layer and takes tap 0, so ids collide and far ids go missing.
+    """
+    taps = p.spec.speculative.taps(p.spec.model.num_layers)
+    out = []
+    for tap in taps:
+        if p.choices.tap_ids == "global":
+            producers = [s.pp_rank for s in p.mesh.stages if tap in s.taps]
+        else:
+            producers = [s.pp_rank for s in p.mesh.stages if tap <= s.end_layer - s.start_layer]
+        out.append({"tap": tap, "producers": producers})
+    return out
 
 
 def _tap_bytes(p: Planning) -> int:
@@ -89,16 +112,19 @@ def _relays(p: Planning) -> list[dict]:
             continue
         if entry["converge"] and entry["family"] == "replica":
             continue  # the replica-wide collective already reaches every stage
-        mode = p.spec.pipeline.relay if entry["converge"] else _unconverged_mode(p)
-        out.append({"site": name, "mode": mode, "family": "pp", "source_member": p.pp - 1,
-                    "bytes": _site_bytes(p, entry)})
+        if entry["phase"] == "draft" and not p.choices.relay_drafts:
+            continue  # the engine does not relay drafts: earlier stages embed placeholders
+        mode = p.choices.relay if entry["converge"] else _unconverged_mode(p)
+        out.append({"site": name, "round": entry["round"], "mode": mode, "family": "pp",
+                    "source_member": p.pp - 1, "bytes": _site_bytes(p, entry),
+                    "width": p.choices.payload_width})
         _splice(p, name, entry, mode)
     return out
 
 
 def _unconverged_mode(p: Planning) -> str:
     # Nothing agrees within the last stage, so each column carries its own rank's value.
-    return "ring" if p.spec.pipeline.relay == "ring" else "column"
+    return "ring" if p.choices.relay == "ring" else "column"
 
 
 def _site_bytes(p: Planning, entry: dict) -> int:

@@ -13,13 +13,19 @@ from specplan.methods.base import eval_dim
 from specplan.passes.context import Planning
 
 NAME = "schedule"
+IDLE_SKIPS = ("forward", "all_to_all", "all_gather")
 
 
 def run(p: Planning) -> None:
     classes = []
     for s in range(p.pp):
         program = {rnd: _program(p, rnd, s) for rnd in ("startup", "prefill", "decode")}
-        classes.append({"id": s, "rule": {"pp": s}, "program": program})
+        entry = {"id": s, "rule": {"pp": s}, "program": program}
+        if p.graph.sections["dp_agreement"] and p.choices.idle_ranks == "skip":
+            # An idle DP rank that skips its forwards also skips every collective inside them.
+            entry["idle_program"] = {rnd: [o for o in ops if o["op"] not in IDLE_SKIPS]
+                                     for rnd, ops in program.items()}
+        classes.append(entry)
     p.graph.sections["rank_classes"] = classes
     p.graph.sections["in_flight"] = p.pp
 
@@ -55,6 +61,8 @@ def _relay_op(p: Planning, node, stage: int) -> dict:
                  if f"relay_{r['site']}" == node.name)
     op = {"op": "broadcast" if relay["mode"] == "column" else "ring", "family": "pp",
           "bytes": relay["bytes"], "site": relay["site"], "source_member": p.pp - 1}
+    if relay["width"] == "dynamic" and stage == p.pp - 1:
+        op["bytes"] = None  # the sender's actual width, known only at run time
     if relay["mode"] == "ring":
         last = p.pp - 1
         op["recv_from"] = None if stage == last else (last if stage == 0 else stage - 1)
@@ -93,7 +101,7 @@ def _compute_ops(p: Planning, node) -> list[dict]:
 
 
 def _chain_tap_bytes(p: Planning, upto: int, rows: int) -> int:
-    if p.spec.pipeline.aux_routing != "chain" or upto < 0:
+    if p.choices.aux_routing != "chain" or upto < 0:
         return 0
     taps = sum(len(s.taps) for s in p.mesh.stages[: upto + 1])
     return taps * rows * p.spec.model.hidden_size * p.act_bytes

@@ -19,7 +19,12 @@ Policy = Literal["safe", "all", "rng", "init", "off"]
 Dtype = Literal["bf16", "fp16", "fp8", "fp32"]
 OnOff = Literal["on", "off"]
 Relay = Literal["broadcast", "column", "ring"]
+Backend = Literal["nccl", "hccl", "zbal", "gloo"]
 AuxRouting = Literal["chain", "direct"]
+SyncGroup = Literal["replica", "attn_tp", "tp"]
+PayloadWidth = Literal["pinned", "agreed", "dynamic"]
+Numbering = Literal["global", "stage_local"]
+Behaviour = Literal["specplan", "engine"]
 
 TAP_METHODS = ("eagle3", "dflash", "dspark")
 TREE_METHODS = ("eagle", "eagle3", "mtp", "standalone", "ngram")
@@ -44,6 +49,9 @@ class Topology(_Model):
     moe_dp: Size = Field(1, description="sglang only: MoE data parallel inside the TP block.")
     nodes: Size = Field(1, description="Machines; GPUs per node = ranks / nodes.")
     device: Device = Field("cuda", description="Accelerator kind: cuda | rocm | npu | cpu.")
+    backend: Backend | None = Field(
+        None, description="Collective backend: nccl | hccl | zbal | gloo (default by device: "
+                          "cuda, rocm -> nccl; npu -> hccl; cpu -> gloo).")
 
 
 class Moe(_Model):
@@ -107,6 +115,11 @@ class Sync(_Model):
     policy: Policy = Field("safe", description="safe | all | rng | init | off.")
     sites: dict[str, OnOff] = Field(
         default_factory=dict, description="Per-site override of the policy: {site: on | off}.")
+    group: SyncGroup = Field("replica", description="The group decisions converge over: replica "
+                             "(every rank serving the request) | attn_tp | tp.")
+    idle_ranks: Literal["dummy", "skip"] = Field(
+        "dummy", description="Under DP-attention, what an idle DP rank does in a round: dummy "
+                             "(runs every forward and collective) | skip.")
 
 
 class Pipeline(_Model):
@@ -117,12 +130,32 @@ class Pipeline(_Model):
                          "index down its PP column) | ring (SGLang: stage to stage).")
     aux_routing: AuxRouting = Field("chain", description="How taps reach the drafter: chain "
                                     "(inside each stage handoff) | direct (straight to the last stage).")
+    relay_drafts: bool = Field(True, description="Drafts reach earlier stages before they are embedded.")
+    payload_width: PayloadWidth = Field(
+        "pinned", description="Width of stage-to-stage decision payloads: pinned (fixed at compile "
+                              "time) | agreed (both ends derive it from the same inputs, as vLLM "
+                              "0.33) | dynamic (the sender's actual width).")
+    draft_layer_ids: Numbering = Field(
+        "global", description="Draft-layer ids: global (after the target's total layers) | "
+                              "stage_local (after the last stage's own layer count).")
+    tap_ids: Numbering = Field(
+        "global", description="Tap ids: global | stage_local (each stage numbers taps from its own "
+                              "first layer and takes tap 0).")
 
 
 class Runtime(_Model):
     """Runtime capacities."""
 
     max_batch: Size = Field(256, description="Most requests one rank serves in a round.")
+    timeout_s: Annotated[float, Field(gt=0)] = Field(
+        300, description="Seconds a collective may take before the runtime raises an error "
+                         "naming its site, round and group (instead of hanging).")
+    trace_dir: str | None = Field(
+        None, description="When set, every converge appends one JSON line per rank to "
+                          "<trace_dir>/rank<R>.jsonl, for `specplan diff`.")
+    probe_every: Annotated[int, Field(ge=0)] = Field(
+        0, description="Rounds between agreement probes (a hash of every decision, all-gathered "
+                       "over each replica); 0 = off.")
 
 
 class Spec(_Model):
@@ -131,6 +164,9 @@ class Spec(_Model):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$",
                       description="Spec name: [a-z0-9][a-z0-9_.-]*.")
     engine: Engine = Field("sglang", description="Layout and sync conventions: sglang | vllm.")
+    behaviour: Behaviour = Field(
+        "specplan", description="specplan (the plan specplan would run) | engine (what the engine "
+                                "does by default for the method: SGLang 0.5.23, vLLM 0.33.0).")
     topology: Topology
     model: ModelCfg
     speculative: Speculative = Field(default_factory=Speculative)

@@ -1,0 +1,22 @@
+"""The verifier: proves DESIGN.md §7 on a plan, or reports findings. No torch, no spec needed."""
+
+from __future__ import annotations
+
+from specplan.verify.agreement import check_agreement
+from specplan.verify.findings import Finding, sort_findings
+from specplan.verify.model import PlanView
+from specplan.verify.schedules import check_schedules
+from specplan.verify.structure import check_structure
+
+
+def verify(plan: dict) -> list[Finding]:
+    view = PlanView(plan)
+    findings = [*check_structure(view), *check_agreement(view), *check_schedules(view)]
+    return sort_findings(findings)
+
+
+def has_errors(findings: list[Finding]) -> bool:
+    return any(f.severity == "ERROR" for f in findings)
+
+
+__all__ = ["Finding", "has_errors", "verify"]

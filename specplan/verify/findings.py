@@ -1,0 +1,37 @@
+"""Findings: what the verifier reports, with where to look and how to fix it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+SEVERITIES = ("ERROR", "WARN", "INFO")
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # ERROR: will desync, hang or corrupt; WARN: correct only if rank-local values agree
+    site: str | None
+    decision: str | None
+    group: str | None  # the family whose groups are involved
+    ranks: tuple[int, ...]  # example ranks involved (a few, not every rank of a large world)
+    round: str | None  # startup | prefill | decode
+    line: int | None  # the YAML line to look at
+    message: str
+    fix: str
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["ranks"] = list(self.ranks)
+        return out
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(findings, key=lambda f: (order[f.severity], f.round or "", f.site or "", f.message))
+
+
+HARDWARE_NOTES = {
+    "rocm": "known to break on ROCm (fused all-reduce is not bit-deterministic: sglang#31071, #34238)",
+    "npu": "unproven on NPU (HCCL reductions; SGLang's NPU greedy path has no broadcast)",
+    "fp8": "FP8 GEMMs are not bit-identical across ranks",
+}

@@ -1,0 +1,66 @@
+"""Reading what `specplan check` is given, and printing its findings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from specplan.errors import Diagnostic, SpecError
+from specplan.verify.findings import Finding
+
+SCHEMA_VERSION = 1
+
+
+def plan_for(path: str) -> dict:
+    """A plan from plan.json, or planned from a spec YAML."""
+    if path.endswith(".json"):
+        return _read_plan(path)
+    from specplan.lower import build_plan
+    from specplan.passes import plan
+    from specplan.schema import load_spec
+
+    return build_plan(plan(load_spec(path)))
+
+
+def _read_plan(path: str) -> dict:
+    def fail(message: str) -> SpecError:
+        return SpecError([Diagnostic(path, None, None, "", message)])
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise fail("no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail(f"cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise SpecError([Diagnostic(path, exc.lineno, exc.colno, "", f"malformed JSON: {exc.msg}")]) from None
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+        found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
+        raise fail(f"not a specplan plan: expected schema_version {SCHEMA_VERSION}, found {found!r}")
+    return data
+
+
+def render_findings(plan: dict, findings: list[Finding], console: Console) -> None:
+    spec_file = plan.get("source", {}).get("spec_file", "")
+    if not findings:
+        console.print(f"{plan['name']}: no findings; the plan is free of desyncs and deadlocks "
+                      f"(fingerprint {plan['fingerprint'][:16]})")
+        return
+    table = Table(title=f"{plan['name']}: findings", title_justify="left", show_lines=True)
+    for col in ("severity", "where", "site / decision", "group, ranks", "round", "finding", "fix"):
+        table.add_column(col, overflow="fold")
+    for f in findings:
+        where = f"{spec_file}:{f.line}" if f.line else spec_file or "-"
+        what = " / ".join(x for x in (f.site, f.decision) if x) or "-"
+        ranks = f"{f.group or '-'} {list(f.ranks) if f.ranks else ''}".strip()
+        table.add_row(_badge(f.severity), where, what, ranks, f.round or "-", f.message, f.fix)
+    console.print(table)
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in ("ERROR", "WARN", "INFO")}
+    console.print(", ".join(f"{n} {s}" for s, n in counts.items()))
+
+
+def _badge(severity: str) -> str:
+    return {"ERROR": "[bold red]ERROR[/]", "WARN": "[yellow]WARN[/]", "INFO": "[dim]INFO[/]"}[severity]

@@ -1,0 +1,155 @@
+"""Guarantees 2 and 3: fixed, equal byte counts; one order per group; no deadlock; DP lockstep.
+
+Every rank of a class runs the same program, so the schedule is simulated per class: a
+collective on family F completes when every class whose ranks share F's groups stands at
+an op on F with the same signature (op, bytes, boundary or site). Send and recv meet their
+peer stage. Rounds run in order (startup, prefill, then `in_flight` decode rounds). A
+mismatch is an order or size error; a state where nothing can move is a deadlock. Under
+DP-attention an idle DP rank that skips work is its own class on the same stage.
+"""
+
+from __future__ import annotations
+
+from specplan.verify.findings import Finding
+from specplan.verify.model import PlanView
+
+P2P = ("send", "recv")
+
+
+def check_schedules(view: PlanView) -> list[Finding]:
+    out = _unfixed_bytes(view)
+    programs = _programs(view)
+    out.extend(_simulate(view, programs))
+    return out
+
+
+def _unfixed_bytes(view: PlanView) -> list[Finding]:
+    out = []
+    for cls in view.plan["rank_classes"]:
+        for rnd, ops in cls["program"].items():
+            for op in ops:
+                if "bytes" in op and op["bytes"] is None:
+                    out.append(Finding(
+                        "ERROR", op.get("site"), None, op["family"], (), rnd,
+                        view.line("pipeline.payload_width"),
+                        f"stage {cls['rule']['pp']} sends {op.get('site', op['op'])} at its actual width "
+                        f"while the receivers post a fixed width: the counts differ, the sender completes "
+                        f"and the receivers wait until the watchdog fires",
+                        "pin the payload width (pipeline.payload_width: pinned)"))
+    return out
+
+
+def _programs(view: PlanView) -> dict[tuple, list[tuple[str, dict]]]:
+    """(stage, busy) -> the op sequence over the simulated rounds."""
+    rounds = ["startup", "prefill"] + ["decode"] * max(1, view.plan.get("in_flight", 1))
+    out = {}
+    for cls in view.plan["rank_classes"]:
+        stage = cls["rule"]["pp"]
+        for busy, key in ((True, "program"), (False, "idle_program")):
+            program = cls.get(key) or (cls["program"] if not busy and _has_dp(view) else None)
+            if program is None:
+                continue
+            out[(stage, busy)] = [(rnd, op) for rnd in rounds for op in _expand(program.get(rnd, []))]
+    return out
+
+
+def _has_dp(view: PlanView) -> bool:
+    return bool(view.plan.get("dp_agreement"))
+
+
+def _expand(ops: list[dict]) -> list[dict]:
+    out = []
+    for op in ops:
+        if op["op"] != "ring":
+            out.append(op)
+            continue
+        if op.get("recv_from") is not None:
+            out.append({**op, "op": "recv", "peer_member": op["recv_from"]})
+        if op.get("send_to") is not None:
+            out.append({**op, "op": "send", "peer_member": op["send_to"]})
+    return out
+
+
+def _signature(op: dict) -> tuple:
+    return (op["op"], op["family"], op.get("bytes"), op.get("boundary"), op.get("site"),
+            op.get("compute"), op.get("count"), op.get("what"))
+
+
+def _partners(view: PlanView, programs: dict, cls: tuple, family: str, cache: dict) -> list[tuple]:
+    """Classes whose ranks share `family` groups with class `cls`."""
+    key = (cls, family)
+    if key not in cache:
+        stage, _ = cls
+        groups = view.groups(family)
+        stages = {view.stage_of[r] for g in groups if stage in {view.stage_of[x] for x in g} for r in g}
+        cross = _has_dp(view) and view.spans_replicas(family)
+        cache[key] = [c for c in programs if c[0] in stages and (cross or c[1] == cls[1])]
+    return cache[key]
+
+
+def _simulate(view: PlanView, programs: dict) -> list[Finding]:
+    pos = {c: 0 for c in programs}
+    cache: dict = {}
+    while True:
+        moved = False
+        for cls in programs:
+            if pos[cls] >= len(programs[cls]):
+                continue
+            rnd, op = programs[cls][pos[cls]]
+            if op["op"] in P2P:
+                peer = (op["peer_member"], cls[1])
+                if peer not in programs:
+                    peer = (op["peer_member"], True)
+                want = "recv" if op["op"] == "send" else "send"
+                if pos[peer] < len(programs[peer]):
+                    prnd, pop = programs[peer][pos[peer]]
+                    if pop["op"] == want and pop["peer_member"] == cls[0]:
+                        if pop.get("bytes") != op.get("bytes"):
+                            return [_mismatch(view, rnd, cls, op, peer, pop)]
+                        pos[cls] += 1
+                        pos[peer] += 1
+                        moved = True
+                continue
+            partners = _partners(view, programs, cls, op["family"], cache)
+            heads = {p: programs[p][pos[p]] if pos[p] < len(programs[p]) else None for p in partners}
+            if any(h is None for h in heads.values()):
+                continue
+            on_family = {p: h for p, h in heads.items() if h[1]["family"] == op["family"]
+                         and h[1]["op"] not in P2P}
+            if len(on_family) < len(partners):
+                continue
+            for p, (prnd, pop) in on_family.items():
+                if _signature(pop) != _signature(op):
+                    return [_mismatch(view, rnd, cls, op, p, pop)]
+            for p in partners:
+                pos[p] += 1
+            moved = True
+        if all(pos[c] >= len(programs[c]) for c in programs):
+            return []
+        if not moved:
+            return [_deadlock(view, programs, pos)]
+
+
+def _describe(cls: tuple, op: dict) -> str:
+    who = f"stage {cls[0]}" + ("" if cls[1] else " (idle DP rank)")
+    what = op.get("site") or op.get("boundary") or op.get("what") or op.get("compute") or ""
+    size = f" ({op['bytes']} bytes)" if op.get("bytes") is not None else ""
+    return f"{who} at {op['op']} on {op['family']} [{what}]{size}"
+
+
+def _mismatch(view: PlanView, rnd: str, a: tuple, op: dict, b: tuple, other: dict) -> Finding:
+    idle = not a[1] or not b[1]
+    fix = ("idle DP ranks must run every forward and collective as dummy passes (sync.idle_ranks: dummy)"
+           if idle else "give every member of the group the same ops in the same order")
+    return Finding("ERROR", op.get("site"), None, op["family"], (), rnd,
+                   view.line("sync.idle_ranks") if idle else view.line("pipeline.relay"),
+                   f"members of one {op['family']} group disagree: {_describe(a, op)} while "
+                   f"{_describe(b, other)}; the collective mismatches and hangs", fix)
+
+
+def _deadlock(view: PlanView, programs: dict, pos: dict) -> Finding:
+    waiting = [_describe(c, programs[c][pos[c]][1]) for c in programs if pos[c] < len(programs[c])]
+    rnd = next(programs[c][pos[c]][0] for c in programs if pos[c] < len(programs[c]))
+    return Finding("ERROR", None, None, None, (), rnd, view.line("pipeline.relay"),
+                   "deadlock: no collective can complete: " + "; ".join(waiting),
+                   "order the collectives the same way on every member of each group")
