@@ -140,11 +140,12 @@ def _unconverged(view: PlanView, site: dict, decision: str, nature: str, ranks, 
                   keys, decision)
     why = "host state each rank keeps alone (per-rank corpora, free memory)" if nature == "host" else \
         "floating-point results each rank computes alone (argmax / top-k over logits)"
-    notes = _hardware(view)
+    notes = _hardware(view) if nature == "float" else ""  # host state breaks on any hardware
     return _f(view, "WARN", site, ranks,
               f"{decision} is not converged: ranks of replica {rep} agree only if {why} are "
               f"identical{'; ' + notes if notes else ''}",
-              f"converge {site['name']} (sync.sites: {{{site['name']}: on}}) or keep logits bit-identical",
+              f"converge {site['name']} (sync.sites: {{{site['name']}: on}})"
+              + (" or keep logits bit-identical" if nature == "float" else ""),
               keys, decision)
 
 
