@@ -141,5 +141,26 @@ def check(target: str, as_json: bool) -> None:
     sys.exit(EXIT_FOUND_PROBLEM if has_errors(findings) else 0)
 
 
+@main.command(name="diff")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True))
+def diff_(traces: tuple[str, ...]) -> None:
+    """Find the first divergence across per-rank traces (runtime.trace_dir files or dirs).
+
+    Prints round, site, decision, requests, ranks and values; exit 3 when ranks diverge.
+
+    Example: specplan diff /tmp/trace/rank0.jsonl /tmp/trace/rank1.jsonl
+    """
+    from specplan.trace import first_divergence, read
+
+    records = read(list(traces))
+    found = first_divergence(records)
+    if found is None:
+        n = sum(len(r) for r in records.values())
+        click.echo(f"no divergence: {len(records)} ranks, {n} records")
+        return
+    click.echo(found.render())
+    sys.exit(EXIT_FOUND_PROBLEM)
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,31 @@
+"""Errors the runtime raises when ranks stop agreeing: each names what, when and who.
+
+Every class derives from `RuntimeDivergence`, so an engine can catch one type, log it and
+stop the rank; the message always names the site (or decision), the round and the ranks.
+"""
+
+from __future__ import annotations
+
+
+class RuntimeDivergence(RuntimeError):
+    """Ranks no longer agree (plan, order, values) or a peer stopped answering."""
+
+
+class WorldSizeMismatch(RuntimeDivergence):
+    """The plan was compiled for another world size than the process group has."""
+
+
+class FingerprintMismatch(RuntimeDivergence):
+    """Two ranks bound different plans."""
+
+
+class DesyncError(RuntimeDivergence):
+    """A rank received a guard header other than the one it expected: ranks fell out of order."""
+
+
+class CollectiveTimeout(RuntimeDivergence):
+    """A collective did not complete in `runtime.timeout_s`, or a peer of its group died."""
+
+
+class ProbeMismatch(RuntimeDivergence):
+    """The agreement probe found a decision whose hash differs between ranks of one replica."""

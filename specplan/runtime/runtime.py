@@ -1,0 +1,266 @@
+"""The Runtime an engine holds: fused converges with guard headers, relays, probe, accept.
+
+One preallocated uint8 buffer per family (the largest guarded collective of the family), so
+every buffer of one group has one size. A converge packs the header and the live rows of every
+decision of its boundary with one `pack_fused`, runs one collective, checks the header and
+unpacks with one `unpack_fused`. Collectives run async and are waited on with
+`runtime.timeout_s`, so a dead or stalled peer becomes a `CollectiveTimeout`, not a hang.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from specplan.runtime import binding as _bind
+from specplan.runtime.errors import CollectiveTimeout
+from specplan.runtime.guard import check_header, header_tensors, read_header
+from specplan.runtime.kernels import finalize_accept, pack_fused, unpack_fused
+from specplan.runtime.plan_view import Boundary, PlanView
+from specplan.runtime.probe import run_probe
+from specplan.runtime.tracing import TraceWriter
+
+DTYPES = {"bool": torch.bool, "int32": torch.int32, "int64": torch.int64, "float32": torch.float32}
+
+
+@dataclass
+class Accepted:
+    """What an accept boundary commits: the converged decisions and the layout derived from them."""
+
+    decisions: dict[str, torch.Tensor]
+    commit_lens: torch.Tensor  # [bs] int32: accepted drafts + the bonus
+    new_seq_lens: torch.Tensor  # [bs] int32
+    out_tokens: torch.Tensor  # [bs, num_steps + 1] int64, -1 or stale past commit_lens
+    cap_trim_lens: torch.Tensor | None = None
+
+
+class Runtime:
+    def __init__(self, plan: PlanView, device: torch.device, backend: str):
+        self.plan, self.device, self.backend = plan, device, backend
+        self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
+        self.timeout = datetime.timedelta(seconds=plan.timeout_s)
+        self.groups, self.ranks = _bind.create_groups(plan, backend)
+        self.buffers = {f: torch.zeros(n, dtype=torch.uint8, device=device)
+                        for f, n in plan.family_buffer_bytes().items()}
+        self.names = {b.id: b.label for b in plan.boundaries + plan.relays}
+        self.last_round = -1  # the latest round a converge ran, for errors at close
+        self.trace = TraceWriter(plan.trace_dir, self.rank, self.replica) if plan.trace_dir else None
+
+    @property
+    def replica(self) -> int:
+        fam = self.plan.families.get("replica")
+        return fam.locate(self.rank)[0] if fam else 0
+
+    def source_of(self, target) -> int:
+        """The global rank whose values a boundary (id or site name) hands to its group."""
+        b = self.plan.boundary_of(target)
+        return self.ranks[b.family][b.source_member]
+
+    # -- converges -------------------------------------------------------------------------
+    def converge(self, target, values: dict | None, *, round: int, live_rows: int,
+                 requests=None, seq_lens=None) -> dict[str, torch.Tensor]:
+        """Converge one boundary (its id, or any site it carries) and return the source's values.
+
+        `values` maps decision name -> tensor with `live_rows` leading rows (or capacity rows;
+        rows past live_rows are padding); required on the source, optional elsewhere. A site
+        the plan does not converge (trivial group, or policy off) returns `values` unchanged.
+        """
+        site = self.plan.sites.get(target) if isinstance(target, str) else None
+        if site is not None and site["boundary"] is None:
+            out = dict(values or {})
+            self._trace(site["name"], out, round, requests, seq_lens)
+            return out
+        b = self.plan.boundary_of(target)
+        self.last_round = round
+        out = self._collective(b, values, round, live_rows)
+        for s in b.sites:
+            mine = {f.decision: out[f.decision] for f in b.fields if f.site == s}
+            self._trace(s, mine, round, requests, seq_lens)
+        return out
+
+    def relay(self, site: str, values: dict | None, *, round: int, live_rows: int) -> dict:
+        """Carry a last-stage site's decisions to the earlier stages over the pp family."""
+        r = self.plan.relay_of(site)
+        if r is None:
+            return dict(values or {})
+        if r.op == "ring":
+            return self._ring(r, values, round, live_rows)
+        return self._collective(r, values, round, live_rows)
+
+    def _collective(self, b: Boundary, values, round_: int, live_rows: int) -> dict:
+        if b.op == "all_reduce_min":
+            return self._min(b, values, round_)
+        group, ranks = self.groups[b.family], self.ranks[b.family]
+        source = ranks[b.source_member]
+        buf = self.buffers[b.family][: b.buffer_bytes]
+        expected = (b.id, live_rows, round_, self.plan.fingerprint64)
+        shapes = self._check_live(b, live_rows)
+        if self.rank == source:
+            self._pack(buf, b, values, expected, shapes)
+        work = dist.broadcast(buf, src=source, group=group, async_op=True)
+        self._wait(work, b, round_)
+        if self.rank != source:
+            check_header(read_header(buf), expected, b, rank=self.rank, source=source, names=self.names)
+        return self._unpack(buf, b, shapes)
+
+    def _ring(self, r: Boundary, values, round_: int, live_rows: int) -> dict:
+        """Stage to stage: the last stage sends to 0, stage s forwards to s + 1 (SGLang's relay)."""
+        ranks, buf = self.ranks[r.family], self.buffers[r.family][: r.buffer_bytes]
+        me, last = ranks.index(self.rank), len(ranks) - 1
+        expected = (r.id, live_rows, round_, self.plan.fingerprint64)
+        shapes = self._check_live(r, live_rows)
+        if me == last:
+            self._pack(buf, r, values, expected, shapes)
+        else:
+            sender = ranks[last] if me == 0 else ranks[me - 1]
+            self._wait(dist.irecv(buf, src=sender, group=self.groups[r.family]), r, round_)
+            check_header(read_header(buf), expected, r, rank=self.rank, source=sender, names=self.names)
+        nxt = 0 if me == last else me + 1
+        if nxt < last:
+            self._wait(dist.isend(buf, dst=ranks[nxt], group=self.groups[r.family]), r, round_)
+        return self._unpack(buf, r, shapes)
+
+    def _min(self, b: Boundary, values, round_: int) -> dict:
+        """A MIN reduction over host values (free memory): no header, one dtype per boundary."""
+        dtypes = {f.dtype for f in b.fields}
+        assert len(dtypes) == 1, f"boundary {b.id}: all_reduce_min over mixed dtypes {dtypes}"
+        buf = self.buffers[b.family][: b.buffer_bytes]
+        buf.zero_()
+        shapes = [f.shape for f in b.fields]
+        self._pack_fields(buf, b, values, shapes, [], [])
+        work = dist.all_reduce(buf.view(DTYPES[dtypes.pop()]), op=dist.ReduceOp.MIN,
+                               group=self.groups[b.family], async_op=True)
+        self._wait(work, b, round_)
+        return self._unpack(buf, b, shapes)
+
+    def _check_live(self, b: Boundary, live_rows: int) -> list[tuple[int, ...]]:
+        if not 0 <= live_rows <= self.plan.max_batch:
+            raise ValueError(f"{b.label}: live_rows {live_rows} is outside 0 .. max_batch "
+                             f"{self.plan.max_batch} (runtime.max_batch fixes the capacity)")
+        return [self.plan.live_shape(f, live_rows) for f in b.fields]
+
+    def _pack(self, buf, b: Boundary, values, header, shapes) -> None:
+        tensors, offsets = header_tensors(*header, device=self.device)
+        self._pack_fields(buf, b, values, shapes, tensors, offsets)
+
+    def _pack_fields(self, buf, b: Boundary, values, shapes, tensors, offsets) -> None:
+        values = values or {}
+        missing = [f.decision for f in b.fields if f.decision not in values]
+        if missing:
+            raise ValueError(f"{b.label} (boundary {b.id}): the source must hand over every "
+                             f"decision of the boundary; missing {missing}, given {sorted(values)}")
+        for f, shape in zip(b.fields, shapes):
+            tensors.append(_live(values[f.decision], f, shape).to(self.device))
+            offsets.append(f.offset)
+        pack_fused(buf, tensors, offsets)
+
+    def _unpack(self, buf, b: Boundary, shapes) -> dict:
+        specs = [(DTYPES[f.dtype], shape, f.offset) for f, shape in zip(b.fields, shapes)]
+        return dict(zip(b.decisions, unpack_fused(buf, specs, copy=True)))
+
+    def _wait(self, work, b: Boundary, round_: int) -> None:
+        group = self.ranks[b.family]
+        what = (f"collective for site {b.label} (boundary {b.id}, {b.op}) at round {round_}"
+                if b.id >= 0 else f"{b.label} at round {round_}")
+        try:
+            done = work.wait(timeout=self.timeout)
+        except RuntimeError as exc:
+            raise CollectiveTimeout(
+                f"{what} on group {b.family} {group} did not complete within "
+                f"{self.plan.timeout_s:g}s or a peer failed (this is rank {self.rank}): "
+                f"{str(exc).splitlines()[0]}") from exc
+        if done is False:
+            raise CollectiveTimeout(f"{what} on group {b.family} {group} timed out after "
+                                    f"{self.plan.timeout_s:g}s (this is rank {self.rank})")
+
+    # -- accept, probe, trace ----------------------------------------------------------------
+    def accept(self, target, values: dict | None, *, round: int, live_rows: int,
+               prefix_lens: torch.Tensor, draft_tokens: torch.Tensor | None = None,
+               verify_lens: torch.Tensor | None = None, requests=None) -> Accepted:
+        """Converge an accept boundary, then derive what the round commits from it.
+
+        DSpark / DFlash style (correct_len, bonus): `finalize_accept` with the round's drafts.
+        EAGLE style (predict, accept_index, num_correct_drafts): tokens gathered along the
+        accepted path. Both read converged values only, so every rank commits the same.
+        """
+        dec = self.converge(target, values, round=round, live_rows=live_rows, requests=requests)
+        prefix = prefix_lens[:live_rows].to(self.device, torch.int32)
+        by_prefix = {k.rsplit("_", 1)[0] if k.endswith(("_greedy", "_sample")) else k: v
+                     for k, v in dec.items()}
+        if "num_correct_drafts" in by_prefix:
+            result = _eagle_commit(dec, by_prefix, prefix)
+        else:
+            correct = by_prefix.get("correct_len", by_prefix.get("accept_len"))
+            commit, seq, trim, out = finalize_accept(correct, by_prefix["bonus"], prefix,
+                                                     draft_tokens[:live_rows].to(self.device),
+                                                     verify_lens)
+            result = Accepted(dec, commit, seq, out, by_prefix.get("cap_trim_lens", trim))
+        if self.trace:
+            self.trace.commit(round, requests, prefix, result.new_seq_lens, result.out_tokens,
+                              result.commit_lens)
+        return result
+
+    def probe(self, round: int, decisions: dict[str, torch.Tensor]) -> None:
+        """All ranks of each replica compare a hash of every decision they hold; raises ProbeMismatch."""
+        run_probe(self, round, decisions)
+
+    def maybe_probe(self, round: int, decisions: dict[str, torch.Tensor]) -> bool:
+        """`probe` every `runtime.probe_every` rounds (0 = never); True when it ran."""
+        every = self.plan.probe_every
+        if every <= 0 or round % every:
+            return False
+        self.probe(round, decisions)
+        return True
+
+    def _trace(self, site: str, values: dict, round_: int, requests, seq_lens) -> None:
+        if self.trace:
+            self.trace.converge(round_, site, values, requests, seq_lens)
+
+    def barrier(self) -> None:
+        """A world-wide meeting point with the plan's timeout (a dead rank raises here)."""
+        world = Boundary(-1, "-", "world", "barrier", 0, ("the world barrier",), (), 0, 0)
+        self.ranks.setdefault("world", list(range(self.world_size)))
+        self._wait(dist.barrier(async_op=True), world, self.last_round)
+
+    def close(self) -> None:
+        """Flush the trace, meet every rank once more, and leave the process group."""
+        if self.trace:
+            self.trace.close()
+        try:
+            self.barrier()
+        finally:
+            dist.destroy_process_group()
+
+
+def _live(t: torch.Tensor, f, shape: tuple[int, ...]) -> torch.Tensor:
+    if t.dtype != DTYPES[f.dtype]:
+        raise TypeError(f"{f.site}.{f.decision}: expected dtype {f.dtype}, found {t.dtype}")
+    if tuple(t.shape) == shape:
+        return t
+    if shape and t.dim() == len(shape) and tuple(t.shape[1:]) == shape[1:] and t.shape[0] >= shape[0]:
+        return t[: shape[0]]  # capacity rows: the live prefix is the payload
+    raise ValueError(f"{f.site}.{f.decision}: expected shape {list(shape)} for these live rows, "
+                     f"found {list(t.shape)}")
+
+
+def _eagle_commit(dec: dict, by_prefix: dict, prefix: torch.Tensor) -> Accepted:
+    correct = by_prefix["num_correct_drafts"].to(torch.int32)
+    index = by_prefix["accept_index"].to(torch.int64)  # [bs, num_steps + 1], -1 past the path
+    predict = by_prefix["predict"].to(torch.int64)
+    out = torch.where(index >= 0, predict[index.clamp(min=0)], torch.full_like(index, -1))
+    commit = correct + 1
+    return Accepted(dec, commit, (prefix + commit).to(torch.int32), out)
+
+
+def bind(plan, *, rank: int | None = None, world_size: int | None = None,
+         device: str | torch.device | None = None) -> Runtime:
+    """Bind a plan (path to plan.json, or its content) on this rank; see specplan.runtime.bind."""
+    view = PlanView(plan)
+    backend = _bind.backend_for(view)
+    dev = torch.device(device) if device is not None else _bind.default_device(view)
+    _bind.start_process_group(view, rank, world_size, backend)
+    _bind.agree_on_plan(view, dev)
+    return Runtime(view, dev, backend)

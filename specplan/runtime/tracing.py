@@ -1,0 +1,60 @@
+"""Per-rank trace of converged logical state: one JSON line per request and decision.
+
+A line holds round, request, site, decision, a 64-bit hash of the row, its first values, and
+the request's logical seq_len and positions. Never physical KV slots: those may rightly differ
+between ranks (logical layout must agree, physical addresses need not). `specplan diff`
+(specplan/trace.py) reads these files without torch.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from specplan.runtime.hashing import hash64, preview
+
+
+class TraceWriter:
+    def __init__(self, trace_dir: str, rank: int, replica: int):
+        path = Path(trace_dir)
+        path.mkdir(parents=True, exist_ok=True)
+        self.rank, self.replica = rank, replica
+        self.file = open(path / f"rank{rank}.jsonl", "w", buffering=1)  # one run per file
+
+    def _write(self, record: dict) -> None:
+        record.update(rank=self.rank, replica=self.replica)
+        self.file.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+    def converge(self, round_: int, site: str, values: dict, requests, seq_lens) -> None:
+        for name, t in values.items():
+            if t.dim() == 0:
+                self._write({"round": round_, "request": None, "site": site, "decision": name,
+                             "hash": hash64(t), "value": preview(t), "seq_len": None, "positions": None})
+                continue
+            rows = t.reshape(t.shape[0], -1) if t.dim() > 1 else t.reshape(t.shape[0], 1)
+            for i in range(rows.shape[0]):
+                seq = int(seq_lens[i]) if seq_lens is not None else None
+                self._write({"round": round_, "request": _request(requests, i), "site": site,
+                             "decision": name, "hash": hash64(rows[i]), "value": preview(rows[i]),
+                             "seq_len": seq, "positions": None})
+
+    def commit(self, round_: int, requests, prefix, new_seq, out_tokens, commit_lens) -> None:
+        """What the round committed per request: its logical positions and tokens."""
+        for i in range(new_seq.shape[0]):
+            n = int(commit_lens[i])
+            tokens = out_tokens[i, :n]
+            self._write({"round": round_, "request": _request(requests, i), "site": "commit",
+                         "decision": "out_tokens", "hash": hash64(tokens), "value": preview(tokens),
+                         "seq_len": int(new_seq[i]), "positions": list(range(int(prefix[i]), int(new_seq[i])))})
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _request(requests, i: int):
+    if requests is None:
+        return i
+    r = requests[i]
+    return r.item() if isinstance(r, torch.Tensor) else r

@@ -1,0 +1,154 @@
+"""Rank programs the runtime tests launch (see launch.py): each an engine in miniature.
+
+Every value a rank hands to a converge is generated from (rank, round, decision), so a rank can
+recompute what the source must have sent and check the converged value against it. Faults are
+planted by argument: `skip:R:ROUND:BOUNDARY` (rank R skips a boundary), `die:R:ROUND` (rank R is
+SIGKILLed), `plant:R:ROUND` (rank R's first decision differs, for the probe and the trace).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+import zlib
+
+import torch
+
+from specplan.runtime import RuntimeDivergence, bind
+from specplan.runtime.runtime import DTYPES
+
+
+def gen(seed_rank: int, rnd: int, decision: str, shape, dtype: str) -> torch.Tensor:
+    g = torch.Generator().manual_seed(zlib.crc32(f"{seed_rank}/{rnd}/{decision}".encode()))
+    if dtype == "float32":
+        return torch.rand(shape, generator=g)
+    if dtype == "bool":
+        return torch.randint(0, 2, shape, generator=g).bool()
+    return torch.randint(0, 7, shape, generator=g).to(DTYPES[dtype])
+
+
+def faults(spec: str) -> dict:
+    out = {}
+    for item in filter(None, spec.split(",")):
+        kind, *nums = item.split(":")
+        out[kind] = [int(n) for n in nums]
+    return out
+
+
+def live_rows(rnd: int, max_batch: int) -> int:
+    return 1 + (rnd * 3) % max_batch
+
+
+def schedule(rounds: int):
+    yield "startup", 0
+    yield "prefill", 0
+    for r in range(1, rounds + 1):
+        yield "decode", r
+
+
+def engine(plan_path: str, rounds: str, fault: str = "") -> dict:
+    """Run the plan's programs for `rounds` decode rounds; check every converged value."""
+    rt = bind(plan_path)
+    view, f = rt.plan, faults(fault)
+    stage, checks = view.stage_of(rt.rank), 0
+    for name, rnd in schedule(int(rounds)):
+        if f.get("die", [-1])[0] == rt.rank and f["die"][1] == rnd:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if f.get("stall", [-1])[0] == rt.rank and f["stall"][1] == rnd:
+            time.sleep(f["stall"][2])
+        for kind, what in view.program(stage, name):
+            if kind == "boundary" and f.get("skip") == [rt.rank, rnd, what]:
+                continue
+            if kind == "boundary":
+                checks += converge_one(rt, view.boundaries[what], rnd)
+            elif kind == "relay":
+                checks += relay_one(rt, view.relay_of(what), rnd)
+    rt.close()
+    return {"rank": rt.rank, "checks": checks}
+
+
+def converge_one(rt, b, rnd: int) -> int:
+    live = live_rows(rnd, rt.plan.max_batch)
+    shapes = [rt.plan.live_shape(fl, live) for fl in b.fields]
+    if b.op == "all_reduce_min":
+        values = {fl.decision: torch.tensor(float(rt.rank + 1)) for fl in b.fields}
+        out = rt.converge(b.id, values, round=rnd, live_rows=live)
+        want = float(min(rt.ranks[b.family]) + 1)
+        assert all(float(v) == want for v in out.values()), (out, want)
+        return len(out)
+    values = {fl.decision: gen(rt.rank, rnd, fl.decision, s, fl.dtype) for fl, s in zip(b.fields, shapes)}
+    out = rt.converge(b.id, values, round=rnd, live_rows=live)
+    source = rt.ranks[b.family][b.source_member]
+    for fl, s in zip(b.fields, shapes):
+        want = gen(source, rnd, fl.decision, s, fl.dtype)
+        assert torch.equal(out[fl.decision], want), (rt.rank, b.id, fl.decision, out[fl.decision], want)
+    return len(b.fields)
+
+
+def relay_one(rt, r, rnd: int) -> int:
+    """The last stage relays what it converged; every stage must end with that rank's source's values."""
+    view, live = rt.plan, live_rows(rnd, rt.plan.max_batch)
+    last = rt.ranks["pp"][-1]
+    b = view.boundary_of(r.sites[0])
+    origin = view.group_of(b.family, last)[b.source_member]
+    shapes = [view.live_shape(fl, live) for fl in r.fields]
+    values = {fl.decision: gen(origin, rnd, fl.decision, s, fl.dtype) for fl, s in zip(r.fields, shapes)}
+    out = rt.relay(r.sites[0], values if rt.rank == last else None, round=rnd, live_rows=live)
+    for fl in r.fields:
+        assert torch.equal(out[fl.decision], values[fl.decision]), (rt.rank, r.sites, fl.decision)
+    return len(r.fields)
+
+
+def local(plan_path: str, rounds: str, fault: str = "") -> dict:
+    """Policy off: every site keeps its local values; the probe and the trace must see a plant."""
+    rt = bind(plan_path)
+    f, view = faults(fault), rt.plan
+    probes = 0
+    for rnd in range(1, int(rounds) + 1):
+        live, held = 4, {}
+        for site in [s for s in view.sites.values() if s["round"] == "decode"]:
+            values = {d["name"]: gen(0, rnd, d["name"], view.live_shape(_field(d), live), d["dtype"])
+                      for d in site["decisions"]}
+            if f.get("plant") == [rt.rank, rnd] and not held:
+                first = next(iter(values))
+                values[first] = values[first] + 1
+            held.update(rt.converge(site["name"], values, round=rnd, live_rows=live,
+                                    requests=[f"req{i}" for i in range(live)]))
+        probes += rt.maybe_probe(rnd, held)
+    rt.close()
+    return {"rank": rt.rank, "probes": probes}
+
+
+def _field(d: dict):
+    from specplan.runtime.plan_view import Field
+    return Field("", d["name"], d["dtype"], tuple(d["shape"]), tuple(d["symbols"]), 0, d["bytes"])
+
+
+def bindonly(*plans: str) -> dict:
+    """Rank r binds plans[r] (or the last one): for bind and fingerprint tests."""
+    rank = int(os.environ["RANK"])
+    rt = bind(plans[min(rank, len(plans) - 1)])
+    out = {"rank": rt.rank, "groups": dict(rt.ranks), "backend": rt.backend}
+    rt.close()
+    return out
+
+
+def main(argv: list[str]) -> None:
+    worker, *args = argv
+    try:
+        result = globals()[worker](*args)
+    except RuntimeDivergence as exc:
+        print(f"ERROR {type(exc).__name__}: {exc}", flush=True)
+        os._exit(3)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        print("ERROR internal", flush=True)
+        os._exit(1)
+    print("RESULT " + json.dumps(result), flush=True)
+    sys.stdout.flush()
+    os._exit(0)
