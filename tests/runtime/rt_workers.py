@@ -152,3 +152,13 @@ def main(argv: list[str]) -> None:
     print("RESULT " + json.dumps(result), flush=True)
     sys.stdout.flush()
     os._exit(0)
+
+
+def preflight(*plans: str) -> dict:
+    """Rank r runs the preflight on plans[r] (or the last one) and exits with its code."""
+    from specplan.runtime.preflight import main as preflight_main
+
+    rank = int(os.environ["RANK"])
+    code = preflight_main([plans[min(rank, len(plans) - 1)]])
+    sys.stdout.flush()
+    os._exit(code)
