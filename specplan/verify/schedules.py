@@ -17,7 +17,7 @@ P2P = ("send", "recv")
 
 
 def check_schedules(view: PlanView) -> list[Finding]:
-    out = _unfixed_bytes(view)
+    out = _unfixed_bytes(view) + _buffers(view) + _dataflow(view)
     programs = _programs(view)
     out.extend(_simulate(view, programs))
     return out
@@ -36,6 +36,53 @@ def _unfixed_bytes(view: PlanView) -> list[Finding]:
                         f"while the receivers post a fixed width: the counts differ, the sender completes "
                         f"and the receivers wait until the watchdog fires",
                         "pin the payload width (pipeline.payload_width: pinned)"))
+    return out
+
+
+def _buffers(view: PlanView) -> list[Finding]:
+    """Every broadcast of one family uses one buffer size, and each op sends its boundary's."""
+    bounds = {b["id"]: b for b in view.plan["boundaries"]}
+    sizes = view.plan.get("buffer_bytes", {})
+    out = []
+    for b in bounds.values():
+        if b["op"] == "broadcast" and b["buffer_bytes"] != sizes.get(b["family"], b["buffer_bytes"]):
+            out.append(_buffer(view, b["round"], b["family"],
+                               f"boundary {b['id']} ({', '.join(b['sites'])}) uses a {b['buffer_bytes']}-byte "
+                               f"buffer while {b['family']}'s other broadcasts use {sizes[b['family']]}: ranks "
+                               f"that fall out of order meet a size mismatch (a hang) instead of a header mismatch"))
+    for cls in view.plan["rank_classes"]:
+        for rnd, ops in cls["program"].items():
+            for op in ops:
+                b = bounds.get(op.get("boundary"))
+                if b is not None and op.get("bytes") is not None and op["bytes"] != b["buffer_bytes"]:
+                    out.append(_buffer(view, rnd, op["family"],
+                                       f"stage {cls['rule']['pp']} sends boundary {b['id']} with {op['bytes']} "
+                                       f"bytes, but its packed buffer is {b['buffer_bytes']} bytes"))
+    return out
+
+
+def _buffer(view: PlanView, rnd: str, family: str, message: str) -> Finding:
+    return Finding("ERROR", None, None, family, (), rnd, view.line("sync.policy"), message,
+                   "regenerate the plan: buffer sizes are fixed by the planner (pin_widths)")
+
+
+def _dataflow(view: PlanView) -> list[Finding]:
+    """A stage forwards a handoff only after receiving it and running its own layers on it."""
+    out = []
+    for cls in view.plan["rank_classes"]:
+        for rnd, ops in cls["program"].items():
+            for i, op in enumerate(ops):
+                if op["op"] != "send" or not str(op.get("what", "")).endswith("_handoff"):
+                    continue
+                what, compute = op["what"], op["what"][: -len("_handoff")]
+                later = [o for o in ops[i + 1:] if o["op"] == "recv" and o.get("what") == what
+                         or o["op"] == "forward" and o.get("compute") == compute]
+                if later:
+                    out.append(Finding(
+                        "ERROR", None, None, op["family"], (), rnd, view.line("pipeline.relay"),
+                        f"stage {cls['rule']['pp']} sends {what} before its {later[0]['op']} of "
+                        f"{later[0].get('what') or later[0].get('compute')}: the next stage computes on "
+                        f"a buffer that was never filled", "receive, compute, then send"))
     return out
 
 
@@ -75,6 +122,12 @@ def _signature(op: dict) -> tuple:
             op.get("compute"), op.get("count"), op.get("what"))
 
 
+def _p2p_payload(op: dict) -> tuple:
+    # Equal sizes are not enough: a send paired with the recv of another payload lands one
+    # decision in the other's buffer, silently.
+    return op.get("bytes"), op.get("site"), op.get("what")
+
+
 def _partners(view: PlanView, programs: dict, cls: tuple, family: str, cache: dict) -> list[tuple]:
     """Classes whose ranks share `family` groups with class `cls`."""
     key = (cls, family)
@@ -104,7 +157,7 @@ def _simulate(view: PlanView, programs: dict) -> list[Finding]:
                 if pos[peer] < len(programs[peer]):
                     prnd, pop = programs[peer][pos[peer]]
                     if pop["op"] == want and pop["peer_member"] == cls[0]:
-                        if pop.get("bytes") != op.get("bytes"):
+                        if _p2p_payload(pop) != _p2p_payload(op):
                             return [_mismatch(view, rnd, cls, op, peer, pop)]
                         pos[cls] += 1
                         pos[peer] += 1

@@ -68,6 +68,13 @@ def _taps(view: PlanView) -> list[Finding]:
                                view.line("pipeline.tap_ids", "speculative.aux_layers"),
                                f"tap {tap} is produced by {what}; exactly one stage must produce it",
                                "number taps globally (pipeline.tap_ids: global)"))
+        elif _owner(pipe["stages"], tap) != producers[0]:
+            owner = _owner(pipe["stages"], tap)
+            out.append(Finding("ERROR", None, f"tap {tap}", "pp", (), "decode",
+                               view.line("pipeline.tap_ids", "speculative.aux_layers"),
+                               f"tap {tap} is produced on stage {producers[0]}, but the residual entering "
+                               f"layer {tap} is on stage {owner}: the drafter reads another layer's "
+                               f"hidden state", "number taps globally (pipeline.tap_ids: global)"))
         elif pipe["aux_routing"] == "dropped" and producers[0] != view.last:
             out.append(Finding("ERROR", None, f"tap {tap}", "pp", (), "decode",
                                view.line("pipeline.aux_routing", "speculative.aux_layers"),
@@ -75,6 +82,11 @@ def _taps(view: PlanView) -> list[Finding]:
                                f"the drafter on stage {view.last}: the drafter reads fewer taps than it "
                                f"was trained on", "route taps to the last stage (pipeline.aux_routing: chain)"))
     return out
+
+
+def _owner(stages: list[dict], tap: int) -> int:
+    """Stage r owns tap L when start_r < L <= end_r; tap 0 (the embedding) is stage 0's."""
+    return next((st["pp_rank"] for st in stages if st["start_layer"] < tap <= st["end_layer"]), 0)
 
 
 def _widths(view: PlanView) -> list[Finding]:
