@@ -39,8 +39,9 @@ def console():
     from rich.console import Console
 
     # Off a terminal (pipes, CI logs) rich would squeeze tables into 80 columns.
-    wide = None if sys.stdout.isatty() else 200
-    return Console(highlight=False, width=wide)
+    tty = sys.stdout.isatty()
+    wide = None if tty else 200
+    return Console(highlight=False, width=wide, no_color=not tty, force_terminal=tty)
 
 
 def dump_json(data) -> None:
@@ -50,19 +51,35 @@ def dump_json(data) -> None:
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="specplan")
 def main() -> None:
-    """Plan, prove and run rank agreement for speculative decoding on many GPUs."""
+    """Plan, prove and run rank agreement for speculative decoding on many GPUs.
+
+    Example: specplan explain specs/deepseek-v4-dspark-tp16-dp8.yaml
+    """
 
 
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=True))
 @click.option("--rank", "rank", type=int, default=None, help="Show one rank's view.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@click.option("--picture", type=click.Choice(["ranks", "round"]), default=None,
+              help="Draw the rank grid or the round graph to --out instead of printing tables.")
+@click.option("--format", "fmt", type=click.Choice(["svg", "mermaid", "dot"]), default="svg",
+              show_default=True, help="Picture format.")
+@click.option("--family", default=None, help="ranks picture: the group family outlined "
+              "(default attn_tp under DP-attention, else tp).")
+@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
+              help="Picture file to write (required with --picture).")
 @user_errors
-def explain(spec: str, rank: int | None, as_json: bool) -> None:
+def explain(spec: str, rank: int | None, as_json: bool, picture: str | None, fmt: str,
+            family: str | None, out: str | None) -> None:
     """Show which ranks form which groups, the stages and the replicas of SPEC.
 
     Example: specplan explain specs/deepseek-v4-dspark-tp16-dp8.yaml --rank 3
+
+    Example: specplan explain specs/kimi-k3-dspark-tp8-pp2.yaml --picture round -o round.svg
     """
+    if picture and not out:
+        raise click.UsageError("--picture needs -o/--out FILE")
     from specplan.errors import Diagnostic, SpecError
     from specplan.explain import explain_data, render
     from specplan.mesh import build_mesh
@@ -79,7 +96,12 @@ def explain(spec: str, rank: int | None, as_json: bool) -> None:
         raise SpecError([Diagnostic(spec, None, None, "", f"--rank {rank} is outside the world: "
                                     f"expected 0 .. {mesh.world_size - 1}")])
     data = explain_data(loaded, mesh)
-    data["round"] = round_data(build_plan(planning))
+    data["round"] = round_data(built := build_plan(planning))
+    if picture:
+        from specplan.pictures import write_picture
+
+        click.echo(write_picture(spec, picture, fmt, data, planning, built, family, out))
+        return
     if as_json:
         dump_json(data)
         return
@@ -160,6 +182,77 @@ def diff_(traces: tuple[str, ...]) -> None:
         return
     click.echo(found.render())
     sys.exit(EXIT_FOUND_PROBLEM)
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema of the spec YAML (every key with its description and default).
+
+    Editors use it through the first line of a spec:
+    # yaml-language-server: $schema=../docs/spec.schema.json
+
+    Example: specplan schema > spec.schema.json
+    """
+    from specplan.schema.reference import schema_text
+
+    sys.stdout.write(schema_text())
+
+
+@main.command(name="export")
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
+              help="Engine to launch on (default: the spec's; the other translates the layout).")
+@user_errors
+def export_(spec: str, engine: str | None) -> None:
+    """Print the command line and environment that run SPEC on an engine.
+
+    Exit 3 naming the reason when the engine cannot run the spec.
+
+    Example: specplan export specs/deepseek-v4-dspark-tp8-dp8.yaml --engine sglang
+    """
+    from specplan.ecosystem.export import export, render
+    from specplan.ecosystem.translate import Refusal
+    from specplan.schema import load_spec
+
+    try:
+        launch = export(load_spec(spec), engine)
+    except Refusal as exc:
+        click.echo(f"specplan export: {exc}", err=True)
+        sys.exit(EXIT_FOUND_PROBLEM)
+    click.echo(render(launch), nl=False)
+
+
+@main.command(name="import", context_settings={"ignore_unknown_options": True})
+@click.option("--engine", type=click.Choice(["sglang", "vllm"]), required=True,
+              help="The engine the launch line starts.")
+@click.option("-f", "--file", "script", type=click.Path(dir_okay=False), default=None,
+              help="Read the launch line from a shell script (e.g. `specplan export` output).")
+@click.option("--base", type=click.Path(dir_okay=False), default=None,
+              help="Spec giving what a launch line cannot: model shape, sampling, runtime.")
+@click.option("--model-config", type=click.Path(dir_okay=False), default=None,
+              help="The target's config.json, for the model shape.")
+@click.option("--name", default=None, help="Spec name (default: the base's or the model's).")
+@click.option("-o", "--out", type=click.Path(dir_okay=False), default=None,
+              help="Write the YAML here (atomically) instead of stdout.")
+@click.argument("line", nargs=-1, type=click.UNPROCESSED)
+@user_errors
+def import_(engine: str, script: str | None, base: str | None, model_config: str | None,
+            name: str | None, out: str | None, line: tuple[str, ...]) -> None:
+    """Read an engine launch line (and its SGLANG_* / VLLM_* environment) into a spec YAML.
+
+    Example: specplan import --engine vllm -- vllm serve meta-llama/Llama-3.2-1B -tp 2
+    """
+    import os
+
+    from specplan.ecosystem.import_cli import run_import
+
+    code, text, messages = run_import(engine, list(line), dict(os.environ), script, base,
+                                      model_config, name, out)
+    for message in messages:
+        click.echo(message, err=True)
+    if text:
+        click.echo(text, nl=False)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,243 @@
+"""The round picture: the planned StageGraph, one block per round, one lane per pipeline stage.
+
+Nodes are drawn by kind (decision hexagon, converge rounded orange, materialize green,
+compute blue, commit grey); a converge is labelled with its site, its group family, the
+global rank of its source (in the first group that holds the stage) and its bytes from the
+plan. Edges: data (grey), decisions relayed across stages (orange, dashed), the stage
+handoff of hidden states (navy, thick) and the taps the drafter reads (purple, dashed).
+
+Worked example, 8 ranks (vllm tp=4, pp=2, dspark): the decode block has lanes "stage 0" and
+"stage 1"; `dspark_draft` converges on both lanes over `replica` from rank 4 (member 4 of
+[0..7]), and a tap edge joins target_verify@0 to target_verify@1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specplan.ir.graph import StageGraph
+from specplan.ir.nodes import Node
+from specplan.mesh.family import from_rule
+from specplan.pictures.svg import LINE_H, Canvas, text_width
+
+ROUNDS = ("startup", "prefill", "decode")
+FILL = {"decision": "#fff3b0", "converge": "#ffb870", "materialize": "#c7f0c2",
+        "compute": "#a9c8f0", "commit": "#dddddd"}
+EDGE = {"data": "#777777", "relay": "#e76f51", "handoff": "#1d3557", "tap": "#7b2cbf"}
+NODE_GAP_X, NODE_GAP_Y, LANE_HEAD = 44, 14, 86
+DP_AGREEMENT = "dp_token_counts"  # the DP-attention token-count all-gather (passes/dp_agreement)
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str  # node id
+    dst: str
+    style: str  # data | relay | handoff | tap
+    label: str
+
+
+class RoundPicture:
+    """Labels, positions and edges of a planned round graph; the three formats read it."""
+
+    def __init__(self, graph: StageGraph, plan: dict) -> None:
+        self.graph, self.plan = graph, plan
+        self.pp = len(plan["pipeline"]["stages"])
+        self.rounds = [r for r in ROUNDS if graph.nodes(round=r)]
+        self.labels = {n.id: node_label(n, plan) for n in graph.nodes()}
+        self.depth = _depths(graph)
+        self.edges = self._edges()
+
+    def _edges(self) -> list[Edge]:
+        out = []
+        for a, b, data in self.graph.edges():
+            if a.round != b.round:
+                continue
+            carries = ", ".join(data["carries"])
+            if data["kind"] == "pp_handoff":
+                out.append(Edge(a.id, b.id, "handoff", carries or "handoff"))
+            elif a.stage != b.stage:
+                out.append(Edge(a.id, b.id, "relay", f"relay {carries}".strip()))
+            else:
+                out.append(Edge(a.id, b.id, "data", carries))
+        return out + self._tap_edges()
+
+    def _tap_edges(self) -> list[Edge]:
+        pipe = self.plan["pipeline"]
+        links = pipe["routing"].get(pipe["aux_routing"], [])
+        out = []
+        for rnd in self.rounds:
+            targets = {n.stage: n for n in self.graph.nodes(kind="compute", round=rnd)
+                       if str(n.attr("compute", "")).startswith("target")}
+            for link in links:
+                a, b = link["link"]
+                if a in targets and b in targets:
+                    out.append(Edge(targets[a].id, targets[b].id, "tap",
+                                    f"taps {link['taps']}: {_bytes(link['bytes'])} ({pipe['aux_routing']})"))
+        return out
+
+    def cells(self, rnd: str) -> dict[tuple[int, int], list[Node]]:
+        """(stage, depth) -> the nodes drawn there, stacked."""
+        out: dict[tuple[int, int], list[Node]] = {}
+        for n in self.graph.nodes(round=rnd):
+            out.setdefault((n.stage, self.depth[n.id]), []).append(n)
+        return out
+
+
+def node_label(node: Node, plan: dict) -> list[str]:
+    """The lines a node is labelled with, in every format."""
+    if node.kind == "converge":
+        return converge_label(node, plan)
+    if node.kind == "decision":
+        shape = " x ".join(map(str, node.attr("shape", ()))) or "scalar"
+        return [node.name, f"{node.attr('nature')} {node.attr('dtype')} [{shape}]"]
+    if node.kind == "compute":
+        return [node.name, f"{node.attr('compute')} x{node.attr('forwards', 1)}"]
+    if node.kind == "materialize":
+        return [node.name, f"derives {len(node.attr('derives', ()))} values"]
+    return [node.name, "commit"]
+
+
+def converge_label(node: Node, plan: dict) -> list[str]:
+    """[site, 'group FAMILY', 'src rank R', 'N B']: group, source and bytes from the plan."""
+    site = converge_site(node, plan)
+    family = site["family"] if site else node.attr("family")
+    member = site["source_member"] if site else node.attr("source_member", 0)
+    source = f"src rank {source_rank(plan, family, member, node.stage)}" if member >= 0 \
+        else f"every rank ({site['op'] if site else 'all-gather'})"
+    size = f"{site['bytes']} B" if site else "? B"
+    if site and site.get("trivial"):
+        size += " (no-op: 1 rank)"
+    if site and not site.get("converge", True):
+        size += " (not converged)"
+    return [node.name, f"group {family}", source, size]
+
+
+def converge_site(node: Node, plan: dict) -> dict | None:
+    """The plan's site (or relay site) a converge node stands for, with its total bytes."""
+    for s in plan["sites"]:
+        if s["name"] == node.name and s["round"] == node.round:
+            return {**s, "bytes": sum(d["bytes"] for d in s["decisions"])}
+    dp = plan.get("dp_agreement")
+    if dp and node.name == DP_AGREEMENT:
+        return {"family": dp["family"], "source_member": -1, "bytes": dp["bytes"], "op": dp["op"]}
+    for r in plan["pipeline"]["relay"]["sites"]:
+        if f"relay_{r['site']}" == node.name and r["round"] == node.round:
+            return {"family": r["family"], "source_member": r["source_member"], "bytes": r["bytes"]}
+    return None
+
+
+def source_rank(plan: dict, family: str, member: int, stage: int) -> int:
+    """Global rank of `member` in the family's first group that holds a rank of `stage`."""
+    rules = {f["name"]: f["rule"] for f in plan["families"]}
+    stage_of = from_rule("pp", rules["pp"]).group_ranks()
+    for group in from_rule(family, rules[family]).groups():
+        if any(stage_of[r] == stage for r in group):
+            return group[min(member, len(group) - 1)]
+    return member
+
+
+def _depths(graph: StageGraph) -> dict[str, int]:
+    """Longest dependency path to each node inside its own round: its column."""
+    depth: dict[str, int] = {}
+    for n in graph.topological():
+        preds = [p for p in graph.predecessors(n) if p.round == n.round]
+        depth[n.id] = max((depth[p.id] + 1 for p in preds), default=0)
+    return depth
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+# -- SVG --------------------------------------------------------------------------------
+
+def render_svg(pic: RoundPicture) -> str:
+    lines = max(len(v) for v in pic.labels.values())
+    node_w = max(text_width(s) for v in pic.labels.values() for s in v) + 20
+    node_h = lines * LINE_H + 10
+    canvas = Canvas(f"round graph of {pic.plan['name']}")
+    canvas.text(16, 20, f"{pic.plan['name']}: round graph ({pic.plan['engine']}, pp {pic.pp}, "
+                        f"method {pic.plan['speculative']['method']})", anchor="start", bold=True)
+    y = _legend(canvas, 36)
+    boxes: dict[str, tuple[float, float]] = {}
+    for rnd in pic.rounds:  # lanes first, then edges, then nodes on top of the edges
+        y = _round_lanes(canvas, pic, rnd, y, node_w, node_h, boxes) + 18
+    for e in pic.edges:
+        _edge(canvas, e, boxes, node_w, node_h)
+    for n in pic.graph.nodes():
+        x, ny = boxes[n.id]
+        _node(canvas, n, pic.labels[n.id], x, ny, node_w, node_h)
+    return canvas.render()
+
+
+def _round_lanes(canvas: Canvas, pic: RoundPicture, rnd: str, top: float, node_w: float,
+                 node_h: float, boxes: dict) -> float:
+    """Draw the round's lanes, place its nodes in `boxes`; returns the block's bottom."""
+    cells = pic.cells(rnd)
+    cols = max(d for _, d in cells) + 1
+    width = LANE_HEAD + cols * (node_w + NODE_GAP_X)
+    canvas.text(16, top + 14, f"{rnd} round", anchor="start", bold=True, size=12)
+    y = top + 24
+    for stage in range(pic.pp):
+        stack = max((len(v) for (s, _), v in cells.items() if s == stage), default=0)
+        lane_h = max(1, stack) * (node_h + NODE_GAP_Y) + NODE_GAP_Y
+        canvas.rect(16, y, width, lane_h, fill="#fafafa" if stage % 2 else "#f0f4f8", stroke="#bbb",
+                    cls="lane")
+        canvas.text(24, y + lane_h / 2 + 4, f"stage {stage}", anchor="start", bold=True, cls="lane-label")
+        for (s, depth), nodes in cells.items():
+            if s != stage:
+                continue
+            for i, n in enumerate(nodes):
+                boxes[n.id] = (16 + LANE_HEAD + depth * (node_w + NODE_GAP_X),
+                               y + NODE_GAP_Y + i * (node_h + NODE_GAP_Y))
+        y += lane_h
+    return y
+
+
+def _node(canvas: Canvas, n: Node, label: list[str], x: float, y: float, w: float, h: float) -> None:
+    fill, tip = FILL[n.kind], f"{n.kind} {n.id}"
+    if n.kind == "decision":
+        pts = [(x + 10, y), (x + w - 10, y), (x + w, y + h / 2), (x + w - 10, y + h), (x + 10, y + h),
+               (x, y + h / 2)]
+        canvas.polygon(pts, fill=fill, tooltip=tip, cls="node-decision")
+    elif n.kind == "commit":
+        canvas.ellipse(x + w / 2, y + h / 2, w / 2, h / 2, fill=fill, tooltip=tip, cls="node-commit")
+    else:
+        rx = {"converge": 14, "materialize": 2, "compute": 4}[n.kind]
+        width = 2 if n.kind == "converge" else 1
+        canvas.rect(x, y, w, h, fill=fill, rx=rx, width=width, tooltip=tip, cls=f"node-{n.kind}")
+    top = y + h / 2 - (len(label) - 1) * LINE_H / 2 + 4
+    canvas.text(x + w / 2, top, label, cls="node-label")
+
+
+def _edge(canvas: Canvas, e: Edge, boxes: dict, w: float, h: float) -> None:
+    (x1, y1), (x2, y2) = boxes[e.src], boxes[e.dst]
+    shift = 10 if e.style == "tap" else 0
+    a, b = (x1 + w, y1 + h / 2 + shift), (x2, y2 + h / 2 + shift)
+    mid = a[0] + NODE_GAP_X / 2 - (10 if e.style == "tap" else 0)
+    points = [a, (mid, a[1]), (mid, b[1]), b] if a[0] < b[0] else [a, b]
+    dash = {"relay": "6 4", "tap": "3 3"}.get(e.style)
+    width = 2.5 if e.style == "handoff" else 1.2
+    label = e.label if e.style in ("handoff", "tap") else None
+    canvas.line(points, color=EDGE[e.style], width=width, dash=dash, label=label,
+                label_dy=10 if e.style == "tap" else -4, label_left=e.style == "tap",
+                tooltip=f"{e.style}: {e.src} -> {e.dst}" + (f" [{e.label}]" if e.label else ""),
+                cls=f"edge-{e.style}")
+
+
+def _legend(canvas: Canvas, y: float) -> float:
+    x = 16.0
+    for kind, fill in FILL.items():
+        canvas.rect(x, y, 14, 12, fill=fill, rx=3)
+        canvas.text(x + 18, y + 10, kind, anchor="start", size=10)
+        x += 30 + text_width(kind, 10)
+    for style, color in EDGE.items():
+        canvas.line([(x, y + 6), (x + 24, y + 6)], color=color, width=2, arrow=False,
+                    dash={"relay": "6 4", "tap": "3 3"}.get(style))
+        canvas.text(x + 28, y + 10, style, anchor="start", size=10)
+        x += 40 + text_width(style, 10)
+    return y + 26
