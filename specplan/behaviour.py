@@ -96,7 +96,9 @@ def _sglang(spec: Spec, method: Method) -> Choices:
 
 
 def _vllm(spec: Spec, method: Method) -> Choices:
-    sites = {site.name: False for site in method.sites}
+    # No convergence inside TP; vLLM has no free-memory gate on draft graphs (its KV-cache
+    # sizing already takes the minimum over workers), so start-up MIN sites hold trivially.
+    sites = {site.name: site.kind == "min" for site in method.sites}
     notes = ("vLLM 0.33.0 (model runner V2): no convergence inside TP (identical logits and "
              "counter-based RNG keyed by seed and position); the last PP rank broadcasts sampled "
              "tokens and drafts down each PP column; aux taps chain through the stage handoff.",)
