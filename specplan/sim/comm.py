@@ -1,0 +1,115 @@
+"""The sim's model collectives over the runtime's groups, each with a timeout and a count.
+
+Tensor parallel: all_reduce over attn_tp (attention) and over the TP block (MLP); under
+DP-attention the MLP/MoE first all-gathers every replica's rows across the TP block (padded
+to the largest count, which the block all-gathers first), as the engines' dummy-padded
+gathers do. MoE: each moe_ep rank holds experts e with e % ep == its index, each expert's
+FFN split over moe_tp; partial outputs are summed over moe_tp, then over moe_ep. Pipeline:
+point-to-point sends of hidden states and taps between neighbouring stages of a pp group.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections import Counter
+
+import torch
+import torch.distributed as dist
+
+from specplan.runtime import CollectiveTimeout
+from specplan.sim.model import F64, Shard
+
+
+class Comm:
+    def __init__(self, rt):
+        self.rt = rt
+        self.timeout = datetime.timedelta(seconds=rt.plan.timeout_s)
+        self.round = 0
+        self.calls: Counter = Counter()  # per round: collectives
+        self.bytes: Counter = Counter()
+
+    def _group(self, family: str):
+        return self.rt.groups.get(family), self.rt.ranks.get(family, [self.rt.rank])
+
+    def _wait(self, work, what: str, family: str) -> None:
+        ranks = self.rt.ranks.get(family)
+        try:
+            done = work.wait(timeout=self.timeout)
+        except RuntimeError as exc:
+            raise CollectiveTimeout(
+                f"sim {what} on group {family} {ranks} at round {self.round} did not complete "
+                f"within {self.rt.plan.timeout_s:g}s or a peer failed (this is rank "
+                f"{self.rt.rank}): {str(exc).splitlines()[0]}") from exc
+        if done is False:
+            raise CollectiveTimeout(f"sim {what} on group {family} {ranks} at round {self.round} "
+                                    f"timed out (this is rank {self.rt.rank})")
+
+    def _count(self, t: torch.Tensor) -> None:
+        self.calls[self.round] += 1
+        self.bytes[self.round] += t.numel() * t.element_size()
+
+    def all_reduce(self, x: torch.Tensor, family: str) -> torch.Tensor:
+        group, ranks = self._group(family)
+        if len(ranks) == 1:
+            return x
+        x = x.contiguous()
+        self._count(x)
+        self._wait(dist.all_reduce(x, group=group, async_op=True), "all_reduce", family)
+        return x
+
+    def all_gather(self, x: torch.Tensor, family: str) -> list[torch.Tensor]:
+        group, ranks = self._group(family)
+        if len(ranks) == 1:
+            return [x]
+        out = [torch.empty_like(x) for _ in ranks]
+        self._count(x)
+        self._wait(dist.all_gather(out, x.contiguous(), group=group, async_op=True),
+                   "all_gather", family)
+        return out
+
+    def send(self, x: torch.Tensor, peer: int) -> None:
+        self._count(x)
+        self._wait(dist.isend(x.contiguous(), dst=peer, group=self.rt.groups["pp"]), "send", "pp")
+
+    def recv(self, shape, peer: int) -> torch.Tensor:
+        x = torch.empty(shape, dtype=F64)
+        self._count(x)
+        self._wait(dist.irecv(x, src=peer, group=self.rt.groups["pp"]), "recv", "pp")
+        return x
+
+    # -- DP-attention: the TP block shares rows for the MLP -----------------------------------
+    def gather_rows(self, x: torch.Tensor):
+        counts = self.all_gather(torch.tensor([x.shape[0]], dtype=torch.int64), "tp")
+        counts = [int(c) for c in counts]
+        pad = max(counts)
+        padded = torch.zeros(pad, x.shape[1], dtype=x.dtype)
+        padded[: x.shape[0]] = x
+        parts = self.all_gather(padded, "tp")
+        me = self.rt.ranks["tp"].index(self.rt.rank)
+        rows = torch.cat([p[:c] for p, c in zip(parts, counts)])
+        start = sum(counts[:me])
+        return rows, (start, counts[me])
+
+    @staticmethod
+    def own_rows(y: torch.Tensor, ctx) -> torch.Tensor:
+        start, n = ctx
+        return y[start:start + n]
+
+
+def family_index(rt, family: str) -> tuple[int, int]:
+    ranks = rt.ranks.get(family, [rt.rank])
+    return len(ranks), ranks.index(rt.rank)
+
+
+def make_shard(rt, comm: Comm, dp_attention: bool) -> Shard:
+    """This rank's Shard: head, MLP and expert slices from its place in the plan's families."""
+    attn_family = "attn_tp" if "attn_tp" in rt.ranks else "tp"
+    shard = Shard(attn=family_index(rt, attn_family), mlp=family_index(rt, "tp"),
+                  experts=(*family_index(rt, "moe_ep"), *family_index(rt, "moe_tp")))
+    shard.attn_reduce = lambda x: comm.all_reduce(x, attn_family)
+    shard.mlp_reduce = lambda x: comm.all_reduce(x, "tp")
+    shard.moe_reduce = lambda x: comm.all_reduce(comm.all_reduce(x, "moe_tp"), "moe_ep")
+    if dp_attention:
+        shard.mlp_enter = comm.gather_rows
+        shard.mlp_leave = comm.own_rows
+    return shard

@@ -1,0 +1,227 @@
+"""One rank of the sim engine: its shard, its stage, its replica's requests, and the runtime.
+
+The engine owns state and the pipeline forward; `specplan.sim.rounds` holds each method's
+round. Every decision a round takes goes through `decide`, which converges the plan's
+boundaries for the named sites (once per boundary, all its decisions together) and relays
+what the plan relays; rows past a request's accepted path never reach the KV cache.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from specplan.sim.comm import Comm, make_shard
+from specplan.sim.drafter import Head
+from specplan.sim.model import F64, KVCache, ModelConfig, Segment, init_weights, logits_of, run_layers
+
+EAGLE_LIKE = ("eagle", "eagle3", "mtp", "standalone")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """What every rank is told besides the plan (written to sim.json by the launcher)."""
+
+    model: ModelConfig
+    rounds: int
+    requests: int
+    seed: int = 0
+    inject: str = ""  # "" | noise | kill
+    kill_rank: int = -1
+    kill_round: int = -1
+    noise: float = 8.0
+    temperature: float = 0.7
+    spec: bool = True  # False: plain decoding, one token per round (benchmark baseline)
+    unfused: bool = False  # one collective per decision instead of one per boundary
+    progress: str = ""  # file rank 0 writes the finished round to
+
+
+def prompt_of(seed: int, request: int, vocab: int) -> list[int]:
+    g = torch.Generator().manual_seed(zlib.crc32(f"prompt/{seed}/{request}".encode()))
+    n = int(torch.randint(6, 14, (1,), generator=g))
+    return torch.randint(0, vocab, (n,), generator=g).tolist()
+
+
+def coins(seed: int, request: int, position: int, n: int) -> torch.Tensor:
+    """Uniform coins of a request at a position: the same on every rank."""
+    g = torch.Generator().manual_seed(zlib.crc32(f"coin/{seed}/{request}/{position}".encode()))
+    return torch.rand(n, generator=g, dtype=F64)
+
+
+class Engine:
+    def __init__(self, rt, sim: SimConfig):
+        view, p = rt.plan, rt.plan.raw
+        self.rt, self.sim, self.view, self.cfg = rt, sim, view, sim.model
+        self.method = p["speculative"]["method"]
+        self.sampling = p["speculative"]["sampling"] != "greedy"
+        self.steps, self.topk = p["speculative"]["num_steps"], p["speculative"]["topk"]
+        self.width = p["speculative"]["num_draft_tokens"]
+        stages = p["pipeline"]["stages"]
+        self.stage, self.num_stages = view.stage_of(rt.rank), len(stages)
+        me = stages[self.stage]
+        self.layers = range(me["start_layer"], me["end_layer"])
+        self.own_taps = tuple(me["taps"])
+        self.taps_before = sum(len(s["taps"]) for s in stages[: self.stage])
+        self.first, self.last = self.stage == 0, self.stage == self.num_stages - 1
+        self.pp_ranks = rt.ranks["pp"]
+        self.comm = Comm(rt)
+        dp_attn = bool(p["derived"].get("attn_dp", 1) > 1) if isinstance(p.get("derived"), dict) else False
+        self.shard = make_shard(rt, self.comm, dp_attn)
+        self.w = init_weights(self.cfg)
+        self.head = Head(self.w, standalone=self.method == "standalone")
+        fam = view.families["replica"]
+        self.requests = [q for q in range(sim.requests) if q % fam.num_groups == rt.replica]
+        self.max_len = 16 + (sim.rounds + 1) * (self.width + 1)
+        self.cache = KVCache(self.layers, len(self.requests) * self.max_len,
+                             self.shard.local_heads(self.cfg), self.cfg.head_dim)
+        self.tokens = [prompt_of(sim.seed, q, self.cfg.vocab) for q in self.requests]
+        self.prompt_lens = [len(t) for t in self.tokens]
+        self.cache_len = [0] * len(self.requests)
+        self.state: dict = {}  # last stage: drafter context and proposal
+        self.round = 0
+        self.held: dict = {}
+        self.timers: dict = defaultdict(float)
+        self.runtime_calls: Counter = Counter()
+        self.runtime_bytes: Counter = Counter()
+        self.commits: dict[int, list[int]] = {}
+
+    @property
+    def bs(self) -> int:
+        return len(self.requests)
+
+    # -- decisions ---------------------------------------------------------------------------
+    def decide(self, sites, values: dict | None) -> dict:
+        """Converge every boundary of `sites` once, then relay what the plan relays."""
+        sites = [sites] if isinstance(sites, str) else list(sites)
+        t0 = time.perf_counter()
+        out, done = {}, set()
+        for name in sites:
+            site = self.view.sites[name]
+            mine = {d["name"] for d in site["decisions"]}
+            if site["boundary"] is None:
+                out.update({k: v for k, v in (values or {}).items() if k in mine})
+            elif site["boundary"] not in done:
+                done.add(site["boundary"])
+                out.update(self._converge(site["boundary"], values))
+        for name in sites:
+            relay = self.view.relay_of(name)
+            if relay is not None:
+                sent = {k: out[k] for k in relay.decisions} if self.last else None
+                out.update(self.rt.relay(name, sent, round=self.round, live_rows=self.bs))
+                self._count(relay)
+        self.timers["converge"] += time.perf_counter() - t0
+        self._hold(sites, out)
+        return out
+
+    def _converge(self, boundary: int, values):
+        b = self.view.boundaries[boundary]
+        self._count(b)
+        if self.sim.unfused and b.op == "broadcast":
+            return self._unfused(b, values)
+        return self.rt.converge(boundary, values, round=self.round, live_rows=self.bs,
+                                requests=self.requests)
+
+    def _unfused(self, b, values) -> dict:
+        """The benchmark's baseline: one broadcast per decision, no guard header."""
+        group, ranks = self.rt.groups[b.family], self.rt.ranks[b.family]
+        source, out = ranks[b.source_member], {}
+        for f in b.fields:
+            shape = self.view.live_shape(f, self.bs)
+            t = values[f.decision].contiguous() if self.rt.rank == source else \
+                torch.empty(shape, dtype=getattr(torch, f.dtype))
+            self.comm._wait(dist.broadcast(t, src=source, group=group, async_op=True),
+                            "broadcast", b.family)
+            out[f.decision] = t
+        self.runtime_calls[self.round] += len(b.fields) - 1
+        return out
+
+    def _count(self, b) -> None:
+        if len(self.rt.ranks.get(b.family, [])) > 1:
+            self.runtime_calls[self.round] += 1
+            self.runtime_bytes[self.round] += b.buffer_bytes
+
+    def _hold(self, sites, out: dict) -> None:
+        """Decisions every rank of the replica holds feed the probe."""
+        if self.num_stages > 1 and any(self.view.sites[s]["family"] != "replica" for s in sites):
+            return
+        self.held.update(out)
+
+    def probe(self) -> None:
+        t0 = time.perf_counter()
+        held = dict(self.held, seq_lens=torch.tensor(self.cache_len, dtype=torch.int64))
+        if self.rt.maybe_probe(self.round, held) and len(self.rt.ranks["replica"]) > 1:
+            self.runtime_calls[self.round] += 1
+            self.runtime_bytes[self.round] += 8 * (len(self.view.decisions()) + 3)
+        self.held = {}
+        self.timers["probe"] += time.perf_counter() - t0
+
+    # -- the pipeline forward ----------------------------------------------------------------
+    def segments(self, counts: list[int], masks: list[torch.Tensor]) -> list[Segment]:
+        segs, row = [], 0
+        for b, (n, m) in enumerate(zip(counts, masks)):
+            segs.append(Segment(slice(row, row + n), b * self.max_len, self.cache_len[b], m))
+            row += n
+        return segs
+
+    def forward(self, tokens: torch.Tensor, segs: list[Segment]):
+        """Run this stage over the flat rows; the last stage returns (logits, hidden, taps)."""
+        t0 = time.perf_counter()
+        n, h = tokens.shape[0], self.cfg.hidden
+        if self.first:
+            x, taps_in = self.w["embed"][tokens], torch.empty(n, 0, dtype=F64)
+        else:
+            peer = self.pp_ranks[self.stage - 1]
+            x = self.comm.recv((n, h), peer)
+            taps_in = self.comm.recv((n, h * self.taps_before), peer) if self.taps_before else \
+                torch.empty(n, 0, dtype=F64)
+        x, new_kv, tapped = run_layers(self.w, self.cfg, self.shard, self.cache, self.layers,
+                                       x, segs, self.own_taps)
+        taps = torch.cat([taps_in] + [tapped[t] for t in sorted(tapped)], 1)
+        self.pending_kv = new_kv
+        if not self.last:
+            peer = self.pp_ranks[self.stage + 1]
+            self.comm.send(x, peer)
+            if taps.shape[1]:
+                self.comm.send(taps, peer)
+            self.timers["target"] += time.perf_counter() - t0
+            return None, None, None
+        logits = logits_of(self.w, x)
+        if self.sim.inject == "noise" and self.rt.rank not in self.sources():
+            g = torch.Generator().manual_seed(zlib.crc32(f"noise/{self.rt.rank}/{self.round}".encode()))
+            logits = logits + self.sim.noise * torch.randn(logits.shape, generator=g, dtype=F64)
+        self.timers["target"] += time.perf_counter() - t0
+        return logits, x, taps
+
+    def sources(self) -> set[int]:
+        """Each replica's source: the first rank of the replica on the last stage."""
+        fam = self.view.families["replica"]
+        return {max(g, key=lambda r: (self.view.stage_of(r), -r)) for g in fam.groups()} \
+            if self.num_stages > 1 else {g[0] for g in fam.groups()}
+
+    def drafter_ctx(self, hidden: torch.Tensor, taps: torch.Tensor) -> torch.Tensor:
+        return taps if self.cfg.taps else hidden
+
+    def commit_rows(self, rows: list[torch.Tensor], new_tokens: list[list[int]]) -> None:
+        """Keep the K/V of each request's accepted rows and append its committed tokens."""
+        t0 = time.perf_counter()
+        for b, (r, toks) in enumerate(zip(rows, new_tokens)):
+            slots = b * self.max_len + self.cache_len[b] + torch.arange(len(r))
+            self.cache.write(self.pending_kv, r, slots)
+            self.cache_len[b] += len(r)
+            self.tokens[b].extend(toks)
+        self.commits[self.round] = [len(t) for t in new_tokens]
+        self.timers["commit"] += time.perf_counter() - t0
+
+    def sample_or_argmax(self, logits: torch.Tensor, positions: list[int]) -> torch.Tensor:
+        """The target's token per row: argmax, or an inverse-CDF draw with a per-position coin."""
+        if not self.sampling:
+            return logits.argmax(-1)
+        probs = torch.softmax(logits / self.sim.temperature, -1)
+        u = torch.stack([coins(self.sim.seed, q, pos, 1)[0] for q, pos in zip(self.requests, positions)])
+        cdf = probs.cumsum(-1)
+        return torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).squeeze(1).clamp(max=self.cfg.vocab - 1)

@@ -1,0 +1,157 @@
+"""`specplan simulate`: one process per rank over loopback gloo, a progress bar, a verdict.
+
+The parent compiles the sim's plan (torch-free), writes sim.json, starts world_size workers
+(each in its own session, MASTER_ADDR=127.0.0.1 and a free port), follows rank 0's progress
+file, and reaps every child in every case: when one rank fails, the others get
+`GRACE_S` seconds to fail on their own (their collectives time out or see the peer gone),
+then every survivor is killed; Ctrl-C kills them all before it propagates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specplan.sim.setup import Prepared, foreign, prepare
+
+GRACE_S = 60.0
+INJECT = ("noise", "kill", "foreign-plan")
+
+
+@dataclass
+class Options:
+    rounds: int = 16
+    requests: int = 4
+    seed: int = 0
+    max_layers: int = 16
+    inject: str = ""
+    spec: bool = True
+    unfused: bool = False
+    progress: bool = True
+    keep: bool = False
+
+
+@dataclass
+class Outcome:
+    prepared: Prepared
+    options: Options
+    results: dict[int, dict]
+    returncodes: dict[int, int]
+    wall_s: float
+    sim_dir: Path
+    notes: list[str] = field(default_factory=list)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_config(sim_dir: Path, prep: Prepared, opt: Options) -> None:
+    world = prep.plan["world_size"]
+    sim = {"rounds": opt.rounds, "requests": opt.requests, "seed": opt.seed,
+           "inject": opt.inject if opt.inject in ("noise", "kill") else "",
+           "kill_rank": world - 1, "kill_round": max(1, opt.rounds // 2),
+           "spec": opt.spec, "unfused": opt.unfused, "progress": str(sim_dir / "progress")}
+    plans = {}
+    (sim_dir / "plan.json").write_text(json.dumps(prep.plan))
+    if opt.inject == "foreign-plan":
+        other = foreign(prep.spec, sim_dir)
+        (sim_dir / "foreign.json").write_text(json.dumps(other))
+        plans[str(world - 1)] = str(sim_dir / "foreign.json")
+    (sim_dir / "sim.json").write_text(json.dumps({"model": prep.model, "sim": sim, "plans": plans}))
+
+
+def start(sim_dir: Path, world: int) -> list[subprocess.Popen]:
+    port, procs = free_port(), []
+    root = str(Path(__file__).resolve().parents[2])
+    for rank in range(world):
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                   WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
+                   OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
+                       [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+        log = open(sim_dir / f"rank{rank}.log", "w")
+        procs.append(subprocess.Popen([sys.executable, "-m", "specplan.sim.worker", str(sim_dir)],
+                                      env=env, stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True))
+        log.close()
+    return procs
+
+
+def kill_all(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for p in procs:
+        p.wait()
+
+
+def watch(procs, sim_dir: Path, rounds: int, on_round, deadline_s: float) -> list[str]:
+    """Wait for every rank; returns notes on ranks killed after a failure or the deadline."""
+    notes, failed_at = [], None
+    end = time.monotonic() + deadline_s
+    progress = sim_dir / "progress"
+    while any(p.poll() is None for p in procs):
+        if progress.exists():
+            text = progress.read_text().strip()
+            if text:
+                on_round(int(text))
+        codes = [p.poll() for p in procs]
+        if failed_at is None and any(c not in (None, 0) for c in codes):
+            failed_at = time.monotonic()
+        if failed_at is not None and time.monotonic() - failed_at > GRACE_S:
+            left = [i for i, c in enumerate(codes) if c is None]
+            notes.append(f"ranks {left} still running {GRACE_S:g}s after a rank failed: killed")
+            break
+        if time.monotonic() > end:
+            notes.append(f"the run passed its deadline of {deadline_s:g}s: every rank killed")
+            break
+        time.sleep(0.05)
+    kill_all(procs)
+    return notes
+
+
+def simulate(spec_path: str, opt: Options, on_round=lambda r: None) -> Outcome:
+    from specplan.schema import load_spec
+
+    spec = load_spec(spec_path)
+    sim_dir = Path(tempfile.mkdtemp(prefix="specplan-sim-"))
+    prep = prepare(spec, sim_dir, requests=opt.requests, max_layers=opt.max_layers, seed=opt.seed)
+    write_config(sim_dir, prep, opt)
+    world = prep.plan["world_size"]
+    t0 = time.monotonic()
+    procs = start(sim_dir, world)
+    try:
+        notes = watch(procs, sim_dir, opt.rounds, on_round, deadline_s=120 + 3.0 * opt.rounds * world)
+    finally:
+        kill_all(procs)
+    results = {}
+    for rank in range(world):
+        path = sim_dir / f"rank{rank}.json"
+        results[rank] = json.loads(path.read_text()) if path.exists() else {
+            "rank": rank, "error": _log_tail(sim_dir / f"rank{rank}.log") or "no result (killed)"}
+    out = Outcome(prep, opt, results, {i: p.returncode for i, p in enumerate(procs)},
+                  time.monotonic() - t0, sim_dir, notes)
+    if not opt.keep:
+        shutil.rmtree(sim_dir, ignore_errors=True)
+    return out
+
+
+def _log_tail(path: Path) -> str:
+    if not path.exists():
+        return ""
+    lines = path.read_text().strip().splitlines()
+    return "\n".join(lines[-3:])

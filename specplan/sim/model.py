@@ -1,0 +1,223 @@
+"""The sim's tiny decoder-only transformer, in float64, deterministic from a seed.
+
+One set of full weights (`init_weights`) serves every rank: a rank slices its shard from
+them (`Shard`), so the single-process model (the reference) and the sharded model compute
+the same function; float64 keeps reduction-order differences far below any argmax gap.
+
+Layers are pre-norm: x += attn(norm(x)); x += mlp_or_moe(norm(x)). No position embedding
+(NoPE): a token's state depends on the tokens it attends to, so a tree node at depth d
+computes what the same token at position seq_len + d computes in plain decoding. The
+residual stream is dominated by the token embedding (`layer_scale` keeps each layer's write
+small), so next-token choice is mostly a function of the current token: a drafter that
+reads the embedding and the taps guesses it often, and acceptance is well above zero.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+F64 = torch.float64
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    num_layers: int
+    hidden: int
+    vocab: int
+    heads: int
+    head_dim: int
+    ffn: int
+    num_experts: int = 0  # 0: dense MLP in every layer
+    top_k: int = 0
+    taps: tuple[int, ...] = ()
+    seed: int = 0
+    layer_scale: float = 0.35
+
+    @property
+    def drafter_in(self) -> int:
+        """Width of the drafter's context: the taps side by side, or the last hidden."""
+        return self.hidden * max(1, len(self.taps))
+
+
+def _normal(g: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
+    return torch.randn(*shape, generator=g, dtype=F64) * scale
+
+
+def init_weights(cfg: ModelConfig) -> dict[str, torch.Tensor]:
+    """Every weight of the target and the drafter, generated in one fixed order."""
+    g = torch.Generator().manual_seed(cfg.seed)
+    h, a, f = cfg.hidden, cfg.heads * cfg.head_dim, cfg.ffn
+    out_scale = cfg.layer_scale / math.sqrt(cfg.num_layers)
+    w = {"embed": _normal(g, cfg.vocab, h), "norm": torch.ones(h, dtype=F64),
+         "lm_head": _normal(g, h, cfg.vocab, scale=1 / math.sqrt(h))}
+    for i in range(cfg.num_layers):
+        p = f"layers.{i}."
+        for name in ("wq", "wk", "wv"):
+            w[p + name] = _normal(g, h, a, scale=1 / math.sqrt(h))
+        w[p + "wo"] = _normal(g, a, h, scale=out_scale / math.sqrt(a))
+        if cfg.num_experts:
+            w[p + "router"] = _normal(g, h, cfg.num_experts, scale=1 / math.sqrt(h))
+            w[p + "e_up"] = _normal(g, cfg.num_experts, h, f, scale=1 / math.sqrt(h))
+            w[p + "e_down"] = _normal(g, cfg.num_experts, f, h, scale=out_scale / math.sqrt(f))
+        else:
+            w[p + "up"] = _normal(g, h, f, scale=1 / math.sqrt(h))
+            w[p + "down"] = _normal(g, f, h, scale=out_scale / math.sqrt(f))
+    # The drafter: [embed(token) | ctx] -> h, one MLP block, the shared norm and lm_head.
+    # Mostly the token's embedding (identity block), a little of the context.
+    w["draft.fc"] = _normal(g, cfg.drafter_in, h, scale=0.1 / math.sqrt(cfg.drafter_in))
+    w["draft.step"] = _normal(g, h, h, scale=0.1 / math.sqrt(h))
+    w["draft.up"] = _normal(g, h, f, scale=1 / math.sqrt(h))
+    w["draft.down"] = _normal(g, f, h, scale=out_scale / math.sqrt(f))
+    # Standalone: a smaller model with its own embedding, one MLP block and its own head,
+    # near the target's (a copy plus noise), so it agrees with it often.
+    w["small.embed"] = w["embed"] + _normal(g, cfg.vocab, h, scale=0.05)
+    w["small.up"] = _normal(g, h, f, scale=1 / math.sqrt(h))
+    w["small.down"] = _normal(g, f, h, scale=out_scale / math.sqrt(f))
+    w["small.lm_head"] = w["lm_head"] + _normal(g, h, cfg.vocab, scale=0.02 / math.sqrt(h))
+    return w
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * weight
+
+
+def _slice(n: int, parts: int, index: int) -> slice:
+    assert n % parts == 0, f"{n} does not split into {parts} parts"
+    step = n // parts
+    return slice(index * step, (index + 1) * step)
+
+
+@dataclass
+class Shard:
+    """What one rank holds of the full weights, and the collectives that stitch shards.
+
+    attn: (parts, index) over attention heads (column q/k/v, row o); mlp: (parts, index)
+    over the dense MLP's columns; experts: (ep, ep_index, tp, tp_index). The reduce
+    callables are identities in the reference; the sim's Comm supplies real collectives.
+    """
+
+    attn: tuple[int, int] = (1, 0)
+    mlp: tuple[int, int] = (1, 0)
+    experts: tuple[int, int, int, int] = (1, 0, 1, 0)
+    attn_reduce: object = staticmethod(lambda x: x)
+    mlp_enter: object = staticmethod(lambda x: (x, None))
+    mlp_reduce: object = staticmethod(lambda x: x)
+    moe_reduce: object = staticmethod(lambda x: x)
+    mlp_leave: object = staticmethod(lambda y, ctx: y)
+    cache: dict = field(default_factory=dict)
+
+    def local(self, w: dict, cfg: ModelConfig, layer: int) -> dict[str, torch.Tensor]:
+        """This rank's slices of one layer (sliced once, then reused)."""
+        if layer in self.cache:
+            return self.cache[layer]
+        p = f"layers.{layer}."
+        hd = cfg.head_dim
+        heads = _slice(cfg.heads, *self.attn)
+        cols = slice(heads.start * hd, heads.stop * hd)
+        out = {n: w[p + n][:, cols] for n in ("wq", "wk", "wv")}
+        out["wo"] = w[p + "wo"][cols, :]
+        if cfg.num_experts:
+            ep, ep_i, tp, tp_i = self.experts
+            mine = [e for e in range(cfg.num_experts) if e % ep == ep_i]
+            fs = _slice(cfg.ffn, tp, tp_i)
+            out["router"] = w[p + "router"]
+            out["experts"] = mine
+            out["e_up"] = w[p + "e_up"][mine][:, :, fs]
+            out["e_down"] = w[p + "e_down"][mine][:, fs, :]
+        else:
+            fs = _slice(cfg.ffn, *self.mlp)
+            out["up"], out["down"] = w[p + "up"][:, fs], w[p + "down"][fs, :]
+        self.cache[layer] = out
+        return out
+
+    def local_heads(self, cfg: ModelConfig) -> int:
+        return cfg.heads // self.attn[0]
+
+
+@dataclass
+class Segment:
+    """One request's rows of a forward: `rows` in the flat batch, `prefix` cached positions
+    (slots `base .. base + prefix - 1`), `mask` [n, n] which new rows each new row sees."""
+
+    rows: slice
+    base: int
+    prefix: int
+    mask: torch.Tensor
+
+
+class KVCache:
+    """Per local layer, K and V for `slots` positions: [slots, local heads, head_dim]."""
+
+    def __init__(self, layers: range, slots: int, heads: int, head_dim: int):
+        self.k = {i: torch.zeros(slots, heads, head_dim, dtype=F64) for i in layers}
+        self.v = {i: torch.zeros(slots, heads, head_dim, dtype=F64) for i in layers}
+
+    def write(self, new_kv: dict, rows: torch.Tensor, slots: torch.Tensor) -> None:
+        """Keep the K/V of `rows` of a forward at `slots` (the accepted rows of a verify)."""
+        for i, (k, v) in new_kv.items():
+            self.k[i][slots] = k[rows]
+            self.v[i][slots] = v[rows]
+
+
+def attention(x, lw, cfg: ModelConfig, shard: Shard, cache: KVCache, layer: int, segs):
+    """Attention of every segment over its cached prefix and the new rows its mask allows."""
+    n_heads, hd = shard.local_heads(cfg), cfg.head_dim
+    q = (x @ lw["wq"]).view(-1, n_heads, hd)
+    k = (x @ lw["wk"]).view(-1, n_heads, hd)
+    v = (x @ lw["wv"]).view(-1, n_heads, hd)
+    out = torch.empty_like(q)
+    for s in segs:
+        past = slice(s.base, s.base + s.prefix)
+        keys = torch.cat([cache.k[layer][past], k[s.rows]])
+        vals = torch.cat([cache.v[layer][past], v[s.rows]])
+        scores = torch.einsum("qhd,khd->hqk", q[s.rows], keys) / math.sqrt(hd)
+        allowed = torch.cat([torch.ones(s.mask.shape[0], s.prefix, dtype=torch.bool), s.mask], 1)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        out[s.rows] = torch.einsum("hqk,khd->qhd", torch.softmax(scores, -1), vals)
+    y = out.reshape(x.shape[0], -1) @ lw["wo"]
+    return shard.attn_reduce(y), (k, v)
+
+
+def mlp(x, lw, cfg: ModelConfig, shard: Shard):
+    """Dense MLP or MoE over the rows the TP block shares (gathered under DP-attention)."""
+    xs, ctx = shard.mlp_enter(x)
+    if not cfg.num_experts:
+        y = shard.mlp_reduce(torch.relu(xs @ lw["up"]) @ lw["down"])
+        return shard.mlp_leave(y, ctx)
+    gates = torch.softmax(xs @ lw["router"], -1)
+    top_w, top_e = gates.topk(cfg.top_k, -1)
+    y = torch.zeros_like(xs)
+    for j, e in enumerate(lw["experts"]):
+        weight = (top_w * (top_e == e)).sum(-1, keepdim=True)
+        y = y + weight * (torch.relu(xs @ lw["e_up"][j]) @ lw["e_down"][j])
+    return shard.mlp_leave(shard.moe_reduce(y), ctx)
+
+
+def run_layers(w, cfg: ModelConfig, shard: Shard, cache: KVCache, layers: range, x, segs,
+               taps: tuple[int, ...] = ()):
+    """Run `layers` over x [T, hidden]; returns x, the new K/V per layer and owned taps.
+
+    Tap L is the residual stream entering layer L; the stage ending at L emits it.
+    """
+    new_kv, tapped = {}, {}
+    for i in layers:
+        if i in taps:
+            tapped[i] = x
+        lw = shard.local(w, cfg, i)
+        a, new_kv[i] = attention(rms_norm(x, w["norm"]), lw, cfg, shard, cache, i, segs)
+        x = x + a
+        x = x + mlp(rms_norm(x, w["norm"]), lw, cfg, shard)
+    if layers.stop in taps:
+        tapped[layers.stop] = x
+    return x, new_kv, tapped
+
+
+def logits_of(w, x: torch.Tensor) -> torch.Tensor:
+    return rms_norm(x, w["norm"]) @ w["lm_head"]
+
+
+def causal(n: int) -> torch.Tensor:
+    return torch.ones(n, n, dtype=torch.bool).tril()

@@ -1,0 +1,120 @@
+"""The verdict of a sim run and its report: throughput, acceptance, collectives, phases.
+
+Pass only when every rank finished, every rank of a replica emitted the same tokens for each
+request, and (greedy decoding) each request's tokens equal plain greedy decoding of the same
+model on one process (`reference.greedy`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PHASES = ("draft", "target", "accept", "converge", "commit", "probe")
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+    checked: int = 0  # requests compared with the reference
+    agreed: int = 0  # requests whose ranks agreed
+
+
+def verdict(outcome) -> Verdict:
+    v = Verdict(ok=True)
+    res = outcome.results
+    failed = {r: x["error"] for r, x in res.items() if x.get("error")}
+    for rank, err in sorted(failed.items()):
+        v.problems.append(f"rank {rank}: {err.splitlines()[0] if err else 'failed'}")
+    v.problems.extend(outcome.notes)
+    if failed or outcome.notes:
+        v.ok = False
+        return v
+    by_request: dict[str, dict[int, list[int]]] = {}
+    for rank, x in res.items():
+        for q, toks in x["tokens"].items():
+            by_request.setdefault(q, {})[rank] = toks
+    for q, ranks in sorted(by_request.items(), key=lambda kv: int(kv[0])):
+        if len({tuple(t) for t in ranks.values()}) > 1:
+            v.problems.append(f"request {q}: ranks {sorted(ranks)} emitted different tokens")
+        else:
+            v.agreed += 1
+    if outcome.prepared.plan["speculative"]["sampling"] == "greedy" and not v.problems:
+        _against_reference(outcome, by_request, v)
+    v.ok = not v.problems
+    return v
+
+
+def _against_reference(outcome, by_request: dict, v: Verdict) -> None:
+    from specplan.sim.engine import prompt_of
+    from specplan.sim.model import ModelConfig, init_weights
+    from specplan.sim.reference import greedy
+
+    m = outcome.prepared.model
+    cfg = ModelConfig(**{**m, "taps": tuple(m["taps"])})
+    w = init_weights(cfg)
+    for q, ranks in by_request.items():
+        got = next(iter(ranks.values()))
+        want = greedy(cfg, prompt_of(outcome.options.seed, int(q), cfg.vocab), len(got), w)
+        v.checked += 1
+        if got != want:
+            at = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
+            v.problems.append(f"request {q}: token {at} is {got[at]}, plain greedy decoding "
+                              f"gives {want[at]} (first {at} tokens agree)")
+
+
+def summary(outcome) -> dict:
+    """Numbers for the report and the benchmark, from the result files."""
+    res = [x for x in outcome.results.values() if not x.get("error")]
+    if not res:
+        return {}
+    rounds = outcome.options.rounds
+    first = {}
+    for x in res:  # one rank per replica speaks for its requests
+        first.setdefault(x["replica"], x)
+    commits = [n for x in first.values() for r, lens in x["commits"].items() if r != "0" for n in lens]
+    requests = sum(len(x["requests"]) for x in first.values())
+    decode = max(x["decode_s"] for x in res)
+    phases = {p: max(x["timers"].get(p, 0.0) for x in res) for p in PHASES}
+    return {"rounds": rounds, "requests": requests,
+            "tokens_per_round": sum(commits) / max(1, rounds),
+            "accept_len": sum(commits) / max(1, len(commits)),
+            "rounds_per_s": rounds / decode if decode else 0.0,
+            "collectives": max(x["calls"] for x in res), "bytes": max(x["bytes"] for x in res),
+            "phases": phases, "decode_s": decode,
+            "converge_share": phases["converge"] / decode if decode else 0.0}
+
+
+def render(outcome, v: Verdict, console) -> None:
+    from rich.table import Table
+
+    plan, opt = outcome.prepared.plan, outcome.options
+    console.print(f"[bold]{plan['name']}[/]: world {plan['world_size']}, "
+                  f"{outcome.prepared.replicas} replica(s), method {plan['speculative']['method']} "
+                  f"({plan['speculative']['sampling']}), policy {plan['sync']['policy']}, "
+                  f"{opt.rounds} rounds, {opt.requests} requests, seed {opt.seed}"
+                  + (f", inject {opt.inject}" if opt.inject else ""))
+    if outcome.prepared.shrunk:
+        console.print("shrunk for the CPU: " + "; ".join(outcome.prepared.shrunk))
+    s = summary(outcome)
+    if s:
+        t = Table(title="per round")
+        for col in ("tokens/round", "accept length", "collectives/rank", "bytes/rank", "rounds/s"):
+            t.add_column(col, justify="right")
+        t.add_row(f"{s['tokens_per_round']:.2f}", f"{s['accept_len']:.2f}",
+                  f"{s['collectives']:.1f}", f"{s['bytes']:.0f}", f"{s['rounds_per_s']:.1f}")
+        console.print(t)
+        p = Table(title="time by phase (slowest rank, decode rounds)")
+        for ph in PHASES:
+            p.add_column(ph, justify="right")
+        p.add_row(*(f"{s['phases'][ph]:.3f}s" for ph in PHASES))
+        console.print(p)
+    if v.ok:
+        ref = (f"; {v.checked} requests token-identical to plain greedy decoding"
+               if v.checked else "; sampling: no reference, ranks compared")
+        console.print(f"[green]PASS[/]: every replica's ranks agreed on every decision ({v.agreed} "
+                      f"requests){ref}")
+        return
+    console.print("[red]FAIL[/]:")
+    for problem in v.problems:
+        console.print(f"  {problem}")

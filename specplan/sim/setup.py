@@ -1,0 +1,152 @@
+"""From a user's spec to the sim's: a CPU topology, a tiny model, a compiled plan.
+
+Torch-free. The sim keeps the topology, the method and the sync policy as written and
+changes only what a CPU cannot hold: device cpu (gloo), runtime limits (a short timeout,
+the probe every round, max_batch = the requests one replica serves), and the model: hidden
+and vocab become small, and a model deeper than --max-layers is shrunk to it, keeping the
+number of stages, which stage owns which tap and every stage non-empty (a middle stage stays
+a middle stage). `Prepared.shrunk` lists every change, for the report.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from specplan.mesh.pipeline import split_sglang, split_vllm
+
+SIM_VOCAB = 512
+HEAD_DIM = 16
+
+
+@dataclass
+class Prepared:
+    spec: dict  # the sim's spec, as plain data
+    plan: dict
+    model: dict  # ModelConfig fields
+    replicas: int
+    shrunk: list[str] = field(default_factory=list)
+
+
+def _partition(spec) -> list[int]:
+    m, pp = spec.model, spec.topology.pp
+    if m.pp_partition:
+        return list(m.pp_partition)
+    split = split_vllm if spec.engine == "vllm" else split_sglang
+    return split(m.num_layers, pp)
+
+
+def _shrink_counts(counts: list[int], target: int) -> list[int]:
+    total = sum(counts)
+    new = [max(1, c * target // total) for c in counts]
+    i = 0
+    while sum(new) < target:  # hand the rounding loss back, largest stages first
+        order = sorted(range(len(counts)), key=lambda s: -counts[s])
+        new[order[i % len(order)]] += 1
+        i += 1
+    return new
+
+
+def _remap_taps(taps, old: list[int], new: list[int]) -> list[int]:
+    """Keep each tap on the stage that owned it, at the same relative depth."""
+    out, o_start, n_start = [], 0, 0
+    bounds = []
+    for oc, nc in zip(old, new):
+        bounds.append((o_start, o_start + oc, n_start, n_start + nc))
+        o_start, n_start = o_start + oc, n_start + nc
+    for t in taps:
+        if t == 0:
+            out.append(0)
+            continue
+        os_, oe, ns, ne = next(b for b in bounds if b[0] < t <= b[1])
+        frac = (t - os_) / (oe - os_)
+        cand = ns + max(1, round(frac * (ne - ns)))
+        while cand in out and cand < ne:
+            cand += 1
+        while cand in out and cand > ns + 1:
+            cand -= 1
+        out.append(cand)
+    return sorted(set(out))
+
+
+def sim_spec(spec, *, requests: int, max_layers: int) -> tuple[dict, list[str], int]:
+    """The sim's spec data and what was changed; also the number of replicas."""
+    data = spec.model_dump(mode="json", exclude_none=True)
+    shrunk: list[str] = []
+    topo, model, sp = data["topology"], data["model"], data.setdefault("speculative", {})
+    topo.update(device="cpu", nodes=1)
+    topo.pop("backend", None)
+    attn_dp = topo.get("dp", 1) if topo.get("dp_attention") else 1
+    attn_tp = max(1, topo["tp"] // attn_dp // topo.get("cp", 1))
+    heads = max(4, attn_tp, topo["tp"] if spec.engine == "vllm" else 1)
+    hidden = heads * HEAD_DIM
+    if model["hidden_size"] != hidden:
+        shrunk.append(f"hidden {model['hidden_size']} -> {hidden}")
+    if model["vocab_size"] > SIM_VOCAB:
+        shrunk.append(f"vocab {model['vocab_size']} -> {SIM_VOCAB}")
+    model.update(hidden_size=hidden, vocab_size=min(model["vocab_size"], SIM_VOCAB))
+    counts = _partition(spec)
+    taps = list(spec.speculative.taps(spec.model.num_layers))
+    if spec.model.num_layers > max_layers:
+        new = _shrink_counts(counts, max(max_layers, len(counts)))
+        shrunk.append(f"layers {spec.model.num_layers} -> {sum(new)} (stages {counts} -> {new})")
+        model["num_layers"] = sum(new)
+        if len(counts) > 1:
+            model["pp_partition"] = new
+        if taps:
+            sp["aux_layers"] = _remap_taps(taps, counts, new)
+            if sp["aux_layers"] != taps:
+                shrunk.append(f"taps {taps} -> {sp['aux_layers']}")
+    if model.get("moe"):
+        moe = model["moe"]
+        experts = min(moe["num_experts"], max(8, topo.get("ep", 1)))
+        if experts != moe["num_experts"]:
+            shrunk.append(f"experts {moe['num_experts']} -> {experts}")
+        moe.update(num_experts=experts, top_k=min(moe["top_k"], experts))
+    replicas = _replicas(spec)
+    per_replica = -(-requests // replicas)
+    data["runtime"] = {"max_batch": per_replica, "timeout_s": 20.0, "probe_every": 1}
+    return data, shrunk, replicas
+
+
+def _replicas(spec) -> int:
+    t = spec.topology
+    if spec.engine == "sglang":
+        return t.dp if t.dp_attention else 1
+    return t.dp
+
+
+def compile_data(data: dict, where: Path) -> dict:
+    """Load the sim spec (written as JSON, which YAML reads) and plan it."""
+    from specplan.lower import build_plan
+    from specplan.passes import plan as run_passes
+    from specplan.schema import load_spec
+
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / f"{data['name']}.sim.yaml"
+    path.write_text(json.dumps(data, indent=1))
+    return build_plan(run_passes(load_spec(path)))
+
+
+def prepare(spec, where: Path, *, requests: int, max_layers: int, seed: int) -> Prepared:
+    data, shrunk, replicas = sim_spec(spec, requests=requests, max_layers=max_layers)
+    plan = compile_data(data, where)
+    m, sp = plan["model"], plan["speculative"]
+    heads = m["hidden_size"] // HEAD_DIM
+    moe = m.get("moe") or {}
+    model = {"num_layers": m["num_layers"], "hidden": m["hidden_size"], "vocab": m["vocab_size"],
+             "heads": heads, "head_dim": HEAD_DIM, "ffn": 2 * m["hidden_size"],
+             "num_experts": moe.get("num_experts", 0), "top_k": moe.get("top_k", 0),
+             "taps": list(sp["taps"]), "seed": seed}
+    return Prepared(data, plan, model, replicas, shrunk)
+
+
+def foreign(data: dict, where: Path) -> dict:
+    """Another spec of the same world size (one more draft step): a foreign plan."""
+    other = json.loads(json.dumps(data))
+    other["name"] = data["name"] + "-foreign"
+    sp = other["speculative"]
+    sp["num_steps"] = sp.get("num_steps", 1) + 1
+    sp.pop("num_draft_tokens", None)
+    return compile_data(other, where / "foreign")

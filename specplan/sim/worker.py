@@ -1,0 +1,94 @@
+"""One sim rank: `python -m specplan.sim.worker SIM_DIR` with RANK, WORLD_SIZE, MASTER_*.
+
+Reads SIM_DIR/sim.json, binds its plan (SIM_DIR/plan.json, or the plan sim.json names for
+this rank), runs the prefill and the decode rounds, and writes SIM_DIR/rank<R>.json: the
+tokens of each request it serves, timings, collectives. Exit 0 done, 3 a divergence or a
+collective that failed or timed out (the error is in the result file), 1 an internal bug.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+EXIT_FOUND_PROBLEM = 3
+
+
+def _config(sim_dir: Path):
+    from specplan.sim.engine import SimConfig
+    from specplan.sim.model import ModelConfig
+
+    raw = json.loads((sim_dir / "sim.json").read_text())
+    model = ModelConfig(**{**raw["model"], "taps": tuple(raw["model"]["taps"])})
+    return raw, SimConfig(**{**raw["sim"], "model": model})
+
+
+def run(sim_dir: Path, rank: int) -> dict:
+    import torch
+
+    from specplan.runtime import bind
+    from specplan.sim import rounds
+    from specplan.sim.engine import Engine
+
+    torch.set_num_threads(1)
+    raw, sim = _config(sim_dir)
+    plan = raw.get("plans", {}).get(str(rank), str(sim_dir / "plan.json"))
+    t_bind = time.perf_counter()
+    rt = bind(plan)
+    e = Engine(rt, sim)
+    rounds.startup(e)
+    rounds.prefill(e)
+    started = time.perf_counter()
+    for r in range(1, sim.rounds + 1):
+        if sim.inject == "kill" and rank == sim.kill_rank and r == sim.kill_round:
+            os.kill(os.getpid(), signal.SIGKILL)
+        e.round = e.comm.round = r
+        rounds.decode(e)
+        if sim.progress and rank == 0:
+            Path(sim.progress).write_text(f"{r}\n")
+    elapsed = time.perf_counter() - started
+    rt.close()
+    return {"rank": rank, "replica": rt.replica, "stage": e.stage, "requests": e.requests,
+            "tokens": {str(q): e.tokens[b][e.prompt_lens[b]:] for b, q in enumerate(e.requests)},
+            "prompts": {str(q): e.tokens[b][: e.prompt_lens[b]] for b, q in enumerate(e.requests)},
+            "commits": {str(k): v for k, v in e.commits.items()},
+            "timers": dict(e.timers), "decode_s": elapsed, "bind_s": started - t_bind,
+            "calls": _per_round(e.comm.calls, e.runtime_calls, sim.rounds),
+            "bytes": _per_round(e.comm.bytes, e.runtime_bytes, sim.rounds),
+            "runtime_calls": sum(e.runtime_calls[r] for r in range(1, sim.rounds + 1)),
+            "error": None}
+
+
+def _per_round(model, runtime, rounds: int) -> float:
+    return sum(model[r] + runtime[r] for r in range(1, rounds + 1)) / max(1, rounds)
+
+
+def main(argv: list[str]) -> None:
+    sim_dir = Path(argv[0])
+    rank = int(os.environ["RANK"])
+    out = sim_dir / f"rank{rank}.json"
+    try:
+        result = run(sim_dir, rank)
+    except BaseException as exc:  # every failure leaves a result file behind
+        from specplan.runtime import CollectiveTimeout, RuntimeDivergence
+
+        known = isinstance(exc, (RuntimeDivergence, CollectiveTimeout))
+        detail = f"{type(exc).__name__}: {exc}"
+        if not known:
+            detail += "\n" + traceback.format_exc()
+        out.write_text(json.dumps({"rank": rank, "error": detail, "known": known}))
+        sys.stderr.write(detail + "\n")
+        sys.stderr.flush()
+        os._exit(EXIT_FOUND_PROBLEM if known else 1)
+    out.write_text(json.dumps(result))
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
