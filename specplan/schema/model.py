@@ -73,6 +73,9 @@ class ModelCfg(_Model):
         None, description="Layers per pipeline stage; else the engine's rule.")
     moe: Moe | None = Field(None, description="Set for a mixture-of-experts model.")
     dtype: Dtype = Field("bf16", description="Activation and tap dtype: bf16 | fp16 | fp8 | fp32.")
+    path: str | None = Field(
+        None, description="Target checkpoint: a local folder or a hub name (SGLang --model-path, "
+                          "vllm serve MODEL); used by `specplan export` and `import`.")
 
 
 class Speculative(_Model):
@@ -92,6 +95,9 @@ class Speculative(_Model):
                           "tap L is the residual stream entering layer L.")
     draft_tp: Size | None = Field(
         None, description="Tensor width of the drafter (default: the target's attention TP).")
+    draft_path: str | None = Field(
+        None, description="Draft checkpoint: a folder or hub name (SGLang "
+                          "--speculative-draft-model-path, vLLM speculative_config.model).")
 
     @property
     def verify_width(self) -> int:

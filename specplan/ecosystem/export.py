@@ -1,0 +1,237 @@
+"""A spec -> the engine command line and environment that run it, one flag per line.
+
+The output is a bash script: `export VAR=value  # why` lines, an `args=( ... )` array with
+one flag and a comment per line, and the launch command. Comments name the spec key each
+flag carries; notes say where the engine will not do what the plan says (a site the plan
+converges that the engine cannot) or where a translated layout differs.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+
+from specplan.ecosystem import spec_tp_sync
+from specplan.ecosystem.flags import (DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER,
+                                      SGLANG_ALGORITHMS, SITE_SLUGS, VLLM_METHODS)
+from specplan.ecosystem.translate import ENGINE_NAMES, Refusal, refusal, translate
+from specplan.schema import Spec
+
+PROGRAMS = {"sglang": "python -m sglang.launch_server", "vllm": "vllm serve"}
+# SGLang converges DFlash's greedy drafts without SpecTpSync (an all-gather of (max, id)).
+_SGLANG_ALWAYS = frozenset({"dflash_draft"})
+_NO_DRAFT_PATH = ("ngram", "mtp", "none")
+
+
+@dataclass
+class Launch:
+    engine: str
+    title: str
+    env: list[tuple[str, str, str]] = field(default_factory=list)  # (name, value, comment)
+    args: list[tuple[str, str | None, str]] = field(default_factory=list)  # (flag, value, comment)
+    notes: list[str] = field(default_factory=list)
+
+
+def export(spec: Spec, engine: str | None = None) -> Launch:
+    """The launch of `spec` on `engine` (default its own); Refusal when it cannot run."""
+    engine = engine or spec.engine
+    try:
+        target, notes = translate(spec, engine)
+    except Refusal as exc:
+        raise Refusal(f"{ENGINE_NAMES[engine]} cannot run {spec.name}: {exc}") from None
+    why = refusal(target)
+    if why:
+        raise Refusal(f"{ENGINE_NAMES[engine]} cannot run {spec.name}: {why}")
+    from specplan.passes import plan
+
+    sites = plan(target).graph.sections["sites"]
+    title = f"{spec.name} on {ENGINE_NAMES[engine]}"
+    if engine != spec.engine:
+        title += f" (translated from engine {spec.engine}; layouts differ where noted)"
+    launch = Launch(engine, title, notes=notes)
+    (_sglang if engine == "sglang" else _vllm)(target, sites, launch)
+    return launch
+
+
+def _paths(spec: Spec, launch: Launch, model_flag: str, draft_flag: str | None) -> None:
+    path = spec.model.path
+    launch.args.append((model_flag, path or MODEL_PLACEHOLDER,
+                        "target checkpoint (model.path" + (")" if path else "; unset: fill it in)")))
+    if draft_flag is None:
+        return
+    draft = spec.speculative.draft_path
+    if draft is None and spec.speculative.method in _NO_DRAFT_PATH:
+        return
+    launch.args.append((draft_flag, draft or DRAFT_PLACEHOLDER, "draft checkpoint "
+                        "(speculative.draft_path" + (")" if draft else "; unset: fill it in)")))
+
+
+def _topology(spec: Spec, launch: Launch, names: dict[str, str]) -> None:
+    t, add = spec.topology, launch.args.append
+    add((names["tp"], str(t.tp), "tensor parallel size of one stage (topology.tp)"))
+    for key, what in (("pp", "pipeline stages"), ("dp", "data-parallel replicas"),
+                      ("cp", "context parallel"), ("dcp", "decode context parallel inside "
+                      "the attention TP group"), ("ep", "expert parallel"),
+                      ("moe_dp", "MoE data parallel inside the TP block")):
+        value = getattr(t, key)
+        if value > 1 and key in names:
+            add((names[key], str(value), f"{what} (topology.{key})"))
+    if t.nodes > 1:
+        add(("--nnodes", str(t.nodes), f"machines (topology.nodes); each node also needs "
+             f"its node rank and the head address"))
+    dtype = spec.model.dtype
+    if dtype in DTYPES:
+        add(("--dtype", DTYPES[dtype], f"activation dtype (model.dtype: {dtype})"))
+    else:
+        launch.notes.append(f"model.dtype {dtype} has no --dtype spelling; pick the "
+                            "quantization flags yourself")
+
+
+def _sglang(spec: Spec, sites: dict, launch: Launch) -> None:
+    t, s = spec.topology, spec.speculative
+    _paths(spec, launch, "--model-path", "--speculative-draft-model-path")
+    names = {"tp": "--tp-size", "pp": "--pp-size", "cp": "--attn-cp-size", "dcp": "--dcp-size",
+             "ep": "--ep-size", "moe_dp": "--moe-dp-size"}
+    if not t.dp_attention:
+        names["dp"] = "--dp-size"
+    _topology(spec, launch, names)
+    if t.dp_attention:
+        attn_tp = t.tp // t.dp // t.cp
+        at = [a[0] for a in launch.args].index("--tp-size") + 1
+        launch.args.insert(at, ("--attn-dp-size", str(t.dp), f"DP-attention: attn_dp {t.dp} x "
+                               f"attn_tp {attn_tp} inside the TP block (topology.dp, "
+                               f"dp_attention; was --dp-size {t.dp} --enable-dp-attention)"))
+    if t.pp > 1:
+        launch.args.append(("--disable-overlap-schedule", None, "pipeline parallel requires "
+                            "the overlap scheduler off"))
+    if t.device in ("npu", "cpu"):
+        launch.args.append(("--device", t.device, "accelerator (topology.device)"))
+    _sglang_method(spec, launch)
+    _sglang_env(spec, sites, launch)
+
+
+def _sglang_method(spec: Spec, launch: Launch) -> None:
+    s, add = spec.speculative, launch.args.append
+    if s.method == "none":
+        return
+    add(("--speculative-algorithm", SGLANG_ALGORITHMS[s.method],
+         f"speculative method (speculative.method: {s.method})"))
+    if s.method == "dspark":
+        add(("--speculative-dspark-block-size", str(s.num_steps),
+             f"DSpark gamma: {s.num_steps} drafts, verify window {s.num_steps + 1} "
+             "(speculative.num_steps)"))
+    elif s.method == "dflash":
+        add(("--speculative-dflash-block-size", str(s.num_steps + 1),
+             "DFlash block size = speculative.num_steps + 1"))
+    else:
+        add(("--speculative-num-steps", str(s.num_steps), "draft steps (speculative.num_steps)"))
+        add(("--speculative-eagle-topk", str(s.topk), "draft tree branching (speculative.topk)"))
+        add(("--speculative-num-draft-tokens", str(s.verify_width),
+             "verify width, root included (speculative.num_draft_tokens)"))
+    if s.draft_tp is not None:
+        launch.notes.append(f"SGLang has no draft TP option: the drafter runs at the attention "
+                            f"TP width, not speculative.draft_tp={s.draft_tp}")
+    # Move the draft path (added by _paths right after the model path) to the method block.
+    draft = [a for a in launch.args if a[0] == "--speculative-draft-model-path"]
+    launch.args[:] = [a for a in launch.args if a[0] != "--speculative-draft-model-path"] + draft
+
+
+def _sglang_env(spec: Spec, sites: dict, launch: Launch) -> None:
+    t, s = spec.topology, spec.speculative
+    if s.method in ("dspark", "dflash"):
+        states = {name: e["converge"] for name, e in sites.items()}
+        on, care = spec_tp_sync.slugs_of(states), spec_tp_sync.slugs_of(states, only_on=False)
+        value = spec_tp_sync.value_for(care, on)
+        launch.env.append(("SGLANG_SPEC_TP_SYNC", value, "SpecTpSync sites the plan converges: "
+                           + (", ".join(sorted(on)) or "none")))
+    if t.pp > 1 and s.method in ("eagle", "mtp"):
+        launch.env.append(("SGLANG_ENABLE_PP_SPEC", "1", "EAGLE decode rounds under pipeline "
+                           "parallel (the gated last-stage relay)"))
+    if spec.model.pp_partition and t.pp > 1:
+        launch.env.append(("SGLANG_PP_LAYER_PARTITION", ",".join(map(str, spec.model.pp_partition)),
+                           "layers per pipeline stage (model.pp_partition)"))
+    launch.notes.extend(_sglang_mismatch(spec, sites))
+
+
+def _sglang_converges(spec: Spec, site: str) -> bool | None:
+    """Whether SGLang can converge `site` at all: None when an env site decides it."""
+    if site in SITE_SLUGS:
+        return None
+    if site in _SGLANG_ALWAYS:
+        return True
+    sampling, device = spec.speculative.sampling, spec.topology.device
+    return site.endswith("_accept") and (device == "rocm" or sampling != "greedy" and device != "cpu")
+
+
+def _sglang_mismatch(spec: Spec, sites: dict) -> list[str]:
+    lacking, extra = [], []
+    for name, e in sites.items():
+        engine = _sglang_converges(spec, name)
+        if engine is None or e["trivial"]:
+            continue
+        if e["converge"] and not engine:
+            lacking.append(name)
+        elif engine and not e["converge"]:
+            extra.append(name)
+    notes = []
+    t = spec.topology
+    if t.tp // (t.dp if t.dp_attention else 1) == 1:
+        lacking = extra = []  # one rank per stage: SGLang's PP relay carries the decisions
+    if spec.speculative.method not in ("dspark", "dflash", "none"):
+        notes.append("SGLang has no SGLANG_SPEC_TP_SYNC sites for this method: eagle_sample "
+                     "broadcasts only the accept triple, on sampling paths and ROCm greedy")
+    if lacking:
+        notes.append("behaviour: the plan converges " + ", ".join(lacking) + ", which SGLang "
+                     "cannot converge: the engine will not match the plan there")
+    if extra:
+        notes.append("behaviour: SGLang converges " + ", ".join(extra) + " where the plan does not")
+    return notes
+
+
+def _vllm(spec: Spec, sites: dict, launch: Launch) -> None:
+    t, s = spec.topology, spec.speculative
+    _paths(spec, launch, "--model", None)
+    names = {"tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size",
+             "dp": "--data-parallel-size", "cp": "--prefill-context-parallel-size",
+             "dcp": "--decode-context-parallel-size"}
+    _topology(spec, launch, names)
+    if t.ep > 1:
+        launch.args.append(("--enable-expert-parallel", None, f"experts over dp * pcp * tp = "
+                            f"{t.ep} ranks (topology.ep)"))
+    if s.method != "none":
+        config = {"method": VLLM_METHODS[s.method], "num_speculative_tokens": s.num_steps}
+        if s.draft_path or s.method not in _NO_DRAFT_PATH:
+            config["model"] = s.draft_path or DRAFT_PLACEHOLDER
+        if s.draft_tp is not None:
+            config["draft_tensor_parallel_size"] = s.draft_tp
+        launch.args.append(("--speculative-config", json.dumps(config, separators=(",", ":")),
+                            "speculative.method, num_steps, draft_path, draft_tp"))
+        launch.env.append(("VLLM_USE_V2_MODEL_RUNNER", "1", "the plan models Model Runner V2 "
+                           "(its PP relay of sampled tokens and drafts)"))
+    if spec.model.pp_partition and t.pp > 1:
+        launch.env.append(("VLLM_PP_LAYER_PARTITION", ",".join(map(str, spec.model.pp_partition)),
+                           "layers per pipeline stage (model.pp_partition)"))
+    lacking = [n for n, e in sites.items() if e["converge"] and not e["trivial"]]
+    if lacking and t.tp * t.cp > 1:
+        launch.notes.append("behaviour: the plan converges " + ", ".join(lacking) + ", which "
+                            "vLLM never converges inside TP (it relies on identical logits and "
+                            "seeded RNG): the engine will not match the plan there")
+    if s.sampling != "greedy":
+        launch.notes.append(f"speculative.sampling {s.sampling} is chosen per request, not at launch")
+
+
+def render(launch: Launch) -> str:
+    """The bash script of a Launch."""
+    out = [f"# specplan export: {launch.title}"]
+    out += [f"# note: {n}" for n in launch.notes]
+    for name, value, comment in launch.env:
+        out.append(f"export {name}={shlex.quote(value)}  # {comment}")
+    rows = [(flag if value is None else f"{flag} {shlex.quote(value)}", comment)
+            for flag, value, comment in launch.args]
+    width = max([len(r[0]) for r in rows if len(r[0]) <= 48] or [0])
+    out.append("args=(")
+    out += [f"  {text.ljust(width)}  # {comment}" for text, comment in rows]
+    out.append(")")
+    out.append(f'{PROGRAMS[launch.engine]} "${{args[@]}}"')
+    return "\n".join(out) + "\n"

@@ -1,0 +1,83 @@
+"""Spec data -> YAML text in the field order of the schema, and back through load_spec.
+
+Only what the data holds is written (callers pass `model_dump(exclude_unset=True)`-style
+dicts), so a value the user never wrote stays unwritten and keeps its default meaning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+
+from pydantic import BaseModel
+
+from specplan.schema import Spec, load_spec
+
+_PLAIN = re.compile(r"^[A-Za-z_/.][A-Za-z0-9_./@:+-]*$")
+_RESERVED = {"true", "false", "null", "yes", "no", "y", "n", "~"}
+
+
+def _scalar(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    if v is None:
+        return "null"
+    s = str(v)
+    return s if _PLAIN.match(s) and s.lower() not in _RESERVED else json.dumps(s)
+
+
+def _ordered(data: dict, model: type[BaseModel] | None) -> list[str]:
+    order = list(model.model_fields) if model else []
+    return [k for k in order if k in data] + sorted(k for k in data if k not in order)
+
+
+def _submodel(model: type[BaseModel] | None, key: str) -> type[BaseModel] | None:
+    if model is None or key not in model.model_fields:
+        return None
+    ann = model.model_fields[key].annotation
+    for cand in getattr(ann, "__args__", (ann,)):
+        if isinstance(cand, type) and issubclass(cand, BaseModel):
+            return cand
+    return None
+
+
+def _lines(data: dict, model: type[BaseModel] | None, indent: str) -> list[str]:
+    out = []
+    for key in _ordered(data, model):
+        v = data[key]
+        if isinstance(v, dict) and v:
+            out.append(f"{indent}{key}:")
+            out.extend(_lines(v, _submodel(model, key), indent + "  "))
+        elif isinstance(v, dict):
+            out.append(f"{indent}{key}: {{}}")
+        elif isinstance(v, list):
+            out.append(f"{indent}{key}: [{', '.join(_scalar(x) for x in v)}]")
+        else:
+            out.append(f"{indent}{key}: {_scalar(v)}")
+    return out
+
+
+def to_yaml(data: dict, header: str = "") -> str:
+    """YAML 1.2 text of spec data, keys in schema order; `header` becomes comment lines."""
+    head = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    return head + "\n".join(_lines(data, Spec, "")) + "\n"
+
+
+def reload(data: dict) -> Spec:
+    """Validate spec data exactly as a file would be (types and cross-checks): SpecError."""
+    fd, path = tempfile.mkstemp(prefix="specplan-", suffix=".yaml")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(to_yaml(data))
+        return load_spec(path)
+    finally:
+        os.unlink(path)
+
+
+def spec_data(spec: Spec) -> dict:
+    """What the spec's author wrote (defaults left out), as plain JSON-able data."""
+    return spec.model_dump(mode="json", exclude_unset=True)

@@ -1,0 +1,74 @@
+"""`specplan export` exits 3 and names the reason when the engine cannot run the spec."""
+
+from __future__ import annotations
+
+import pytest
+
+MODEL = "model: {num_layers: 8, hidden_size: 64, vocab_size: 1000}"
+MOE = "model: {num_layers: 8, hidden_size: 64, vocab_size: 1000, moe: {num_experts: 8, top_k: 2}}"
+
+CASES = {
+    "sglang-eagle3-pp": (
+        f"engine: sglang\ntopology: {{tp: 2, pp: 2}}\n{MODEL}\n"
+        "speculative: {method: eagle3, num_steps: 3}\n", "sglang",
+        "SGLang 0.5.23 cannot run x: SGLang runs speculative decoding under pipeline parallel "
+        "(pp=2) only with EAGLE or NEXTN (single-layer), not eagle3 "
+        "(arg_groups/validation_hook.py check_pipeline_parallel_compat)"),
+    "sglang-dspark-pp": (
+        f"engine: sglang\ntopology: {{tp: 2, pp: 2}}\n{MODEL}\n"
+        "speculative: {method: dspark, num_steps: 3}\n", "sglang",
+        "SGLang 0.5.23 cannot run x: SGLang runs DSpark under pipeline parallel only on PD "
+        "prefill nodes (--disaggregation-mode prefill), which make no decode rounds "
+        "(arg_groups/validation_hook.py check_pipeline_parallel_compat)"),
+    "sglang-eagle-pp-dpattn": (
+        f"engine: sglang\ntopology: {{tp: 4, pp: 2, dp: 2, dp_attention: true}}\n{MODEL}\n"
+        "speculative: {method: eagle, num_steps: 3}\n", "sglang",
+        "SGLang 0.5.23 cannot run x: SGLang runs EAGLE/NEXTN decode rounds under pipeline "
+        "parallel only with SGLANG_ENABLE_PP_SPEC=1, which is not compatible with DP-attention "
+        "(--attn-dp-size)"),
+    "sglang-dspark-moe-attn-tp2": (
+        f"engine: sglang\ntopology: {{tp: 8, dp: 4, dp_attention: true, ep: 8}}\n{MOE}\n"
+        "speculative: {method: dspark, num_steps: 3}\n", "sglang",
+        "SGLang 0.5.23 cannot run x: SGLang's DSpark worker requires attn_tp == 1 under "
+        "DP-attention with a MoE (DeepSeek-V4) draft; here attn_tp = tp 8 / dp 4 / cp 1 = 2 "
+        "(set dp == tp; seed 000 section 2, dspark_worker_v2.py)"),
+    "vllm-tree": (
+        f"engine: sglang\ntopology: {{tp: 2}}\n{MODEL}\n"
+        "speculative: {method: eagle, num_steps: 3, topk: 4, num_draft_tokens: 8}\n", "vllm",
+        "vLLM 0.33.0 cannot run x: vLLM has no tree verify: speculative.topk must be 1, found 4"),
+    "vllm-short-verify": (
+        f"engine: sglang\ntopology: {{tp: 2}}\n{MODEL}\n"
+        "speculative: {method: eagle, num_steps: 3, num_draft_tokens: 3}\n", "vllm",
+        "vLLM 0.33.0 cannot run x: vLLM verifies num_speculative_tokens + 1 = 4 tokens; "
+        "speculative.num_draft_tokens=3 has no vLLM spelling"),
+    "vllm-partial-ep": (
+        f"engine: sglang\ntopology: {{tp: 8, ep: 4}}\n{MOE}\n"
+        "speculative: {method: mtp, num_steps: 1}\n", "vllm",
+        "vLLM 0.33.0 cannot run x: vLLM expert parallel is all or nothing (ep = dp * pcp * tp = 8); SGLang's ep=4 inside "
+        "tp=8 has no vLLM equivalent"),
+    "vllm-moe-dp": (
+        f"engine: sglang\ntopology: {{tp: 8, moe_dp: 2}}\n{MOE}\n", "vllm",
+        "vLLM 0.33.0 cannot run x: vLLM has no MoE data parallel (topology.moe_dp=2)"),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_refusal_names_the_reason(cli, write_spec, name):
+    text, engine, reason = CASES[name]
+    result = cli("export", str(write_spec("name: x\n" + text)), "--engine", engine)
+    assert result.exit_code == 3
+    assert result.stdout == ""
+    assert result.stderr == f"specplan export: {reason}\n"
+
+
+def test_mismatch_is_a_comment_not_a_refusal(cli):
+    # The plan converges EAGLE drafts SGLang never converges: a note, exit 0.
+    result = cli("export", "specs/qwen3-next-mtp-dpattn-ep8.yaml")
+    assert result.exit_code == 0
+    assert "which SGLang cannot converge: the engine will not match the plan there" in result.stdout
+
+
+def test_cross_engine_keeps_the_layer_split(cli):
+    out = cli("export", "specs/deepseek-v4-flash-mtp-tp2-pp2.yaml", "--engine", "sglang").stdout
+    assert "export SGLANG_PP_LAYER_PARTITION=22,21  #" in out
+    assert "vllm gives remainder layers to the stages before the last ([22, 21])" in out
