@@ -8,6 +8,8 @@ the round, instead of a byte-count mismatch that would hang NCCL or crash gloo.
 
 from __future__ import annotations
 
+import struct
+
 import torch
 
 from specplan.runtime.errors import DesyncError
@@ -16,17 +18,17 @@ from specplan.runtime.plan_view import HEADER_FIELDS, Boundary, RELAY_ID_BASE
 HEADER_BYTES = 32
 
 
-def header_tensors(boundary: int, live_rows: int, round_: int, fingerprint: int, device):
-    """The two typed pieces of a header and their byte offsets, ready for pack_fused."""
-    ints = torch.tensor([boundary, live_rows], dtype=torch.int32, device=device)
-    longs = torch.tensor([round_, fingerprint, 0], dtype=torch.int64, device=device)
-    return [ints, longs], [0, 8]
+_FORMAT = "=iiqq8x"  # native byte order, as the buffer's typed views read it
+
+
+def header_bytes(boundary: int, live_rows: int, round_: int, fingerprint: int, device) -> torch.Tensor:
+    """The 32 header bytes as one uint8 tensor on `device`, ready to pack at offset 0."""
+    raw = bytearray(struct.pack(_FORMAT, boundary, live_rows, round_, fingerprint))
+    return torch.frombuffer(raw, dtype=torch.uint8).to(device)
 
 
 def read_header(buffer: torch.Tensor) -> tuple[int, int, int, int]:
-    ints = buffer[0:8].view(torch.int32).tolist()
-    longs = buffer[8:24].view(torch.int64).tolist()
-    return ints[0], ints[1], longs[0], longs[1]
+    return struct.unpack(_FORMAT, buffer[:HEADER_BYTES].cpu().numpy().tobytes())
 
 
 def describe(header: tuple[int, int, int, int], names: dict[int, str]) -> str:

@@ -2,8 +2,9 @@
 
 One preallocated uint8 buffer per family (the largest guarded collective of the family), so
 every buffer of one group has one size. A converge packs the header and the live rows of every
-decision of its boundary with one `pack_fused`, runs one collective, checks the header and
-unpacks with one `unpack_fused`. Collectives run async and are waited on with
+decision of its boundary with one `pack_fused` (its Triton launch on CUDA, its torch reference
+on a CPU; layouts are checked once at bind, not per call), runs one collective, checks the
+header and unpacks views of one private copy of the buffer. Collectives run async and are waited on with
 `runtime.timeout_s`, so a dead or stalled peer becomes a `CollectiveTimeout`, not a hang.
 """
 
@@ -17,8 +18,10 @@ import torch.distributed as dist
 
 from specplan.runtime import binding as _bind
 from specplan.runtime.errors import CollectiveTimeout
-from specplan.runtime.guard import check_header, header_tensors, read_header
-from specplan.runtime.kernels import finalize_accept, pack_fused, unpack_fused
+from specplan.runtime.guard import check_header, header_bytes, read_header
+from specplan.runtime.kernels import finalize_accept, unpack_fused
+from specplan.runtime.kernels.fused_buffer import (pack_fused_torch, pack_fused_triton,
+                                                   unpack_fused_torch)
 from specplan.runtime.plan_view import Boundary, PlanView
 from specplan.runtime.probe import run_probe
 from specplan.runtime.tracing import TraceWriter
@@ -46,6 +49,12 @@ class Runtime:
         self.buffers = {f: torch.zeros(n, dtype=torch.uint8, device=device)
                         for f, n in plan.family_buffer_bytes().items()}
         self.names = {b.id: b.label for b in plan.boundaries + plan.relays}
+        self._shapes: dict[tuple[int, int], list[tuple[int, ...]]] = {}
+        # Layouts are fixed by the plan: checked once here, so the hot path packs unchecked.
+        for b in plan.boundaries + plan.relays:
+            unpack_fused(self.buffers[b.family][: b.buffer_bytes],
+                         [(DTYPES[f.dtype], f.shape, f.offset) for f in b.fields])
+        self._pack_impl = pack_fused_triton if self.device.type == "cuda" else pack_fused_torch
         self.last_round = -1  # the latest round a converge ran, for errors at close
         self.trace = TraceWriter(plan.trace_dir, self.rank, self.replica) if plan.trace_dir else None
 
@@ -137,14 +146,17 @@ class Runtime:
         return self._unpack(buf, b, shapes)
 
     def _check_live(self, b: Boundary, live_rows: int) -> list[tuple[int, ...]]:
+        shapes = self._shapes.get((b.id, live_rows))
+        if shapes is not None:
+            return shapes
         if not 0 <= live_rows <= self.plan.max_batch:
             raise ValueError(f"{b.label}: live_rows {live_rows} is outside 0 .. max_batch "
                              f"{self.plan.max_batch} (runtime.max_batch fixes the capacity)")
-        return [self.plan.live_shape(f, live_rows) for f in b.fields]
+        shapes = self._shapes[(b.id, live_rows)] = [self.plan.live_shape(f, live_rows) for f in b.fields]
+        return shapes
 
     def _pack(self, buf, b: Boundary, values, header, shapes) -> None:
-        tensors, offsets = header_tensors(*header, device=self.device)
-        self._pack_fields(buf, b, values, shapes, tensors, offsets)
+        self._pack_fields(buf, b, values, shapes, [header_bytes(*header, device=self.device)], [0])
 
     def _pack_fields(self, buf, b: Boundary, values, shapes, tensors, offsets) -> None:
         values = values or {}
@@ -155,11 +167,14 @@ class Runtime:
         for f, shape in zip(b.fields, shapes):
             tensors.append(_live(values[f.decision], f, shape).to(self.device))
             offsets.append(f.offset)
-        pack_fused(buf, tensors, offsets)
+        self._pack_impl(buf, tensors, offsets)
 
     def _unpack(self, buf, b: Boundary, shapes) -> dict:
+        """Views into one private copy of the used bytes: one copy, however many fields."""
+        end = max((f.offset + f.bytes for f in b.fields), default=0)
+        region = buf[:end].clone()
         specs = [(DTYPES[f.dtype], shape, f.offset) for f, shape in zip(b.fields, shapes)]
-        return dict(zip(b.decisions, unpack_fused(buf, specs, copy=True)))
+        return dict(zip(b.decisions, unpack_fused_torch(region, specs, copy=False)))
 
     def _wait(self, work, b: Boundary, round_: int) -> None:
         group = self.ranks[b.family]
