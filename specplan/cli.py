@@ -312,5 +312,33 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
     sys.exit(code)
 
 
+@main.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--rounds", default=16, show_default=True, type=click.IntRange(1),
+              help="Decode rounds after the prefill.")
+@click.option("--requests", default=4, show_default=True, type=click.IntRange(1),
+              help="Requests, spread over the replicas.")
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="Seed of the weights, the prompts and the sampling coins.")
+@click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1),
+              help="Shrink deeper models to this many layers (stages and tap owners kept).")
+@click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan"]), default=None,
+              help="A fault: per-rank logit noise, a rank killed mid-run, a foreign plan.")
+@user_errors
+def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
+             inject: str | None) -> None:
+    """Run SPEC's whole topology on the CPU: one process per rank, a tiny float64 model.
+
+    Exit 0 when every replica's ranks agreed on every decision and (greedy) every request's
+    tokens equal plain greedy decoding on one process; 3 otherwise.
+
+    Example: specplan simulate specs/llama-3.2-1b-eagle3-pp2.yaml --rounds 32
+    """
+    from specplan.sim.command import run_simulate
+
+    sys.exit(run_simulate(spec, rounds=rounds, requests=requests, seed=seed,
+                          max_layers=max_layers, inject=inject, console=console()))
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,85 @@
+"""The sim's spec: shrinking keeps stages and tap owners; the verdict can fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from specplan.mesh.pipeline import split_sglang
+from specplan.schema import load_spec
+from specplan.sim.launch import Options, Outcome
+from specplan.sim.report import verdict
+from specplan.sim.setup import _remap_taps, prepare, sim_spec
+
+DEEP = """
+name: deep-pp4
+engine: sglang
+topology: {tp: 2, pp: 4}
+model: {num_layers: 61, hidden_size: 7168, vocab_size: 129280}
+speculative: {method: eagle3, num_steps: 3, aux_layers: [2, 16, 30, 45, 58]}
+"""
+
+
+def _owner(tap: int, counts: list[int]) -> int:
+    start = 0
+    for stage, n in enumerate(counts):
+        if start < tap <= start + n or (tap == 0 and stage == 0):
+            return stage
+        start += n
+    raise AssertionError(tap)
+
+
+def _load(tmp_path: Path, text: str):
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    return load_spec(path)
+
+
+def test_shrinking_keeps_the_stages_and_which_stage_owns_each_tap(tmp_path):
+    spec = _load(tmp_path, DEEP)
+    data, shrunk, replicas = sim_spec(spec, requests=4, max_layers=16)
+    old = split_sglang(61, 4)
+    new = data["model"]["pp_partition"]
+    assert len(new) == 4 and sum(new) == 16 and min(new) >= 1
+    taps = data["speculative"]["aux_layers"]
+    assert len(taps) == 5
+    assert [_owner(t, new) for t in taps] == [_owner(t, old) for t in (2, 16, 30, 45, 58)]
+    assert any(s.startswith("layers 61 -> 16") for s in shrunk)
+    assert "hidden 7168 -> 64" in shrunk and replicas == 1
+    assert data["topology"]["device"] == "cpu" and data["runtime"]["probe_every"] == 1
+
+
+def test_a_shallow_model_keeps_its_layers(tmp_path):
+    spec = _load(tmp_path, DEEP.replace("61", "8").replace(", aux_layers: [2, 16, 30, 45, 58]", ""))
+    data, shrunk, _ = sim_spec(spec, requests=4, max_layers=16)
+    assert data["model"]["num_layers"] == 8 and not any(s.startswith("layers") for s in shrunk)
+
+
+def test_remap_taps_keeps_tap_zero_and_distinct_ids():
+    assert _remap_taps([0, 3, 4], [4, 4], [2, 2]) == [0, 1, 2]
+
+
+def test_the_plan_of_a_dp_attention_spec_has_two_replicas(tmp_path):
+    spec = _load(tmp_path, DEEP.replace("{tp: 2, pp: 4}", "{tp: 4, dp: 2, dp_attention: true}"))
+    prep = prepare(spec, tmp_path / "out", requests=4, max_layers=16, seed=0)
+    assert prep.replicas == 2 and prep.plan["world_size"] == 4
+    assert prep.plan["runtime"]["max_batch"] == 2
+
+
+def test_the_verdict_fails_on_ranks_that_disagree_or_errors(tmp_path):
+    spec = _load(tmp_path, DEEP.replace("61", "4").replace(", aux_layers: [2, 16, 30, 45, 58]", ""))
+    prep = prepare(spec, tmp_path / "out", requests=1, max_layers=16, seed=0)
+    ok = {"rank": 0, "replica": 0, "tokens": {"0": [1, 2]}, "requests": [0], "commits": {}}
+    bad = dict(ok, rank=1, tokens={"0": [1, 3]})
+    v = verdict(Outcome(prep, Options(), {0: ok, 1: bad}, {0: 0, 1: 0}, 1.0, tmp_path))
+    assert not v.ok and "emitted different tokens" in v.problems[0]
+    dead = {"rank": 1, "error": "CollectiveTimeout: gone"}
+    v = verdict(Outcome(prep, Options(), {0: ok, 1: dead}, {0: 0, 1: 3}, 1.0, tmp_path))
+    assert not v.ok and v.problems == ["rank 1: CollectiveTimeout: gone"]
+
+
+def test_the_verdict_compares_with_plain_greedy_decoding(tmp_path):
+    spec = _load(tmp_path, DEEP.replace("61", "4").replace(", aux_layers: [2, 16, 30, 45, 58]", ""))
+    prep = prepare(spec, tmp_path / "out", requests=1, max_layers=16, seed=0)
+    wrong = {"rank": 0, "replica": 0, "tokens": {"0": [1, 2, 3]}, "requests": [0], "commits": {}}
+    v = verdict(Outcome(prep, Options(), {0: wrong}, {0: 0}, 1.0, tmp_path))
+    assert not v.ok and "plain greedy decoding gives" in v.problems[0]
