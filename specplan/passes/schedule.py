@@ -51,9 +51,19 @@ def _program(p: Planning, rnd: str, stage: int) -> list[dict]:
                 continue
             seen.add(b)
             bd = boundaries[b]
-            ops.append({"op": bd["op"], "family": bd["family"], "bytes": bd["buffer_bytes"],
-                        "boundary": b, "source_member": bd["source_member"], "sites": bd["sites"]})
+            op = {"op": bd["op"], "family": bd["family"], "bytes": bd["buffer_bytes"],
+                  "boundary": b, "source_member": bd["source_member"], "sites": bd["sites"]}
+            if _dynamic_sender(p, bd, stage):
+                op["bytes"] = None  # the last stage sends its actual width, known only at run time
+            ops.append(op)
     return ops
+
+
+def _dynamic_sender(p: Planning, boundary: dict, stage: int) -> bool:
+    """payload_width: dynamic makes the deciding stage's payload to other stages unpinned."""
+    crosses_stages = boundary["family"] == "replica" and p.pp > 1
+    return (p.choices.payload_width == "dynamic" and crosses_stages and stage == p.last_stage
+            and boundary["op"] == "broadcast")
 
 
 def _relay_op(p: Planning, node, stage: int) -> dict:

@@ -30,9 +30,9 @@ def _unfixed_bytes(view: PlanView) -> list[Finding]:
             for op in ops:
                 if "bytes" in op and op["bytes"] is None:
                     out.append(Finding(
-                        "ERROR", op.get("site"), None, op["family"], (), rnd,
+                        "ERROR", op_site(op), None, op["family"], (), rnd,
                         view.line("pipeline.payload_width"),
-                        f"stage {cls['rule']['pp']} sends {op.get('site', op['op'])} at its actual width "
+                        f"stage {cls['rule']['pp']} sends {op_site(op) or op['op']} at its actual width "
                         f"while the receivers post a fixed width: the counts differ, the sender completes "
                         f"and the receivers wait until the watchdog fires",
                         "pin the payload width (pipeline.payload_width: pinned)"))
@@ -185,7 +185,7 @@ def _simulate(view: PlanView, programs: dict) -> list[Finding]:
 
 def _describe(cls: tuple, op: dict) -> str:
     who = f"stage {cls[0]}" + ("" if cls[1] else " (idle DP rank)")
-    what = op.get("site") or op.get("boundary") or op.get("what") or op.get("compute") or ""
+    what = op_site(op) or op.get("what") or op.get("compute") or ""
     size = f" ({op['bytes']} bytes)" if op.get("bytes") is not None else ""
     return f"{who} at {op['op']} on {op['family']} [{what}]{size}"
 
@@ -194,7 +194,7 @@ def _mismatch(view: PlanView, rnd: str, a: tuple, op: dict, b: tuple, other: dic
     idle = not a[1] or not b[1]
     fix = ("idle DP ranks must run every forward and collective as dummy passes (sync.idle_ranks: dummy)"
            if idle else "give every member of the group the same ops in the same order")
-    return Finding("ERROR", op.get("site"), None, op["family"], (), rnd,
+    return Finding("ERROR", op_site(op), None, op["family"], (), rnd,
                    view.line("sync.idle_ranks") if idle else view.line("pipeline.relay"),
                    f"members of one {op['family']} group disagree: {_describe(a, op)} while "
                    f"{_describe(b, other)}; the collective mismatches and hangs", fix)
@@ -206,3 +206,10 @@ def _deadlock(view: PlanView, programs: dict, pos: dict) -> Finding:
     return Finding("ERROR", None, None, None, (), rnd, view.line("pipeline.relay"),
                    "deadlock: no collective can complete: " + "; ".join(waiting),
                    "order the collectives the same way on every member of each group")
+
+
+def op_site(op: dict) -> str | None:
+    """The site(s) an op serves: a relay names one site, a fused boundary several."""
+    if op.get("site"):
+        return op["site"]
+    return ",".join(op["sites"]) if op.get("sites") else None
