@@ -43,6 +43,7 @@ def run(sim_dir: Path, rank: int) -> dict:
     e = Engine(rt, sim)
     rounds.startup(e)
     rounds.prefill(e)
+    e.timers.clear()  # the report's phases are the decode rounds'
     started = time.perf_counter()
     for r in range(1, sim.rounds + 1):
         if sim.inject == "kill" and rank == sim.kill_rank and r == sim.kill_round:
