@@ -20,16 +20,7 @@ SHOW_RANKS = 64
 
 
 def explain_data(spec: Spec, mesh: Mesh) -> dict[str, Any]:
-    coords = mesh.coords
-    axes = list(coords)
-    ranks = []
-    for rank in range(mesh.world_size):
-        node, local = mesh.node(rank)
-        row = {"rank": rank, "node": node, "local_rank": local}
-        for axis in axes:
-            row[axis] = coords[axis][rank]
-        row["replica"] = mesh.replica_of[rank]
-        ranks.append(row)
+    ranks = _rank_rows(mesh)
     s = spec.speculative
     return {
         "name": spec.name,
@@ -50,6 +41,16 @@ def explain_data(spec: Spec, mesh: Mesh) -> dict[str, Any]:
                         "num_draft_tokens": s.verify_width, "sampling": s.sampling,
                         "taps": list(s.taps(spec.model.num_layers))},
     }
+
+
+def _rank_rows(mesh: Mesh) -> list[dict[str, int]]:
+    """One row per rank; built column-wise, as 65,536 ranks x a dozen keys add up."""
+    coords = mesh.coords
+    world, per_node = mesh.world_size, mesh.gpus_per_node
+    keys = ("rank", "node", "local_rank", *coords, "replica")
+    columns = (range(world), (r // per_node for r in range(world)), (r % per_node for r in range(world)),
+               *coords.values(), mesh.replica_of)
+    return [dict(zip(keys, values)) for values in zip(*columns)]
 
 
 def render(data: dict[str, Any], console: Console, rank: int | None = None) -> None:
