@@ -81,15 +81,14 @@ def explain(spec: str, rank: int | None, as_json: bool, picture: str | None, fmt
     if picture and not out:
         raise click.UsageError("--picture needs -o/--out FILE")
     from specplan.errors import Diagnostic, SpecError
-    from specplan.explain import explain_data, render
-    from specplan.mesh import build_mesh
     from specplan.schema import load_spec
 
+    loaded = load_spec(spec)  # bad input fails here, before the planner is even imported
+    from specplan.explain import explain_data, render
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
     from specplan.round_view import render_round, round_data
 
-    loaded = load_spec(spec)
     planning = run_passes(loaded)
     mesh = planning.mesh
     if rank is not None and not 0 <= rank < mesh.world_size:
@@ -196,63 +195,6 @@ def schema() -> None:
     from specplan.schema.reference import schema_text
 
     sys.stdout.write(schema_text())
-
-
-@main.command(name="export")
-@click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
-              help="Engine to launch on (default: the spec's; the other translates the layout).")
-@user_errors
-def export_(spec: str, engine: str | None) -> None:
-    """Print the command line and environment that run SPEC on an engine.
-
-    Exit 3 naming the reason when the engine cannot run the spec.
-
-    Example: specplan export specs/deepseek-v4-dspark-tp8-dp8.yaml --engine sglang
-    """
-    from specplan.ecosystem.export import export, render
-    from specplan.ecosystem.translate import Refusal
-    from specplan.schema import load_spec
-
-    try:
-        launch = export(load_spec(spec), engine)
-    except Refusal as exc:
-        click.echo(f"specplan export: {exc}", err=True)
-        sys.exit(EXIT_FOUND_PROBLEM)
-    click.echo(render(launch), nl=False)
-
-
-@main.command(name="import", context_settings={"ignore_unknown_options": True})
-@click.option("--engine", type=click.Choice(["sglang", "vllm"]), required=True,
-              help="The engine the launch line starts.")
-@click.option("-f", "--file", "script", type=click.Path(dir_okay=False), default=None,
-              help="Read the launch line from a shell script (e.g. `specplan export` output).")
-@click.option("--base", type=click.Path(dir_okay=False), default=None,
-              help="Spec giving what a launch line cannot: model shape, sampling, runtime.")
-@click.option("--model-config", type=click.Path(dir_okay=False), default=None,
-              help="The target's config.json, for the model shape.")
-@click.option("--name", default=None, help="Spec name (default: the base's or the model's).")
-@click.option("-o", "--out", type=click.Path(dir_okay=False), default=None,
-              help="Write the YAML here (atomically) instead of stdout.")
-@click.argument("line", nargs=-1, type=click.UNPROCESSED)
-@user_errors
-def import_(engine: str, script: str | None, base: str | None, model_config: str | None,
-            name: str | None, out: str | None, line: tuple[str, ...]) -> None:
-    """Read an engine launch line (and its SGLANG_* / VLLM_* environment) into a spec YAML.
-
-    Example: specplan import --engine vllm -- vllm serve meta-llama/Llama-3.2-1B -tp 2
-    """
-    import os
-
-    from specplan.ecosystem.import_cli import run_import
-
-    code, text, messages = run_import(engine, list(line), dict(os.environ), script, base,
-                                      model_config, name, out)
-    for message in messages:
-        click.echo(message, err=True)
-    if text:
-        click.echo(text, nl=False)
-    sys.exit(code)
 
 
 @main.command(name="export")

@@ -18,8 +18,10 @@ IDLE_SKIPS = ("forward", "all_to_all", "all_gather")
 
 def run(p: Planning) -> None:
     classes = []
+    order = p.graph.topological()  # once: every stage's program is a filter of this order
     for s in range(p.pp):
-        program = {rnd: _program(p, rnd, s) for rnd in ("startup", "prefill", "decode")}
+        mine = [n for n in order if n.stage == s]
+        program = {rnd: _program(p, rnd, s, mine) for rnd in ("startup", "prefill", "decode")}
         entry = {"id": s, "rule": {"pp": s}, "program": program}
         if p.graph.sections["dp_agreement"] and p.choices.idle_ranks == "skip":
             # An idle DP rank that skips its forwards also skips every collective inside them.
@@ -30,12 +32,12 @@ def run(p: Planning) -> None:
     p.graph.sections["in_flight"] = p.pp
 
 
-def _program(p: Planning, rnd: str, stage: int) -> list[dict]:
+def _program(p: Planning, rnd: str, stage: int, nodes: list) -> list[dict]:
     sites, boundaries = p.graph.sections["sites"], p.graph.sections["boundaries"]
     ops: list[dict] = []
     seen: set[int] = set()
-    for node in p.graph.topological():
-        if node.round != rnd or node.stage != stage:
+    for node in nodes:
+        if node.round != rnd:
             continue
         if node.kind == "compute":
             ops.extend(_compute_ops(p, node))

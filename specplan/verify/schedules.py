@@ -10,6 +10,8 @@ DP-attention an idle DP rank that skips work is its own class on the same stage.
 
 from __future__ import annotations
 
+from collections import deque
+
 from specplan.verify.findings import Finding
 from specplan.verify.model import PlanView
 
@@ -141,46 +143,66 @@ def _partners(view: PlanView, programs: dict, cls: tuple, family: str, cache: di
 
 
 def _simulate(view: PlanView, programs: dict) -> list[Finding]:
+    """Run every class until it blocks; a collective completes when all its partners wait on it.
+
+    Event-driven: a class that blocks registers under its collective's key (family and the
+    partner classes, or the sender/receiver pair of a p2p op); the last arrival checks the
+    signatures and releases everyone. Linear in ops times partners.
+    """
     pos = {c: 0 for c in programs}
     cache: dict = {}
-    while True:
-        moved = False
-        for cls in programs:
-            if pos[cls] >= len(programs[cls]):
-                continue
-            rnd, op = programs[cls][pos[cls]]
-            if op["op"] in P2P:
-                peer = (op["peer_member"], cls[1])
-                if peer not in programs:
-                    peer = (op["peer_member"], True)
-                want = "recv" if op["op"] == "send" else "send"
-                if pos[peer] < len(programs[peer]):
-                    prnd, pop = programs[peer][pos[peer]]
-                    if pop["op"] == want and pop["peer_member"] == cls[0]:
-                        if _p2p_payload(pop) != _p2p_payload(op):
-                            return [_mismatch(view, rnd, cls, op, peer, pop)]
-                        pos[cls] += 1
-                        pos[peer] += 1
-                        moved = True
-                continue
-            partners = _partners(view, programs, cls, op["family"], cache)
-            heads = {p: programs[p][pos[p]] if pos[p] < len(programs[p]) else None for p in partners}
-            if any(h is None for h in heads.values()):
-                continue
-            on_family = {p: h for p, h in heads.items() if h[1]["family"] == op["family"]
-                         and h[1]["op"] not in P2P}
-            if len(on_family) < len(partners):
-                continue
-            for p, (prnd, pop) in on_family.items():
-                if _signature(pop) != _signature(op):
-                    return [_mismatch(view, rnd, cls, op, p, pop)]
-            for p in partners:
-                pos[p] += 1
-            moved = True
-        if all(pos[c] >= len(programs[c]) for c in programs):
-            return []
-        if not moved:
-            return [_deadlock(view, programs, pos)]
+    waiting: dict[tuple, dict] = {}
+    ready = deque(programs)
+    while ready:
+        cls = ready.popleft()
+        if pos[cls] >= len(programs[cls]):
+            continue
+        rnd, op = programs[cls][pos[cls]]
+        key, partners = _meet(view, programs, cls, op, cache)
+        arrived = waiting.setdefault(key, {})
+        arrived[cls] = op
+        if len(arrived) < len(partners):
+            continue
+        del waiting[key]
+        bad = _first_mismatch(arrived)
+        if bad is not None:
+            ref, other = bad
+            return [_mismatch(view, rnd, ref, arrived[ref], other, arrived[other])]
+        for p in partners:
+            pos[p] += 1
+            ready.append(p)
+    if all(pos[c] >= len(programs[c]) for c in programs):
+        return []
+    return [_deadlock(view, programs, pos)]
+
+
+def _meet(view: PlanView, programs: dict, cls: tuple, op: dict, cache: dict) -> tuple[tuple, list]:
+    """The key under which `op` meets its partners, and those partners (cls included)."""
+    if op["op"] in P2P:
+        peer = (op["peer_member"], cls[1])
+        if peer not in programs:
+            peer = (op["peer_member"], True)
+        pair = (cls, peer) if op["op"] == "send" else (peer, cls)
+        return ("p2p",) + pair, [cls, peer]
+    partners = _partners(view, programs, cls, op["family"], cache)
+    return ("coll", op["family"], tuple(partners)), partners
+
+
+def _first_mismatch(arrived: dict) -> tuple[tuple, tuple] | None:
+    """(reference class, differing class), the reference being the lowest class, or None."""
+    ref, *others = sorted(arrived)
+    op = arrived[ref]
+    if op["op"] in P2P:
+        if not others:
+            return None
+        pop = arrived[others[0]]
+        paired = {op["op"], pop["op"]} == {"send", "recv"}
+        return None if paired and _p2p_payload(pop) == _p2p_payload(op) else (ref, others[0])
+    for other in others:
+        pop = arrived[other]
+        if pop["op"] in P2P or _signature(pop) != _signature(op):
+            return ref, other
+    return None
 
 
 def _describe(cls: tuple, op: dict) -> str:
