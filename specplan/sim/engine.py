@@ -70,7 +70,7 @@ class Engine:
         self.first, self.last = self.stage == 0, self.stage == self.num_stages - 1
         self.pp_ranks = rt.ranks["pp"]
         self.comm = Comm(rt)
-        dp_attn = bool(p["derived"].get("attn_dp", 1) > 1) if isinstance(p.get("derived"), dict) else False
+        dp_attn = (p.get("derived") or {}).get("attn_dp", 1) > 1
         self.shard = make_shard(rt, self.comm, dp_attn)
         self.w = init_weights(self.cfg)
         self.head = Head(self.w, standalone=self.method == "standalone")
@@ -199,9 +199,8 @@ class Engine:
 
     def sources(self) -> set[int]:
         """Each replica's source: the first rank of the replica on the last stage."""
-        fam = self.view.families["replica"]
-        return {max(g, key=lambda r: (self.view.stage_of(r), -r)) for g in fam.groups()} \
-            if self.num_stages > 1 else {g[0] for g in fam.groups()}
+        groups = self.view.families["replica"].groups()
+        return {max(g, key=lambda r: (self.view.stage_of(r), -r)) for g in groups}
 
     def drafter_ctx(self, hidden: torch.Tensor, taps: torch.Tensor) -> torch.Tensor:
         return taps if self.cfg.taps else hidden
