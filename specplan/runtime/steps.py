@@ -1,0 +1,102 @@
+"""The steps a generated runtime module calls: one plain function per node of a round program.
+
+`specplan compile` lowers each rank class's round program to a torch.fx graph whose
+call_function nodes are these functions, with the plan's constants (boundary ids, families,
+source members, packed layouts) baked in as arguments; the emitted `runtime_<name>.py` calls
+them by name. Each takes the bound `Runtime` first and the engine's local decisions as keyword
+arguments (None where this rank holds none: a converge's non-source members, a relay's earlier
+stages), and returns a fresh dict of decision -> tensor, so a graph's edges show which
+decision feeds which collective. The layout arguments describe what the plan fixed; the
+fingerprint check at the head of every program guarantees the bound plan is that plan.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from specplan.runtime.errors import CollectiveTimeout, FingerprintMismatch
+from specplan.runtime.kernels import finalize_accept
+from specplan.runtime.runtime import Accepted, _eagle_commit
+
+Fields = tuple[tuple[str, str, str, int, int], ...]  # (site, decision, dtype, offset, bytes)
+
+
+def check_plan(rt, fingerprint: str) -> None:
+    """Refuse a Runtime bound to another plan than the one a module was generated from."""
+    if rt.plan.fingerprint == fingerprint:
+        return
+    raise FingerprintMismatch(
+        f"runtime module generated for plan fingerprint {fingerprint} but rank {rt.rank} bound "
+        f"plan {rt.plan.name} with fingerprint {rt.plan.fingerprint}; re-run `specplan compile` "
+        f"and import the runtime module written beside that plan.json")
+
+
+def converge_boundary(rt, boundary: int, *, round: int, live_rows: int, op: str, family: str,
+                      source_member: int, fields: Fields, **values) -> dict:
+    """One fused converge: every member of this rank's `family` group gets the source's values."""
+    del op, family, source_member, fields  # fixed by the plan; shown in the graph
+    return rt.converge(boundary, _held(values), round=round, live_rows=live_rows)
+
+
+def relay_site(rt, site: str, *, round: int, live_rows: int, mode: str, family: str,
+               source_member: int, fields: Fields, **values) -> dict:
+    """Carry a last-stage site's decisions to the earlier stages (only the last stage sends)."""
+    del mode, source_member, fields
+    last = rt.ranks[family][-1]
+    return rt.relay(site, _held(values) if rt.rank == last else None, round=round, live_rows=live_rows)
+
+
+def exchange_token_counts(rt, counts: torch.Tensor | None, *, round: int, op: str, family: str,
+                          ints_per_rank: int) -> torch.Tensor:
+    """DP-attention's token-count exchange: [group size, ints_per_rank] int32 on every member.
+
+    An idle DP rank passes None and sends zeros (the dummy pass every member must still run).
+    """
+    group, ranks = rt.groups[family], rt.ranks[family]
+    mine = torch.zeros(ints_per_rank, dtype=torch.int32, device=rt.device)
+    if counts is not None:
+        mine.copy_(counts.reshape(-1).to(mine))
+    out = torch.zeros(len(ranks), ints_per_rank, dtype=torch.int32, device=rt.device)
+    if op == "all_gather":
+        work = dist.all_gather(list(out.unbind(0)), mine, group=group, async_op=True)
+    else:  # all_reduce: each member writes its own row of a zeroed table
+        out[ranks.index(rt.rank)] = mine
+        work = dist.all_reduce(out, group=group, async_op=True)
+    _wait(rt, work, f"dp_token_counts ({op} over {family} {ranks}) at round {round}")
+    return out
+
+
+def finalize(rt, site: str, *, live_rows: int, prefix_lens: torch.Tensor | None,
+             draft_tokens: torch.Tensor | None = None, **decisions):
+    """What an accept site commits, from converged decisions only (`Runtime.accept` without
+    the converge, which the program already ran); None when the engine passed no prefix_lens."""
+    if prefix_lens is None:
+        return None
+    prefix = prefix_lens[:live_rows].to(rt.device, torch.int32)
+    by_prefix = {k.rsplit("_", 1)[0] if k.endswith(("_greedy", "_sample")) else k: v
+                 for k, v in decisions.items()}
+    if "num_correct_drafts" in by_prefix:
+        return _eagle_commit(decisions, by_prefix, prefix)
+    if draft_tokens is None:
+        raise ValueError(f"{site}: finalizing a chain accept needs this round's draft_tokens")
+    correct = by_prefix.get("correct_len", by_prefix.get("accept_len"))
+    commit, seq, trim, out = finalize_accept(correct, by_prefix["bonus"], prefix,
+                                             draft_tokens[:live_rows].to(rt.device))
+    return Accepted(decisions, commit, seq, out, by_prefix.get("cap_trim_lens", trim))
+
+
+def _held(values: dict) -> dict | None:
+    held = {k: v for k, v in values.items() if v is not None}
+    return held or None
+
+
+def _wait(rt, work, what: str) -> None:
+    try:
+        done = work.wait(timeout=rt.timeout)
+    except RuntimeError as exc:
+        raise CollectiveTimeout(f"{what} did not complete within {rt.plan.timeout_s:g}s or a "
+                                f"peer failed (this is rank {rt.rank}): "
+                                f"{str(exc).splitlines()[0]}") from exc
+    if done is False:
+        raise CollectiveTimeout(f"{what} timed out after {rt.plan.timeout_s:g}s (rank {rt.rank})")
