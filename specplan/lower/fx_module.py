@@ -1,0 +1,203 @@
+"""Lowering, torch half: each rank class's round programs as torch.fx graphs, emitted as a module.
+
+`build_graph(plan, stage, kind)` turns one program of plan.json's `rank_classes` (the startup,
+prefill or decode round of one pipeline stage) into a `torch.fx.GraphModule`: placeholders
+`rt`, `round_`, `live_rows` and one per decision the engine hands in (by decision name,
+default None), then one call_function node per planned collective, in program order, calling
+`specplan.runtime.steps` with the plan's constants as arguments (boundary ids, families,
+source members, packed layouts), and a `finalize` node after the collective that completes an
+accept site. Forwards and stage handoffs stay the engine's: an engine composes them in by
+splitting or wrapping the graph. `render_module(plan)` emits every graph's code with jinja2
+as one module; `write_runtime_module` writes it beside plan.json. Same plan, same bytes.
+
+Imported only by the torch half of `specplan compile`, after plan.json is written.
+"""
+
+from __future__ import annotations
+
+import operator
+import pprint
+import re
+from pathlib import Path
+
+import jinja2
+import torch
+import torch.fx
+
+from specplan.runtime import steps
+from specplan.runtime.plan_view import Boundary, PlanView
+
+ROUND_KINDS = ("startup", "prefill", "decode")
+PARAMS = ("rt", "round_", "live_rows")
+STEPS = ("check_plan", "converge_boundary", "relay_site", "exchange_token_counts", "finalize")
+_UNUSED = re.compile(r";  (?:\w+ = )+None$", re.M)  # fx frees dead values; noise in a module
+
+
+class _Builder:
+    """Builds one program's graph; `held` maps each decision to the node that holds it now."""
+
+    def __init__(self, view: PlanView, stage: int, kind: str):
+        self.view, self.stage, self.kind = view, stage, kind
+        self.graph = torch.fx.Graph()
+        self.rt, self.round, self.live = (self.graph.placeholder(p) for p in PARAMS)
+        self.last_input = self.live
+        self.held: dict[str, torch.fx.Node] = {}
+        self.out: dict[str, torch.fx.Node] = {}
+
+    def value(self, name: str) -> torch.fx.Node:
+        """The node holding `name` now: a collective's output, else the engine's input."""
+        if name in self.held:
+            return self.held[name]
+        with self.graph.inserting_after(self.last_input):
+            node = self.last_input = self.graph.placeholder(name, default_value=None)
+        self.held[name] = node
+        return node
+
+    def call(self, fn, args: tuple, kwargs: dict, name: str) -> torch.fx.Node:
+        return self.graph.create_node("call_function", fn, args, kwargs, name=name)
+
+    def take(self, node: torch.fx.Node, decisions) -> None:
+        for d in decisions:
+            self.held[d] = self.out[d] = self.call(operator.getitem, (node, d), {}, d)
+
+    def collective(self, fn, key, b: Boundary, name: str, **consts) -> None:
+        kwargs = dict(round=self.round, live_rows=self.live, **consts, family=b.family,
+                      source_member=b.source_member, fields=_fields(b))
+        kwargs.update({d: self.value(d) for d in b.decisions})
+        self.take(self.call(fn, (self.rt, key), kwargs, name), b.decisions)
+
+    def token_counts(self, op: dict) -> None:
+        ints = op["bytes"] // 4 // self.view.families[op["family"]].group_size
+        kwargs = dict(round=self.round, op=op["op"], family=op["family"], ints_per_rank=ints)
+        counts = self.value("token_counts")
+        self.held["token_counts"] = self.out["token_counts"] = self.call(
+            steps.exchange_token_counts, (self.rt, counts), kwargs, "token_counts")
+
+    def finalize(self, site: dict) -> None:
+        names = [d["name"] for d in site["decisions"]]
+        kwargs = dict(live_rows=self.live, prefix_lens=self.value("prefix_lens"))
+        if "num_correct_drafts" not in names:
+            kwargs["draft_tokens"] = self.value("draft_tokens")
+        kwargs.update({d: self.value(d) for d in names})
+        assert "accepted" not in self.out, f"two accept sites in stage {self.stage} {self.kind}"
+        self.out["accepted"] = self.call(steps.finalize, (self.rt, site["name"]), kwargs,
+                                         f"finalize_{site['name']}")
+
+
+def program_ops(view: PlanView, stage: int, kind: str) -> list[tuple[str, object]]:
+    """The collectives of one program in plan order (the plan_view reading of rank_classes)."""
+    return view.program(stage, kind)
+
+
+def build_graph(plan, stage: int, kind: str) -> torch.fx.GraphModule:
+    """One round kind of one pipeline stage as a GraphModule (an empty root module)."""
+    view = plan if isinstance(plan, PlanView) else PlanView(plan)
+    bld = _Builder(view, stage, kind)
+    bld.call(steps.check_plan, (bld.rt, view.fingerprint), {}, "plan_checked")
+    ops = program_ops(view, stage, kind)
+    finals = _accept_points(view, ops)
+    for i, (what, key) in enumerate(ops):
+        if what == "boundary":
+            b = view.boundaries[key]
+            bld.collective(steps.converge_boundary, b.id, b, f"b{b.id}_{b.sites[0]}", op=b.op)
+        elif what == "relay":
+            r = view.relay_of(key)
+            bld.collective(steps.relay_site, key, r, f"relay_{key}", mode=r.op)
+        else:
+            bld.token_counts(key)
+        for site in finals.get(i, ()):
+            bld.finalize(view.sites[site])
+    bld.graph.output(bld.out)
+    bld.graph.lint()
+    clash = [n.name for n in bld.graph.nodes if n.name in STEPS]
+    assert not clash, f"node names {clash} would shadow the steps the module imports"
+    return torch.fx.GraphModule(torch.nn.Module(), bld.graph, class_name=f"Stage{stage}{kind.title()}")
+
+
+def build_graphs(plan) -> dict[tuple[int, str], torch.fx.GraphModule]:
+    """Every (stage, round kind) program of the plan, stages in order."""
+    view = plan if isinstance(plan, PlanView) else PlanView(plan)
+    stages = sorted(c["rule"].get("pp", 0) for c in view.raw["rank_classes"])
+    return {(s, k): build_graph(view, s, k) for s in stages for k in ROUND_KINDS}
+
+
+def _accept_points(view: PlanView, ops) -> dict[int, list[str]]:
+    """op index -> accept sites whose decisions this stage holds completely after that op."""
+    last: dict[str, int] = {}
+    for i, (what, key) in enumerate(ops):
+        sites = view.boundaries[key].sites if what == "boundary" else (key,) if what == "relay" else ()
+        for s in sites:
+            if view.sites[s]["phase"] == "accept":
+                last[s] = i
+    points: dict[int, list[str]] = {}
+    for site, i in last.items():
+        points.setdefault(i, []).append(site)
+    return points
+
+
+def _fields(b: Boundary) -> tuple:
+    return tuple((f.site, f.decision, f.dtype, f.offset, f.bytes) for f in b.fields)
+
+
+def function_source(gm: torch.fx.GraphModule, name: str, doc: str) -> str:
+    """The graph's generated Python as a plain module-level function calling steps by name."""
+    code = gm.graph.python_code(root_module="self")
+    src = code.src
+    for glob, obj in sorted(code.globals.items()):
+        if getattr(obj, "__module__", None) == steps.__name__:
+            src = re.sub(rf"\b{glob}\b", obj.__name__, src)
+    src = _UNUSED.sub("", src.strip())
+    head, body = src.split("\n", 1)
+    params = head[len("def forward(self, "):-len("):")].replace(" = None", "=None")
+    assert head.startswith("def forward(self, "), head
+    return f'def {name}({params}):\n    """{doc}"""\n{body.rstrip()}\n'
+
+
+def module_name(plan: dict) -> str:
+    return "runtime_" + re.sub(r"\W", "_", plan["name"])
+
+
+def render_module(plan: dict) -> str:
+    """The runtime module's source: constants, one function per (stage, round kind), lookups."""
+    view = PlanView(plan)
+    programs = []
+    for (stage, kind), gm in build_graphs(view).items():
+        name = f"stage{stage}_{kind}"
+        ops = program_ops(view, stage, kind)
+        doc = f"The {kind} round of pipeline stage {stage}: {_describe(view, ops)}."
+        inputs = [n.name for n in gm.graph.nodes if n.op == "placeholder"][len(PARAMS):]
+        programs.append({"stage": stage, "kind": kind, "name": name, "inputs": repr(tuple(inputs)),
+                         "source": function_source(gm, name, doc)})
+    env = jinja2.Environment(loader=jinja2.PackageLoader("specplan.lower", "templates"),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("runtime_module.py.j2").render(
+        plan=plan, module=module_name(plan), programs=programs, steps=STEPS, literal=_literal,
+        families=[f["name"] for f in plan["families"]], relays=plan["pipeline"]["relay"]["sites"])
+
+
+def _describe(view: PlanView, ops) -> str:
+    if not ops:
+        return "no collective"
+    parts = []
+    for what, key in ops:
+        if what == "boundary":
+            parts.append(f"boundary {key} ({view.boundaries[key].label})")
+        else:
+            parts.append(f"relay {key}" if what == "relay" else "the dp token counts")
+    return ", ".join(parts)
+
+
+def _literal(obj) -> str:
+    return pprint.pformat(obj, width=100, sort_dicts=False)
+
+
+def write_runtime_module(plan: dict, out_dir: str | Path) -> Path:
+    """Write runtime_<name>.py atomically beside plan.json; returns its path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{module_name(plan)}.py"
+    tmp = out / f".{path.name}.tmp"
+    tmp.write_text(render_module(plan))
+    tmp.replace(path)
+    return path
