@@ -31,6 +31,7 @@ ROUND_KINDS = ("startup", "prefill", "decode")
 PARAMS = ("rt", "round_", "live_rows")
 STEPS = ("check_plan", "converge_boundary", "relay_site", "exchange_token_counts", "finalize")
 _UNUSED = re.compile(r";  (?:\w+ = )+None$", re.M)  # fx frees dead values; noise in a module
+_KWARG = re.compile(r"\b(\w+) = ")
 
 
 class _Builder:
@@ -148,9 +149,16 @@ def function_source(gm: torch.fx.GraphModule, name: str, doc: str) -> str:
             src = re.sub(rf"\b{glob}\b", obj.__name__, src)
     src = _UNUSED.sub("", src.strip())
     head, body = src.split("\n", 1)
+    body = "\n".join(_tidy(line) for line in body.splitlines())
     params = head[len("def forward(self, "):-len("):")].replace(" = None", "=None")
     assert head.startswith("def forward(self, "), head
     return f'def {name}({params}):\n    """{doc}"""\n{body.rstrip()}\n'
+
+
+def _tidy(line: str) -> str:
+    """PEP 8 keyword arguments: `f(a, k = v)` -> `f(a, k=v)` (fx spaces them like assignments)."""
+    target, eq, value = line.partition(" = ")
+    return target + eq + _KWARG.sub(r"\1=", value) if eq else line
 
 
 def module_name(plan: dict) -> str:

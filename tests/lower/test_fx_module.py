@@ -148,7 +148,7 @@ def launch(world: int, *args, timeout: float = 90):
     return reap(procs, timeout)
 
 
-@pytest.mark.parametrize("text, world", SPECS[:3])
+@pytest.mark.parametrize("text, world", SPECS)
 def test_generated_programs_converge_to_the_sources_values_on_gloo(tmp_path, text, world):
     plan, path, _ = compile_cli(tmp_path, text)
     results = launch(world, path.parent, path.stem, path.parent / "plan.json", 2)
