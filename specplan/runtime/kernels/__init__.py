@@ -15,12 +15,14 @@ Public functions:
 - :func:`tree_sample_target_only` - SGLang's target-only tree sampling (coins as inputs).
 - :func:`build_tree` - parent lists -> retrieve lists, positions, tree mask.
 - :func:`finalize_accept` - commit/seq/cap-trim lengths and out tokens (DSpark).
-- :func:`pack_fused` / :func:`unpack_fused` - one byte buffer for a fused converge.
+- :func:`pack_fused` / :func:`unpack_fused` - one byte buffer for a fused converge;
+  :class:`FusedLayout` - the same layout prepared once (checked once, views made once).
 """
 
 from specplan.runtime.kernels.build_tree import build_tree, build_tree_torch
 from specplan.runtime.kernels.finalize_accept import finalize_accept, finalize_accept_torch
 from specplan.runtime.kernels.fused_buffer import (
+    FusedLayout,
     pack_fused,
     pack_fused_torch,
     unpack_fused,
@@ -38,6 +40,7 @@ from specplan.runtime.kernels.verify_tree_greedy import (
 )
 
 __all__ = [
+    "FusedLayout",
     "build_tree",
     "build_tree_torch",
     "finalize_accept",

@@ -10,6 +10,11 @@ offset and the buffer's capacity (at max_batch), the runtime packs, sends once, 
 - :func:`unpack_fused` returns, per ``(dtype, shape, offset)`` spec, a view of the buffer
   (``copy=False``, no launch) or a fresh tensor filled by one launch of the same copy kernel
   (``copy=True``).
+- Both check the layout on every call; ``check=False`` skips that for a layout checked before.
+- :class:`FusedLayout` is a layout prepared once for one buffer (checked once, typed views of
+  every field made once): ``pack(tensors)`` is one ``copy_`` per field on a CPU (one Triton
+  launch on CUDA), ``unpack()`` returns the views, ``unpack(copy=True)`` one private copy. This
+  is what a hot path (the runtime's converges) should hold.
 
 Offsets must be multiples of the field's element size (so views are legal) and fields may
 not overlap or run past the buffer's capacity.
@@ -106,9 +111,14 @@ def pack_fused_triton(buffer, tensors, offsets):
 
 
 def pack_fused(buffer: torch.Tensor, tensors: Sequence[torch.Tensor], offsets: Sequence[int],
-               *, impl="auto") -> torch.Tensor:
-    """Copy each tensor's bytes into ``buffer`` (uint8 [capacity]) at its byte offset; return buffer."""
-    _pack_fields(buffer, tensors, offsets)
+               *, impl="auto", check=True) -> torch.Tensor:
+    """Copy each tensor's bytes into ``buffer`` (uint8 [capacity]) at its byte offset; return buffer.
+
+    ``check=False`` skips the layout checks (alignment, overlap, capacity, device): only for a
+    layout already checked once, e.g. by :class:`FusedLayout`.
+    """
+    if check:
+        _pack_fields(buffer, tensors, offsets)
     if resolve_impl(impl, buffer) == "triton":
         return pack_fused_triton(buffer, tensors, [int(o) for o in offsets])
     return pack_fused_torch(buffer, tensors, [int(o) for o in offsets])
@@ -133,7 +143,7 @@ def unpack_fused_triton(buffer, specs):
     return out
 
 
-def unpack_fused(buffer: torch.Tensor, specs, *, copy=False, impl="auto") -> list[torch.Tensor]:
+def unpack_fused(buffer: torch.Tensor, specs, *, copy=False, impl="auto", check=True) -> list[torch.Tensor]:
     """Read fields back from a packed buffer.
 
     Args:
@@ -141,9 +151,70 @@ def unpack_fused(buffer: torch.Tensor, specs, *, copy=False, impl="auto") -> lis
         specs: (dtype, shape, byte offset) per field.
         copy: False returns views into ``buffer`` (no kernel); True returns fresh tensors.
         impl: "auto" | "triton" | "torch" (matters only with copy=True).
+        check: False skips the layout checks (a layout checked before).
     """
     specs = [(dtype, tuple(shape), int(off)) for dtype, shape, off in specs]
-    _check_fields(buffer, [(d, _nbytes(d, s), o, f"field {i}") for i, (d, s, o) in enumerate(specs)])
+    if check:
+        _check_fields(buffer, [(d, _nbytes(d, s), o, f"field {i}") for i, (d, s, o) in enumerate(specs)])
     if copy and resolve_impl(impl, buffer) == "triton":
         return unpack_fused_triton(buffer, specs)
     return unpack_fused_torch(buffer, specs, copy)
+
+
+class FusedLayout:
+    """A packed layout over one buffer, checked once; packing and unpacking without per-call checks.
+
+    ``specs`` are ``(dtype, shape, byte offset)`` per field, checked like :func:`unpack_fused`
+    checks them. The typed, shaped view of every field into ``buffer`` is made here, once:
+
+    - ``pack(tensors)``: torch path (a CPU buffer, or ``impl="torch"``): one ``copy_`` per
+      field into its view; Triton path (CUDA, or ``impl="triton"``): one launch for all fields.
+      Each tensor must have its field's dtype and shape (``check=False`` skips that test too).
+    - ``unpack()``: the views themselves (no copy: the next pack overwrites them).
+    - ``unpack(copy=True)``: fresh tensors; torch path: one ``clone`` per field view (cheaper
+      on a CPU than one clone of the span re-viewed per field); Triton path: one launch.
+
+    Bytes of the buffer outside the fields (a guard header) are never touched.
+    """
+
+    def __init__(self, buffer: torch.Tensor, specs, *, impl="auto"):
+        specs = [(dtype, tuple(int(d) for d in shape), int(off)) for dtype, shape, off in specs]
+        sizes = [_nbytes(d, s) for d, s, _ in specs]
+        _check_fields(buffer, [(d, n, o, f"field {i}") for i, ((d, _, o), n) in enumerate(zip(specs, sizes))])
+        self.buffer, self.specs = buffer, specs
+        self.impl = resolve_impl(impl, buffer)
+        self.views = [buffer[o: o + n].view(d).view(s) for (d, s, o), n in zip(specs, sizes)]
+        self.dtypes = tuple(d for d, _, _ in specs)
+        self.shapes = tuple(torch.Size(s) for _, s, _ in specs)
+        self.nbytes = tuple(sizes)
+        self._dst = [(v, n) for v, n in zip(self.views, sizes)]
+
+    def _check(self, tensors) -> None:
+        if len(tensors) != len(self.views):
+            raise ValueError(f"{len(tensors)} tensors for a layout of {len(self.views)} fields")
+        for i, (t, d, s) in enumerate(zip(tensors, self.dtypes, self.shapes)):
+            if t.dtype != d or t.shape != s:
+                raise ValueError(f"field {i}: expected {d} {list(s)}, found {t.dtype} {list(t.shape)}")
+            if self.impl == "triton" and t.device != self.buffer.device:
+                raise ValueError(f"field {i}: tensors must be on the buffer's device "
+                                 f"{self.buffer.device}, found {t.device}")
+
+    def pack(self, tensors: Sequence[torch.Tensor], *, check=True) -> torch.Tensor:
+        """Copy every tensor into its field of the buffer; returns the buffer."""
+        if check:
+            self._check(tensors)
+        if self.impl == "triton":
+            sources = [t.contiguous() for t in tensors]  # alive until the launch is queued
+            copy_bytes_triton([(s, v, n) for s, (v, n) in zip(sources, self._dst)], self.buffer.device)
+        else:
+            for v, t in zip(self.views, tensors):
+                v.copy_(t)
+        return self.buffer
+
+    def unpack(self, *, copy=False) -> list[torch.Tensor]:
+        """The fields: views of the buffer, or (copy=True) tensors of their own."""
+        if not copy:
+            return list(self.views)
+        if self.impl == "triton":
+            return unpack_fused_triton(self.buffer, self.specs)
+        return [v.clone() for v in self.views]
