@@ -1,10 +1,13 @@
 """The Runtime an engine holds: fused converges with guard headers, relays, probe, accept.
 
-One preallocated uint8 buffer per family (the largest guarded collective of the family), so
-every buffer of one group has one size. A converge packs the header and the live rows of every
-decision of its boundary with one `pack_fused` (its Triton launch on CUDA, its torch reference
-on a CPU; layouts are checked once at bind, not per call), runs one collective, checks the
-header and unpacks views of one private copy of the buffer. Collectives run async and are waited on with
+One preallocated uint8 buffer per family (the largest guarded collective of the family), and
+every guarded collective of the family sends all of it, so every buffer of one group has one
+size. Everything a converge needs that does not change per call is prepared at bind, per
+boundary: its group and source, its expected guard header (id and fingerprint written once),
+and per live-rows count a `FusedLayout` (typed views of every field into the buffer, checked
+once). A converge then writes the header in place, packs with one `copy_` per field (one Triton
+launch on CUDA), runs one collective, compares the header with one equality and returns views
+of one private copy of the bytes the fields span. Collectives run async and are waited on with
 `runtime.timeout_s`, so a dead or stalled peer becomes a `CollectiveTimeout`, not a hang.
 """
 
@@ -18,12 +21,10 @@ import torch.distributed as dist
 
 from specplan.runtime import binding as _bind
 from specplan.runtime.errors import CollectiveTimeout
-from specplan.runtime.guard import check_header, header_bytes, read_header
-from specplan.runtime.kernels import finalize_accept, unpack_fused
-from specplan.runtime.kernels.fused_buffer import (pack_fused_torch, pack_fused_triton,
-                                                   unpack_fused_torch)
+from specplan.runtime.guard import GuardHeader, check_header, header_slot, read_header
+from specplan.runtime.kernels import FusedLayout, finalize_accept
 from specplan.runtime.plan_view import Boundary, PlanView
-from specplan.runtime.probe import run_probe
+from specplan.runtime.probe import ProbeState, run_probe
 from specplan.runtime.tracing import TraceWriter
 
 DTYPES = {"bool": torch.bool, "int32": torch.int32, "int64": torch.int64, "float32": torch.float32}
@@ -48,13 +49,12 @@ class Runtime:
         self.groups, self.ranks = _bind.create_groups(plan, backend)
         self.buffers = {f: torch.zeros(n, dtype=torch.uint8, device=device)
                         for f, n in plan.family_buffer_bytes().items()}
+        self._slots = {f: header_slot(buf) for f, buf in self.buffers.items()}
         self.names = {b.id: b.label for b in plan.boundaries + plan.relays}
-        self._shapes: dict[tuple[int, int], list[tuple[int, ...]]] = {}
-        # Layouts are fixed by the plan: checked once here, so the hot path packs unchecked.
-        for b in plan.boundaries + plan.relays:
-            unpack_fused(self.buffers[b.family][: b.buffer_bytes],
-                         [(DTYPES[f.dtype], f.shape, f.offset) for f in b.fields])
-        self._pack_impl = pack_fused_triton if self.device.type == "cuda" else pack_fused_torch
+        # Layouts are fixed by the plan: checked once here (at capacity), so the hot path is
+        # a few copies into views made once per boundary and live-rows count.
+        self._prep = {b.id: _Prepared(self, b) for b in plan.boundaries + plan.relays}
+        self._probe = ProbeState(self)
         self.last_round = -1  # the latest round a converge ran, for errors at close
         self.trace = TraceWriter(plan.trace_dir, self.rank, self.replica) if plan.trace_dir else None
 
@@ -100,81 +100,57 @@ class Runtime:
         return self._collective(r, values, round, live_rows)
 
     def _collective(self, b: Boundary, values, round_: int, live_rows: int) -> dict:
+        p = self._prep[b.id]
         if b.op == "all_reduce_min":
-            return self._min(b, values, round_)
-        group, ranks = self.groups[b.family], self.ranks[b.family]
-        source = ranks[b.source_member]
-        buf = self.buffers[b.family][: b.buffer_bytes]
-        expected = (b.id, live_rows, round_, self.plan.fingerprint64)
-        shapes = self._check_live(b, live_rows)
-        if self.rank == source:
-            self._pack(buf, b, values, expected, shapes)
-        work = dist.broadcast(buf, src=source, group=group, async_op=True)
+            return self._min(p, values, round_)
+        lane = p.lanes.get(live_rows) or p.lane(live_rows)
+        header = p.header
+        header.set(live_rows, round_)
+        if self.rank == p.source:
+            header.write(p.slot)
+            lane.pack(p.fit(lane, values), check=False)
+        work = dist.broadcast(p.buf, src=p.source, group=p.group, async_op=True)
         self._wait(work, b, round_)
-        if self.rank != source:
-            check_header(read_header(buf), expected, b, rank=self.rank, source=source, names=self.names)
-        return self._unpack(buf, b, shapes)
+        if self.rank != p.source and not header.matches(p.slot):
+            self._desync(p, p.source)
+        return dict(zip(p.decisions, lane.unpack(copy=True)))
 
     def _ring(self, r: Boundary, values, round_: int, live_rows: int) -> dict:
         """Stage to stage: the last stage sends to 0, stage s forwards to s + 1 (SGLang's relay)."""
-        ranks, buf = self.ranks[r.family], self.buffers[r.family][: r.buffer_bytes]
+        p = self._prep[r.id]
+        ranks, buf = p.ranks, p.buf
         me, last = ranks.index(self.rank), len(ranks) - 1
-        expected = (r.id, live_rows, round_, self.plan.fingerprint64)
-        shapes = self._check_live(r, live_rows)
+        lane = p.lanes.get(live_rows) or p.lane(live_rows)
+        p.header.set(live_rows, round_)
         if me == last:
-            self._pack(buf, r, values, expected, shapes)
+            p.header.write(p.slot)
+            lane.pack(p.fit(lane, values), check=False)
         else:
             sender = ranks[last] if me == 0 else ranks[me - 1]
-            self._wait(dist.irecv(buf, src=sender, group=self.groups[r.family]), r, round_)
-            check_header(read_header(buf), expected, r, rank=self.rank, source=sender, names=self.names)
+            self._wait(dist.irecv(buf, src=sender, group=p.group), r, round_)
+            if not p.header.matches(p.slot):
+                self._desync(p, sender)
         nxt = 0 if me == last else me + 1
         if nxt < last:
-            self._wait(dist.isend(buf, dst=ranks[nxt], group=self.groups[r.family]), r, round_)
-        return self._unpack(buf, r, shapes)
+            self._wait(dist.isend(buf, dst=ranks[nxt], group=p.group), r, round_)
+        return dict(zip(p.decisions, lane.unpack(copy=True)))
 
-    def _min(self, b: Boundary, values, round_: int) -> dict:
+    def _min(self, p: "_Prepared", values, round_: int) -> dict:
         """A MIN reduction over host values (free memory): no header, one dtype per boundary."""
+        b = p.b
         dtypes = {f.dtype for f in b.fields}
         assert len(dtypes) == 1, f"boundary {b.id}: all_reduce_min over mixed dtypes {dtypes}"
-        buf = self.buffers[b.family][: b.buffer_bytes]
-        buf.zero_()
-        shapes = [f.shape for f in b.fields]
-        self._pack_fields(buf, b, values, shapes, [], [])
-        work = dist.all_reduce(buf.view(DTYPES[dtypes.pop()]), op=dist.ReduceOp.MIN,
-                               group=self.groups[b.family], async_op=True)
+        lane = p.lanes.get(self.plan.max_batch) or p.lane(self.plan.max_batch)
+        p.buf.zero_()
+        lane.pack(p.fit(lane, values), check=False)
+        work = dist.all_reduce(p.buf.view(DTYPES[dtypes.pop()]), op=dist.ReduceOp.MIN,
+                               group=p.group, async_op=True)
         self._wait(work, b, round_)
-        return self._unpack(buf, b, shapes)
+        return dict(zip(p.decisions, lane.unpack(copy=True)))
 
-    def _check_live(self, b: Boundary, live_rows: int) -> list[tuple[int, ...]]:
-        shapes = self._shapes.get((b.id, live_rows))
-        if shapes is not None:
-            return shapes
-        if not 0 <= live_rows <= self.plan.max_batch:
-            raise ValueError(f"{b.label}: live_rows {live_rows} is outside 0 .. max_batch "
-                             f"{self.plan.max_batch} (runtime.max_batch fixes the capacity)")
-        shapes = self._shapes[(b.id, live_rows)] = [self.plan.live_shape(f, live_rows) for f in b.fields]
-        return shapes
-
-    def _pack(self, buf, b: Boundary, values, header, shapes) -> None:
-        self._pack_fields(buf, b, values, shapes, [header_bytes(*header, device=self.device)], [0])
-
-    def _pack_fields(self, buf, b: Boundary, values, shapes, tensors, offsets) -> None:
-        values = values or {}
-        missing = [f.decision for f in b.fields if f.decision not in values]
-        if missing:
-            raise ValueError(f"{b.label} (boundary {b.id}): the source must hand over every "
-                             f"decision of the boundary; missing {missing}, given {sorted(values)}")
-        for f, shape in zip(b.fields, shapes):
-            tensors.append(_live(values[f.decision], f, shape).to(self.device))
-            offsets.append(f.offset)
-        self._pack_impl(buf, tensors, offsets)
-
-    def _unpack(self, buf, b: Boundary, shapes) -> dict:
-        """Views into one private copy of the used bytes: one copy, however many fields."""
-        end = max((f.offset + f.bytes for f in b.fields), default=0)
-        region = buf[:end].clone()
-        specs = [(DTYPES[f.dtype], shape, f.offset) for f, shape in zip(b.fields, shapes)]
-        return dict(zip(b.decisions, unpack_fused_torch(region, specs, copy=False)))
+    def _desync(self, p: "_Prepared", source: int) -> None:
+        check_header(read_header(p.buf), p.header.expected(), p.b, rank=self.rank, source=source,
+                     names=self.names)
 
     def _wait(self, work, b: Boundary, round_: int) -> None:
         group = self.ranks[b.family]
@@ -227,7 +203,7 @@ class Runtime:
         every = self.plan.probe_every
         if every <= 0 or round % every:
             return False
-        self.probe(round, decisions)
+        run_probe(self, round, decisions)
         return True
 
     def _trace(self, site: str, values: dict, round_: int, requests, seq_lens) -> None:
@@ -248,6 +224,56 @@ class Runtime:
             self.barrier()
         finally:
             dist.destroy_process_group()
+
+
+class _Prepared:
+    """What one boundary (or relay) needs per call, made once at bind."""
+
+    __slots__ = ("rt", "b", "buf", "slot", "header", "group", "ranks", "source", "decisions",
+                 "lanes", "_shapes")
+
+    def __init__(self, rt: Runtime, b: Boundary):
+        self.rt, self.b = rt, b
+        guarded = b.op != "all_reduce_min"
+        full = rt.buffers[b.family]
+        # Guarded collectives send the family's whole buffer (one size per group); the MIN
+        # reduction reduces its own values only.
+        self.buf = full if guarded else full[: b.buffer_bytes]
+        self.slot = rt._slots[b.family]
+        self.header = GuardHeader(b.id, rt.plan.fingerprint64)
+        self.group, self.ranks = rt.groups[b.family], rt.ranks[b.family]
+        self.source = self.ranks[b.source_member]
+        self.decisions = b.decisions
+        self.lanes: dict[int, FusedLayout] = {}
+        self._shapes: dict[int, list[tuple[int, ...]]] = {}
+        FusedLayout(self.buf, [(DTYPES[f.dtype], f.shape, f.offset) for f in b.fields])  # checks
+
+    def lane(self, live_rows: int) -> FusedLayout:
+        """The layout at `live_rows` (made on first use, then reused every round)."""
+        plan = self.rt.plan
+        if not 0 <= live_rows <= plan.max_batch:
+            raise ValueError(f"{self.b.label}: live_rows {live_rows} is outside 0 .. max_batch "
+                             f"{plan.max_batch} (runtime.max_batch fixes the capacity)")
+        shapes = [plan.live_shape(f, live_rows) for f in self.b.fields]
+        lane = FusedLayout(self.buf, [(DTYPES[f.dtype], s, f.offset) for f, s in zip(self.b.fields, shapes)])
+        self.lanes[live_rows] = lane
+        return lane
+
+    def fit(self, lane: FusedLayout, values) -> list[torch.Tensor]:
+        """The source's tensors for the lane, in field order: each of the field's dtype and live
+        shape (capacity rows are cut to the live prefix), on the runtime's device."""
+        try:
+            tensors = [values[d] for d in self.decisions]
+        except (KeyError, TypeError):
+            values = values or {}
+            missing = [d for d in self.decisions if d not in values]
+            raise ValueError(f"{self.b.label} (boundary {self.b.id}): the source must hand over every "
+                             f"decision of the boundary; missing {missing}, given {sorted(values)}") from None
+        device = self.rt.device
+        for i, (t, dtype, shape) in enumerate(zip(tensors, lane.dtypes, lane.shapes)):
+            if t.dtype is not dtype or t.shape != shape or (lane.impl == "triton" and t.device != device):
+                tensors[i] = _live(t, self.b.fields[i], tuple(shape)).to(device)
+        return tensors
 
 
 def _live(t: torch.Tensor, f, shape: tuple[int, ...]) -> torch.Tensor:
