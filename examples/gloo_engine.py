@@ -36,5 +36,8 @@ for rnd in range(1, 4):
     seq_lens = accepted.new_seq_lens
     rt.maybe_probe(rnd, {"draft_tokens": drafts, **plan, **accepted.decisions, "seq_lens": seq_lens})
 
-print(f"rank {rt.rank}: seq_lens {seq_lens.tolist()} out_tokens {accepted.out_tokens.tolist()}")
+# One write per rank (print writes the line and its newline apart): ranks that finish together
+# on one torchrun stdout must not interleave.
+sys.stdout.write(f"rank {rt.rank}: seq_lens {seq_lens.tolist()} out_tokens {accepted.out_tokens.tolist()}\n")
+sys.stdout.flush()
 rt.close()
