@@ -10,6 +10,13 @@ computes what the same token at position seq_len + d computes in plain decoding.
 residual stream is dominated by the token embedding (`layer_scale` keeps each layer's write
 small), so next-token choice is mostly a function of the current token: a drafter that
 reads the embedding and the taps guesses it often, and acceptance is well above zero.
+
+MoE (`moe`): the router (replicated) picks each row's top_k experts (ties: lower id first);
+each (row, expert) pair travels to the moe_ep rank owning the expert (e % ep), is computed
+there (the expert's FFN split over moe_tp, summed over moe_tp), travels back, and each row
+sums its experts' outputs times the router weights in ascending expert id. The single
+process runs the same code with an identity `Dispatch`, so the math (experts, weights,
+combine order) is the same on every layout.
 """
 
 from __future__ import annotations
@@ -90,13 +97,38 @@ def _slice(n: int, parts: int, index: int) -> slice:
     return slice(index * step, (index + 1) * step)
 
 
+class Dispatch:
+    """How MoE rows reach the moe_ep rank owning their expert and come back.
+
+    The single process's: every row is this rank's, every expert is local, so each step
+    is the identity. The sim's Comm supplies all_to_all over moe_ep (`comm.EpDispatch`).
+    """
+
+    def share(self, x: torch.Tensor):
+        """The rows this rank routes, and what `unshare` needs to rebuild every row."""
+        return x, None
+
+    def counts(self, counts: torch.Tensor) -> torch.Tensor:
+        """[ep, slots] rows this rank sends to each owner's local experts -> [ep, slots]
+        rows each source sends to this rank's local experts."""
+        return counts
+
+    def exchange(self, rows: torch.Tensor, send: list[int], recv: list[int]) -> torch.Tensor:
+        """Rows to each peer (send[i] rows to peer i, in order) -> rows from each peer."""
+        return rows
+
+    def unshare(self, y: torch.Tensor, ctx) -> torch.Tensor:
+        return y
+
+
 @dataclass
 class Shard:
     """What one rank holds of the full weights, and the collectives that stitch shards.
 
     attn: (parts, index) over attention heads (column q/k/v, row o); mlp: (parts, index)
     over the dense MLP's columns; experts: (ep, ep_index, tp, tp_index). The reduce
-    callables are identities in the reference; the sim's Comm supplies real collectives.
+    callables and `dispatch` are identities in the reference; the sim's Comm supplies real
+    collectives. `expert_rows` counts the (row, expert) pairs this rank's experts computed.
     """
 
     attn: tuple[int, int] = (1, 0)
@@ -105,8 +137,10 @@ class Shard:
     attn_reduce: object = staticmethod(lambda x: x)
     mlp_enter: object = staticmethod(lambda x: (x, None))
     mlp_reduce: object = staticmethod(lambda x: x)
-    moe_reduce: object = staticmethod(lambda x: x)
+    moe_reduce: object = staticmethod(lambda x: x)  # over moe_tp
     mlp_leave: object = staticmethod(lambda y, ctx: y)
+    dispatch: Dispatch = field(default_factory=Dispatch)
+    expert_rows: int = 0
     cache: dict = field(default_factory=dict)
 
     def local(self, w: dict, cfg: ModelConfig, layer: int) -> dict[str, torch.Tensor]:
@@ -187,13 +221,58 @@ def mlp(x, lw, cfg: ModelConfig, shard: Shard):
     if not cfg.num_experts:
         y = shard.mlp_reduce(torch.relu(xs @ lw["up"]) @ lw["down"])
         return shard.mlp_leave(y, ctx)
-    gates = torch.softmax(xs @ lw["router"], -1)
-    top_w, top_e = gates.topk(cfg.top_k, -1)
-    y = torch.zeros_like(xs)
-    for j, e in enumerate(lw["experts"]):
-        weight = (top_w * (top_e == e)).sum(-1, keepdim=True)
-        y = y + weight * (torch.relu(xs @ lw["e_up"][j]) @ lw["e_down"][j])
-    return shard.mlp_leave(shard.moe_reduce(y), ctx)
+    return shard.mlp_leave(moe(xs, lw, cfg, shard), ctx)
+
+
+def route(x: torch.Tensor, router: torch.Tensor, top_k: int):
+    """Each row's top_k experts in ascending id, and their router weights (softmax gates).
+
+    Ties go to the lower expert id (a stable sort), so every rank picks the same experts.
+    """
+    gates = torch.softmax(x @ router, -1)
+    picked = torch.sort(gates, dim=-1, descending=True, stable=True).indices[:, :top_k]
+    experts = picked.sort(-1).values
+    return experts, gates.gather(-1, experts)
+
+
+def moe(xs, lw, cfg: ModelConfig, shard: Shard) -> torch.Tensor:
+    """Route, dispatch, compute the local experts, return, combine (see the module doc).
+
+    Pairs (row r, its j-th expert e) are sent ordered by owner rank (e % ep), then local
+    expert (e // ep), then row; the counts go first so the receiver knows which rows are
+    whose and for which of its experts.
+    """
+    d, k, h = shard.dispatch, cfg.top_k, xs.shape[1]
+    ep = shard.experts[0]
+    slots = -(-cfg.num_experts // ep)
+    mine, share = d.share(xs)
+    experts, weights = route(mine, lw["router"], k)
+    flat = experts.reshape(-1)
+    owner, slot = flat % ep, flat // ep
+    order = torch.argsort(owner * slots + slot, stable=True)
+    counts = torch.zeros(ep * slots, dtype=torch.int64)
+    counts.index_add_(0, owner * slots + slot, torch.ones_like(flat))
+    counts = counts.view(ep, slots)
+    got_counts = d.counts(counts)
+    send, recv = counts.sum(1).tolist(), got_counts.sum(1).tolist()
+    got = d.exchange(mine.repeat_interleave(k, 0)[order], send, recv)
+    got_slot = torch.arange(slots).repeat(ep).repeat_interleave(got_counts.reshape(-1))
+    out = torch.zeros_like(got)
+    for j in range(len(lw["experts"])):
+        rows = (got_slot == j).nonzero().squeeze(1)
+        if rows.numel():
+            out[rows] = torch.relu(got[rows] @ lw["e_up"][j]) @ lw["e_down"][j]
+        shard.expert_rows += rows.numel()
+    if out.numel():  # every moe_tp peer received the same rows in the same order
+        out = shard.moe_reduce(out)
+    back = d.exchange(out, recv, send)
+    pairs = torch.empty_like(back)
+    pairs[order] = back
+    pairs = pairs.view(-1, k, h)
+    y = weights[:, :1] * pairs[:, 0]
+    for j in range(1, k):  # ascending expert id: one fixed float64 order on every layout
+        y = y + weights[:, j:j + 1] * pairs[:, j]
+    return d.unshare(y, share)
 
 
 def run_layers(w, cfg: ModelConfig, shard: Shard, cache: KVCache, layers: range, x, segs,

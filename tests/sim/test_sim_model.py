@@ -6,7 +6,7 @@ import torch
 
 from specplan.sim.drafter import Head, chain_tree, eagle_tree, ngram_lookup, topk_proposal
 from specplan.sim.model import (KVCache, ModelConfig, Segment, Shard, attention, causal,
-                                init_weights, logits_of, mlp, rms_norm, run_layers)
+                                init_weights, logits_of, mlp, rms_norm, route, run_layers)
 from specplan.sim.reference import greedy
 from specplan.runtime.kernels import build_tree
 
@@ -39,16 +39,127 @@ def test_dense_mlp_shards_sum_to_the_full_mlp():
     assert torch.allclose(sum(parts), full, atol=1e-12)
 
 
-def test_moe_experts_over_ep_and_moe_tp_sum_to_the_full_layer():
+def test_moe_expert_ffn_split_over_moe_tp_sums_to_the_full_layer():
     w, x = init_weights(MOE), _x(7)
     full = mlp(x, Shard().local(w, MOE, 0), MOE, Shard())
     parts = []
-    for ep in range(2):
-        for tp in range(2):
-            s = Shard(experts=(2, ep, 2, tp))
-            assert s.local(w, MOE, 0)["experts"] == [e for e in range(4) if e % 2 == ep]
-            parts.append(mlp(x, s.local(w, MOE, 0), MOE, s))
+    for tp in range(2):
+        s = Shard(experts=(1, 0, 2, tp))
+        assert s.local(w, MOE, 0)["experts"] == [0, 1, 2, 3]
+        parts.append(mlp(x, s.local(w, MOE, 0), MOE, s))
     assert torch.allclose(sum(parts), full, atol=1e-12)
+
+
+def test_the_moe_combines_top_k_experts_with_router_weights_in_expert_order():
+    w, x = init_weights(MOE), _x(6)
+    lw = Shard().local(w, MOE, 0)
+    experts, weights = route(x, lw["router"], MOE.top_k)
+    gates = torch.softmax(x @ lw["router"], -1)
+    assert torch.equal(experts, experts.sort(-1).values)
+    assert torch.equal(weights.sum(-1), gates.topk(2, -1).values.sum(-1))
+    want = torch.zeros_like(x)
+    for r in range(x.shape[0]):
+        for j in range(MOE.top_k):
+            e = int(experts[r, j])
+            want[r] += weights[r, j] * (torch.relu(x[r] @ w["layers.0.e_up"][e]) @ w["layers.0.e_down"][e])
+    assert torch.allclose(mlp(x, lw, MOE, Shard()), want, atol=1e-12)
+    # ties go to the lower expert id
+    tied, _ = route(x, torch.zeros(64, 4, dtype=torch.float64), 2)
+    assert tied.tolist() == [[0, 1]] * x.shape[0]
+
+
+def _moe_rank(rank: int, world: int, ep: int, port: int, out: str) -> None:
+    """One rank of a gloo MoE layer: moe_tp fastest (rank = ep_index * moe_tp + tp_index)."""
+    import types
+
+    import torch.distributed as dist
+
+    from specplan.sim.comm import Comm, make_shard
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    mtp = world // ep
+    groups, ranks = {}, {"tp": list(range(world))}
+    for i in range(ep):  # moe_tp groups, in the same order on every rank
+        members = [i * mtp + t for t in range(mtp)]
+        g = dist.new_group(members)
+        if rank in members:
+            groups["moe_tp"], ranks["moe_tp"] = g, members
+    for t in range(mtp):
+        members = [i * mtp + t for i in range(ep)]
+        g = dist.new_group(members)
+        if rank in members:
+            groups["moe_ep"], ranks["moe_ep"] = g, members
+    groups["tp"] = dist.group.WORLD
+    rt = types.SimpleNamespace(rank=rank, groups=groups, ranks=ranks,
+                               plan=types.SimpleNamespace(timeout_s=30.0))
+    comm = Comm(rt)
+    shard = make_shard(rt, comm, dp_attention=False)
+    w = init_weights(MOE)
+    result = {}
+    for n in (7, 1):
+        before = shard.expert_rows
+        y = mlp(_x(n, seed=n), shard.local(w, MOE, 0), MOE, shard)
+        result[n] = (y, shard.expert_rows - before)
+    result["calls"] = comm.calls[0]
+    torch.save(result, out)
+    dist.destroy_process_group()
+
+
+def _run_moe_ranks(tmp_path, world: int, ep: int) -> list[dict]:
+    import multiprocessing
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_moe_rank, args=(r, world, ep, port, str(tmp_path / f"{r}.pt")))
+             for r in range(world)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * world
+    return [torch.load(tmp_path / f"{r}.pt") for r in range(world)]
+
+
+def _pairs_per_owner(n: int, ep: int) -> list[int]:
+    w = init_weights(MOE)
+    experts, _ = route(_x(n, seed=n), w["layers.0.router"], MOE.top_k)
+    return [int((experts % ep == i).sum()) for i in range(ep)]
+
+
+def test_moe_dispatch_moves_each_row_to_its_experts_owner_only(tmp_path):
+    """2 ranks, ep 2: each computes only the (row, expert) pairs routed to its experts."""
+    results = _run_moe_ranks(tmp_path, world=2, ep=2)
+    w = init_weights(MOE)
+    for n in (7, 1):
+        full = mlp(_x(n, seed=n), Shard().local(w, MOE, 0), MOE, Shard())
+        pairs = _pairs_per_owner(n, 2)
+        for rank, res in enumerate(results):
+            y, computed = res[n]
+            assert torch.allclose(y, full, atol=1e-12)
+            assert computed == pairs[rank]
+        # every pair is computed once, on its owner; each rank shares out only ceil(n/2) rows
+        assert sum(pairs) == n * MOE.top_k
+    pairs = _pairs_per_owner(7, 2)
+    assert 0 < min(pairs) and max(pairs) < 7 * 2  # not every row on every local expert
+    # per mlp call: counts all_to_all, rows out, rows back, all_gather of the shares
+    assert all(res["calls"] == 2 * 4 for res in results)
+
+
+def test_moe_dispatch_over_ep_2_with_moe_tp_2_matches_the_full_layer(tmp_path):
+    results = _run_moe_ranks(tmp_path, world=4, ep=2)
+    w = init_weights(MOE)
+    for n in (7, 1):
+        full = mlp(_x(n, seed=n), Shard().local(w, MOE, 0), MOE, Shard())
+        pairs = _pairs_per_owner(n, 2)
+        for rank, res in enumerate(results):
+            y, computed = res[n]
+            assert torch.allclose(y, full, atol=1e-12)
+            assert computed == pairs[rank // 2]
 
 
 def test_a_verify_forward_over_a_cached_prefix_equals_decoding_one_token_at_a_time():

@@ -28,8 +28,8 @@ def _run(tmp_path, text: str, **opts):
     return out, verdict(out)
 
 
-def _passes(tmp_path, topology: str, method: str, rounds: int = 4, **kw):
-    out, v = _run(tmp_path, spec_text(topology, method, **kw), rounds=rounds)
+def _passes(tmp_path, topology: str, method: str, rounds: int = 4, text: str = "", **kw):
+    out, v = _run(tmp_path, text or spec_text(topology, method, **kw), rounds=rounds)
     assert v.ok, v.problems
     assert set(out.returncodes.values()) == {0}
     return out, v
@@ -103,6 +103,19 @@ def test_sampling_ranks_of_a_replica_emit_the_same_tokens(tmp_path, topology, me
 @pytest.mark.parametrize("topology", ["tp2", "tp4-dpattn2", "tp2-dpattn2"])
 def test_moe_experts_over_the_ep_ranks(tmp_path, topology):
     _, v = _passes(tmp_path, topology, "eagle-chain", moe=True)
+    assert v.checked == 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("topology", ["tp4-dpattn2", "tp2pp2"])
+def test_moe_dispatch_over_ep_2_with_moe_tp_2_or_a_pipeline(tmp_path, topology):
+    """ep 2 inside a TP block of 4 (moe_tp 2, DP-attention) and of 2 on each of 2 stages."""
+    text = spec_text(topology, "eagle-tree", moe=True).replace(", ep: 4}", "}")
+    text = text.replace("topology: {tp: 4, dp: 2, dp_attention: true}",
+                        "topology: {tp: 4, dp: 2, dp_attention: true, ep: 2}")
+    text = text.replace("topology: {tp: 2, pp: 2}", "topology: {tp: 2, pp: 2, ep: 2}")
+    assert "ep: 2}" in text
+    _, v = _passes(tmp_path, "", "", text=text)
     assert v.checked == 4
 
 
