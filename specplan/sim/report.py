@@ -34,8 +34,12 @@ def verdict(outcome) -> Verdict:
     for rank, x in res.items():
         for q, toks in x["tokens"].items():
             by_request.setdefault(q, {})[rank] = toks
+    if not by_request:
+        v.problems.append("no request emitted any token")
     for q, ranks in sorted(by_request.items(), key=lambda kv: int(kv[0])):
-        if len({tuple(t) for t in ranks.values()}) > 1:
+        if not any(ranks.values()):
+            v.problems.append(f"request {q}: no rank emitted a token")
+        elif len({tuple(t) for t in ranks.values()}) > 1:
             v.problems.append(f"request {q}: ranks {sorted(ranks)} emitted different tokens")
         else:
             v.agreed += 1
