@@ -53,7 +53,7 @@ def render_round(data: dict, console: Console) -> None:
     for cls in data["per_rank_class"]:
         for rnd, r in cls["rounds"].items():
             if r["collectives"] or r["per_layer_collectives"]:
-                table.add_row(f"stage {cls['rule']['pp']}", rnd, str(r["collectives"]), _bytes(r["bytes"]),
+                table.add_row(f"stage {cls['rule']['pp']}", rnd, str(r["collectives"]), human_bytes(r["bytes"]),
                               str(r["per_layer_collectives"]))
     console.print(table)
     _pipeline(data["pipeline"], console)
@@ -68,14 +68,15 @@ def _pipeline(pipe: dict, console: Console) -> None:
         links = pipe["routing"][mode]
         if links:
             mark = " (planned)" if mode == pipe["aux_routing"] else ""
-            text = ", ".join(f"{a}->{b}: {l['taps']} taps {_bytes(l['bytes'])} +{l['messages']} msg"
+            text = ", ".join(f"{a}->{b}: {l['taps']} taps {human_bytes(l['bytes'])} +{l['messages']} msg"
                              for l in links for a, b in [l["link"]])
             console.print(f"taps {mode}{mark}: {text}")
     for r in pipe["relay"]["sites"]:
-        console.print(f"relay {r['site']}: {r['mode']} over pp from the last stage, {_bytes(r['bytes'])}")
+        console.print(f"relay {r['site']}: {r['mode']} over pp from the last stage, {human_bytes(r['bytes'])}")
 
 
-def _bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
+    """1536 -> '1.5 KiB'."""
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -19,6 +19,7 @@ from specplan.ir.graph import StageGraph
 from specplan.ir.nodes import Node
 from specplan.mesh.family import from_rule
 from specplan.pictures.svg import LINE_H, Canvas, text_width
+from specplan.round_view import human_bytes
 
 ROUNDS = ("startup", "prefill", "decode")
 FILL = {"decision": "#fff3b0", "converge": "#ffb870", "materialize": "#c7f0c2",
@@ -72,7 +73,7 @@ class RoundPicture:
                 a, b = link["link"]
                 if a in targets and b in targets:
                     out.append(Edge(targets[a].id, targets[b].id, "tap",
-                                    f"taps {link['taps']}: {_bytes(link['bytes'])} ({pipe['aux_routing']})"))
+                                    f"taps {link['taps']}: {human_bytes(link['bytes'])} ({pipe['aux_routing']})"))
         return out
 
     def cells(self, rnd: str) -> dict[tuple[int, int], list[Node]]:
@@ -143,14 +144,6 @@ def _depths(graph: StageGraph) -> dict[str, int]:
         preds = [p for p in graph.predecessors(n) if p.round == n.round]
         depth[n.id] = max((depth[p.id] + 1 for p in preds), default=0)
     return depth
-
-
-def _bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 # -- SVG --------------------------------------------------------------------------------
