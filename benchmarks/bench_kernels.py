@@ -58,7 +58,7 @@ def make_cases(bs, vocab, steps, gen):
     for t in tensors:
         offsets.append(end)
         end += -(-_nbytes(t) // 8) * 8
-    topk, depth = 4, 4
+    topk = 4
     parent_list = torch.cat([torch.tensor([-1]), torch.arange(topk), 4 + torch.arange(topk) * topk])
     sel = torch.cat([torch.arange(topk), 4 + torch.arange(topk) * topk])[:n - 1]
     rs_args = (torch.randint(0, vocab, (total,), generator=gen), num, _probs(gen, total, vocab),

@@ -78,8 +78,8 @@ def _topology(spec: Spec, launch: Launch, names: dict[str, str]) -> None:
         if value > 1 and key in names:
             add((names[key], str(value), f"{what} (topology.{key})"))
     if t.nodes > 1:
-        add(("--nnodes", str(t.nodes), f"machines (topology.nodes); each node also needs "
-             f"its node rank and the head address"))
+        add(("--nnodes", str(t.nodes), "machines (topology.nodes); each node also needs "
+             "its node rank and the head address"))
     dtype = spec.model.dtype
     if dtype in DTYPES:
         add(("--dtype", DTYPES[dtype], f"activation dtype (model.dtype: {dtype})"))
@@ -89,7 +89,7 @@ def _topology(spec: Spec, launch: Launch, names: dict[str, str]) -> None:
 
 
 def _sglang(spec: Spec, sites: dict, launch: Launch) -> None:
-    t, s = spec.topology, spec.speculative
+    t = spec.topology
     _paths(spec, launch, "--model-path", "--speculative-draft-model-path")
     names = {"tp": "--tp-size", "pp": "--pp-size", "cp": "--attn-cp-size", "dcp": "--dcp-size",
              "ep": "--ep-size", "moe_dp": "--moe-dp-size"}

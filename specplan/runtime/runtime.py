@@ -179,16 +179,8 @@ class Runtime:
         """
         dec = self.converge(target, values, round=round, live_rows=live_rows, requests=requests)
         prefix = prefix_lens[:live_rows].to(self.device, torch.int32)
-        by_prefix = {k.rsplit("_", 1)[0] if k.endswith(("_greedy", "_sample")) else k: v
-                     for k, v in dec.items()}
-        if "num_correct_drafts" in by_prefix:
-            result = _eagle_commit(dec, by_prefix, prefix)
-        else:
-            correct = by_prefix.get("correct_len", by_prefix.get("accept_len"))
-            commit, seq, trim, out = finalize_accept(correct, by_prefix["bonus"], prefix,
-                                                     draft_tokens[:live_rows].to(self.device),
-                                                     verify_lens)
-            result = Accepted(dec, commit, seq, out, by_prefix.get("cap_trim_lens", trim))
+        drafts = None if draft_tokens is None else draft_tokens[:live_rows].to(self.device)
+        result = derive_commit(str(target), dec, prefix, drafts, verify_lens)
         if self.trace:
             self.trace.commit(round, requests, prefix, result.new_seq_lens, result.out_tokens,
                               result.commit_lens)
@@ -285,6 +277,25 @@ def _live(t: torch.Tensor, f, shape: tuple[int, ...]) -> torch.Tensor:
         return t[: shape[0]]  # capacity rows: the live prefix is the payload
     raise ValueError(f"{f.site}.{f.decision}: expected shape {list(shape)} for these live rows, "
                      f"found {list(t.shape)}")
+
+
+def derive_commit(site: str, dec: dict, prefix: torch.Tensor, draft_tokens: torch.Tensor | None = None,
+                  verify_lens: torch.Tensor | None = None) -> Accepted:
+    """What an accept site commits, from converged decisions only, so every rank commits the same.
+
+    DSpark / DFlash style (correct_len, bonus): `finalize_accept` with the round's drafts.
+    EAGLE style (predict, accept_index, num_correct_drafts): tokens gathered along the path.
+    """
+    by_prefix = {k.rsplit("_", 1)[0] if k.endswith(("_greedy", "_sample")) else k: v
+                 for k, v in dec.items()}
+    if "num_correct_drafts" in by_prefix:
+        return _eagle_commit(dec, by_prefix, prefix)
+    if draft_tokens is None:
+        raise ValueError(f"{site}: finalizing a chain accept needs this round's draft_tokens")
+    correct = by_prefix.get("correct_len", by_prefix.get("accept_len"))
+    commit, seq, trim, out = finalize_accept(correct, by_prefix["bonus"], prefix, draft_tokens,
+                                             verify_lens)
+    return Accepted(dec, commit, seq, out, by_prefix.get("cap_trim_lens", trim))
 
 
 def _eagle_commit(dec: dict, by_prefix: dict, prefix: torch.Tensor) -> Accepted:

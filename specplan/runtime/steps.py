@@ -16,8 +16,7 @@ import torch
 import torch.distributed as dist
 
 from specplan.runtime.errors import CollectiveTimeout, FingerprintMismatch
-from specplan.runtime.kernels import finalize_accept
-from specplan.runtime.runtime import Accepted, _eagle_commit
+from specplan.runtime.runtime import derive_commit
 
 Fields = tuple[tuple[str, str, str, int, int], ...]  # (site, decision, dtype, offset, bytes)
 
@@ -74,16 +73,8 @@ def finalize(rt, site: str, *, live_rows: int, prefix_lens: torch.Tensor | None,
     if prefix_lens is None:
         return None
     prefix = prefix_lens[:live_rows].to(rt.device, torch.int32)
-    by_prefix = {k.rsplit("_", 1)[0] if k.endswith(("_greedy", "_sample")) else k: v
-                 for k, v in decisions.items()}
-    if "num_correct_drafts" in by_prefix:
-        return _eagle_commit(decisions, by_prefix, prefix)
-    if draft_tokens is None:
-        raise ValueError(f"{site}: finalizing a chain accept needs this round's draft_tokens")
-    correct = by_prefix.get("correct_len", by_prefix.get("accept_len"))
-    commit, seq, trim, out = finalize_accept(correct, by_prefix["bonus"], prefix,
-                                             draft_tokens[:live_rows].to(rt.device))
-    return Accepted(decisions, commit, seq, out, by_prefix.get("cap_trim_lens", trim))
+    drafts = None if draft_tokens is None else draft_tokens[:live_rows].to(rt.device)
+    return derive_commit(site, decisions, prefix, drafts)
 
 
 def _held(values: dict) -> dict | None:

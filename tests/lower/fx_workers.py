@@ -8,16 +8,14 @@ converged or relayed value against what its source rank generated, and the accep
 from __future__ import annotations
 
 import importlib
-import json
-import os
 import sys
-import traceback
 import zlib
 
 import torch
 
-from specplan.runtime import RuntimeDivergence
 from specplan.runtime.runtime import DTYPES
+
+from launch import serve  # tests/runtime/launch.py: the worker protocol
 
 
 def gen(rank: int, rnd: int, decision: str, shape, dtype: str, num_steps: int) -> torch.Tensor:
@@ -62,7 +60,7 @@ def engine(module_dir: str, module: str, plan_path: str, rounds: str) -> dict:
     mod = importlib.import_module(module)
     rt = mod.bind(plan_path)
     view, steps, checks = rt.plan, rt.plan.raw["speculative"]["num_steps"], 0
-    stage, known = view.stage_of(rt.rank), fields(rt.plan)
+    known = fields(rt.plan)
     kinds = [("startup", 0), ("prefill", 0)] + [("decode", r) for r in range(1, int(rounds) + 1)]
     for kind, rnd in kinds:
         live = 1 + (rnd * 3) % view.max_batch
@@ -94,16 +92,4 @@ def check_accept(acc, out, prefix) -> int:
 
 
 def main(argv: list[str]) -> None:
-    worker, *args = argv
-    try:
-        result = globals()[worker](*args)
-    except RuntimeDivergence as exc:
-        print(f"ERROR {type(exc).__name__}: {exc}", flush=True)
-        os._exit(3)
-    except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
-        print("ERROR internal", flush=True)
-        os._exit(1)
-    print("RESULT " + json.dumps(result), flush=True)
-    os._exit(0)
+    serve(globals(), argv)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from specplan.runtime import FingerprintMismatch
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "runtime"))
-from launch import free_port, reap  # noqa: E402
+from launch import launch  # noqa: E402
 import specs_rt  # noqa: E402
 
 PP2_COLUMN = specs_rt.PP2_EAGLE3.replace("rt-pp2-eagle3", "rt-pp2-eagle3-column") + \
@@ -135,23 +134,11 @@ def test_a_runtime_bound_to_another_plan_is_refused(tmp_path):
         mod.program(1, "decode")
 
 
-def launch(world: int, *args, timeout: float = 90):
-    port, procs = free_port(), []
-    for rank in range(world):
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                   WORLD_SIZE=str(world), LOCAL_RANK=str(rank), OMP_NUM_THREADS="1",
-                   PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT)]))
-        cmd = [sys.executable, "-c", "import sys, fx_workers; fx_workers.main(sys.argv[1:])",
-               "engine", *map(str, args)]
-        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, start_new_session=True))
-    return reap(procs, timeout)
-
-
 @pytest.mark.parametrize("text, world", SPECS)
 def test_generated_programs_converge_to_the_sources_values_on_gloo(tmp_path, text, world):
     plan, path, _ = compile_cli(tmp_path, text)
-    results = launch(world, path.parent, path.stem, path.parent / "plan.json", 2)
+    results = launch(world, "engine", path.parent, path.stem, path.parent / "plan.json", 2,
+                     module="fx_workers", path=(HERE,))
     for r in results:
         assert r.returncode == 0, r.stdout + r.stderr
         assert r.result["checks"] >= 4

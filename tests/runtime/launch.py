@@ -46,15 +46,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(world: int, worker: str, *args, timeout: float = 90, env: dict | None = None) -> list[Result]:
+def launch(world: int, worker: str, *args, timeout: float = 90, env: dict | None = None,
+           module: str = "rt_workers", path: tuple[Path, ...] = ()) -> list[Result]:
+    """Run `<module>.<worker>(*args)` on every rank; `path` holds the module's folder."""
     port = free_port()
     procs = []
     for rank in range(world):
         e = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                  WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
-                 PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT)]), OMP_NUM_THREADS="1",
+                 PYTHONPATH=os.pathsep.join(map(str, (*path, HERE, ROOT))), OMP_NUM_THREADS="1",
                  **(env or {}))
-        cmd = [sys.executable, "-c", "import sys, rt_workers; rt_workers.main(sys.argv[1:])",
+        cmd = [sys.executable, "-c", f"import sys, {module}; {module}.main(sys.argv[1:])",
                worker, *map(str, args)]
         procs.append(subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True, start_new_session=True))
@@ -92,3 +94,28 @@ def compile_spec(tmp: Path, text: str) -> Path:
     src.write_text(text)
     spec = load_spec(str(src))
     return write_plan(build_plan(run_passes(spec)), tmp / spec.name)
+
+
+def serve(workers: dict, argv: list[str]) -> None:
+    """A worker process's side: run `workers[argv[0]](*argv[1:])` and report on stdout.
+
+    `RESULT <json>` and exit 0; `ERROR <type>: <message>` and exit 3 for a runtime divergence
+    (what the test looks for); `ERROR internal` with a traceback and exit 1 otherwise.
+    """
+    import traceback
+
+    from specplan.runtime import RuntimeDivergence
+
+    worker, *args = argv
+    try:
+        result = workers[worker](*args)
+    except RuntimeDivergence as exc:
+        print(f"ERROR {type(exc).__name__}: {exc}", flush=True)
+        os._exit(3)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        print("ERROR internal", flush=True)
+        os._exit(1)
+    print("RESULT " + json.dumps(result), flush=True)
+    os._exit(0)

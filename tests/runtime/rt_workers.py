@@ -8,17 +8,17 @@ SIGKILLed), `plant:R:ROUND` (rank R's first decision differs, for the probe and 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
 import time
-import traceback
 import zlib
 
 import torch
 
-from specplan.runtime import RuntimeDivergence, bind
+from specplan.runtime import bind
+
+from launch import serve
 from specplan.runtime.runtime import DTYPES
 
 
@@ -138,20 +138,7 @@ def bindonly(*plans: str) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    worker, *args = argv
-    try:
-        result = globals()[worker](*args)
-    except RuntimeDivergence as exc:
-        print(f"ERROR {type(exc).__name__}: {exc}", flush=True)
-        os._exit(3)
-    except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
-        print("ERROR internal", flush=True)
-        os._exit(1)
-    print("RESULT " + json.dumps(result), flush=True)
-    sys.stdout.flush()
-    os._exit(0)
+    serve(globals(), argv)
 
 
 def preflight(*plans: str) -> dict:
