@@ -25,14 +25,19 @@ def _q(text: str) -> str:
     return text.replace('"', "'")
 
 
+def _lanes(pic: RoundPicture, rnd: str):
+    """(stage, its nodes) for every pipeline stage with nodes in round `rnd`."""
+    for stage in range(pic.pp):
+        nodes = pic.graph.nodes(round=rnd, stage=stage)
+        if nodes:
+            yield stage, nodes
+
+
 def render_mermaid(pic: RoundPicture) -> str:
     out = ["flowchart LR", f"  %% round graph of {pic.plan['name']}"]
     for rnd in pic.rounds:
         out.append(f'  subgraph {rnd}["{rnd} round"]')
-        for stage in range(pic.pp):
-            nodes = [n for n in pic.graph.nodes(round=rnd) if n.stage == stage]
-            if not nodes:
-                continue
+        for stage, nodes in _lanes(pic, rnd):
             out.append(f'    subgraph {rnd}_s{stage}["stage {stage}"]')
             for n in nodes:
                 left, right = MERMAID_SHAPE[n.kind]
@@ -52,10 +57,7 @@ def render_dot(pic: RoundPicture) -> str:
            '  node [fontname="Helvetica", fontsize=10, style=filled];', '  edge [fontsize=9];']
     for rnd in pic.rounds:
         out.append(f'  subgraph cluster_{rnd} {{ label="{rnd} round";')
-        for stage in range(pic.pp):
-            nodes = [n for n in pic.graph.nodes(round=rnd) if n.stage == stage]
-            if not nodes:
-                continue
+        for stage, nodes in _lanes(pic, rnd):
             out.append(f'    subgraph cluster_{rnd}_s{stage} {{ label="stage {stage}";')
             for n in nodes:
                 style = ', style="rounded,filled", penwidth=2' if n.kind == "converge" else ""
