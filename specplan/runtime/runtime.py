@@ -45,7 +45,6 @@ class Runtime:
     def __init__(self, plan: PlanView, device: torch.device, backend: str):
         self.plan, self.device, self.backend = plan, device, backend
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
-        self.timeout = datetime.timedelta(seconds=plan.timeout_s)
         self.groups, self.ranks = _bind.create_groups(plan, backend)
         self.buffers = {f: torch.zeros(n, dtype=torch.uint8, device=device)
                         for f, n in plan.family_buffer_bytes().items()}
@@ -153,19 +152,10 @@ class Runtime:
                      names=self.names)
 
     def _wait(self, work, b: Boundary, round_: int) -> None:
-        group = self.ranks[b.family]
         what = (f"collective for site {b.label} (boundary {b.id}, {b.op}) at round {round_}"
                 if b.id >= 0 else f"{b.label} at round {round_}")
-        try:
-            done = work.wait(timeout=self.timeout)
-        except RuntimeError as exc:
-            raise CollectiveTimeout(
-                f"{what} on group {b.family} {group} did not complete within "
-                f"{self.plan.timeout_s:g}s or a peer failed (this is rank {self.rank}): "
-                f"{str(exc).splitlines()[0]}") from exc
-        if done is False:
-            raise CollectiveTimeout(f"{what} on group {b.family} {group} timed out after "
-                                    f"{self.plan.timeout_s:g}s (this is rank {self.rank})")
+        wait_for(work, what=f"{what} on group {b.family} {self.ranks[b.family]}",
+                 timeout_s=self.plan.timeout_s, rank=self.rank)
 
     # -- accept, probe, trace ----------------------------------------------------------------
     def accept(self, target, values: dict | None, *, round: int, live_rows: int,
@@ -277,6 +267,18 @@ def _live(t: torch.Tensor, f, shape: tuple[int, ...]) -> torch.Tensor:
         return t[: shape[0]]  # capacity rows: the live prefix is the payload
     raise ValueError(f"{f.site}.{f.decision}: expected shape {list(shape)} for these live rows, "
                      f"found {list(t.shape)}")
+
+
+def wait_for(work, *, what: str, timeout_s: float, rank: int) -> None:
+    """Wait on an async collective; a stall or a failed peer becomes a CollectiveTimeout."""
+    try:
+        done = work.wait(timeout=datetime.timedelta(seconds=timeout_s))
+    except RuntimeError as exc:
+        raise CollectiveTimeout(
+            f"{what} did not complete within {timeout_s:g}s or a peer failed (this is rank "
+            f"{rank}): {str(exc).splitlines()[0]}") from exc
+    if done is False:
+        raise CollectiveTimeout(f"{what} timed out after {timeout_s:g}s (this is rank {rank})")
 
 
 def derive_commit(site: str, dec: dict, prefix: torch.Tensor, draft_tokens: torch.Tensor | None = None,

@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from specplan.runtime.errors import CollectiveTimeout, FingerprintMismatch
-from specplan.runtime.runtime import derive_commit
+from specplan.runtime.errors import FingerprintMismatch
+from specplan.runtime.runtime import derive_commit, wait_for
 
 Fields = tuple[tuple[str, str, str, int, int], ...]  # (site, decision, dtype, offset, bytes)
 
@@ -83,11 +83,4 @@ def _held(values: dict) -> dict | None:
 
 
 def _wait(rt, work, what: str) -> None:
-    try:
-        done = work.wait(timeout=rt.timeout)
-    except RuntimeError as exc:
-        raise CollectiveTimeout(f"{what} did not complete within {rt.plan.timeout_s:g}s or a "
-                                f"peer failed (this is rank {rt.rank}): "
-                                f"{str(exc).splitlines()[0]}") from exc
-    if done is False:
-        raise CollectiveTimeout(f"{what} timed out after {rt.plan.timeout_s:g}s (rank {rt.rank})")
+    wait_for(work, what=what, timeout_s=rt.plan.timeout_s, rank=rt.rank)

@@ -20,20 +20,18 @@ every row of the block (under DP-attention each rank then keeps its own rows).
 
 from __future__ import annotations
 
-import datetime
 from collections import Counter
 
 import torch
 import torch.distributed as dist
 
-from specplan.runtime import CollectiveTimeout
+from specplan.runtime.runtime import wait_for
 from specplan.sim.model import F64, Dispatch, Shard
 
 
 class Comm:
     def __init__(self, rt):
         self.rt = rt
-        self.timeout = datetime.timedelta(seconds=rt.plan.timeout_s)
         self.round = 0
         self.calls: Counter = Counter()  # per round: collectives
         self.bytes: Counter = Counter()
@@ -42,17 +40,8 @@ class Comm:
         return self.rt.groups.get(family), self.rt.ranks.get(family, [self.rt.rank])
 
     def _wait(self, work, what: str, family: str) -> None:
-        ranks = self.rt.ranks.get(family)
-        try:
-            done = work.wait(timeout=self.timeout)
-        except RuntimeError as exc:
-            raise CollectiveTimeout(
-                f"sim {what} on group {family} {ranks} at round {self.round} did not complete "
-                f"within {self.rt.plan.timeout_s:g}s or a peer failed (this is rank "
-                f"{self.rt.rank}): {str(exc).splitlines()[0]}") from exc
-        if done is False:
-            raise CollectiveTimeout(f"sim {what} on group {family} {ranks} at round {self.round} "
-                                    f"timed out (this is rank {self.rt.rank})")
+        wait_for(work, what=f"sim {what} on group {family} {self.rt.ranks.get(family)} at round "
+                            f"{self.round}", timeout_s=self.rt.plan.timeout_s, rank=self.rt.rank)
 
     def _count(self, t: torch.Tensor) -> None:
         self.calls[self.round] += 1
