@@ -38,10 +38,12 @@ def user_errors(fn):
 def console():
     from rich.console import Console
 
-    # Off a terminal (pipes, CI logs) rich would squeeze tables into 80 columns.
+    # Off a terminal (pipes, CI logs) rich would squeeze tables into 80 columns. markup=False:
+    # names, findings and rank errors are untrusted text ("[/...pair.cc:553]" is not a tag);
+    # printers style with rich.text.Text, never with markup strings.
     tty = sys.stdout.isatty()
     wide = None if tty else 200
-    return Console(highlight=False, width=wide, no_color=not tty, force_terminal=tty)
+    return Console(highlight=False, markup=False, width=wide, no_color=not tty, force_terminal=tty)
 
 
 def dump_json(data) -> None:

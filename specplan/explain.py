@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from specplan.mesh import Mesh
 from specplan.schema import Spec
@@ -66,8 +67,9 @@ def render(data: dict[str, Any], console: Console, rank: int | None = None) -> N
 
 def _header(data: dict, console: Console) -> None:
     worlds = f" x {data['num_worlds']} independent worlds" if data["num_worlds"] > 1 else ""
-    console.print(f"[bold]{data['name']}[/bold]  engine {data['engine']}  world {data['world_size']}{worlds}  "
-                  f"nodes {data['nodes']} x {data['gpus_per_node']} GPUs")
+    console.print(Text.assemble((data["name"], "bold"), f"  engine {data['engine']}  world "
+                                f"{data['world_size']}{worlds}  nodes {data['nodes']} x "
+                                f"{data['gpus_per_node']} GPUs"))
     console.print("widths   " + ", ".join(f"{k} {v}" for k, v in data["widths"].items()))
     console.print("derived  " + ", ".join(f"{k} {v}" for k, v in data["derived"].items()))
     sp = data["speculative"]
@@ -125,8 +127,8 @@ def _replicas(data: dict, console: Console) -> None:
 
 def _render_rank(data: dict, console: Console, rank: int) -> None:
     row = data["ranks"][rank]
-    console.print(f"[bold]rank {rank}[/bold] of {data['world_size']}: node {row['node']}, local rank "
-                  f"{row['local_rank']}")
+    console.print(Text.assemble((f"rank {rank}", "bold"), f" of {data['world_size']}: node "
+                                f"{row['node']}, local rank {row['local_rank']}"))
     table = Table(title="groups of this rank", title_justify="left")
     for col in ("family", "group rank", "group"):
         table.add_column(col)

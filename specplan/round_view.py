@@ -17,9 +17,12 @@ def round_data(plan: dict) -> dict[str, Any]:
         rounds = {}
         for rnd, ops in cls["program"].items():
             coll = [o for o in ops if o["op"] in COLLECTIVES or o["op"] in ("send", "recv")]
-            rounds[rnd] = {"collectives": sum(1 for o in coll if not o.get("per_layer")),
-                           "per_layer_collectives": sum(1 for o in coll if o.get("per_layer")),
-                           "bytes": sum(o.get("bytes", 0) for o in coll if not o.get("per_layer"))}
+            fused = [o for o in coll if not o.get("per_layer")]
+            # payload_width: dynamic leaves the sender's bytes unknown until run time (None)
+            rounds[rnd] = {"collectives": len(fused),
+                           "per_layer_collectives": len(coll) - len(fused),
+                           "bytes": sum(o.get("bytes") or 0 for o in fused),
+                           "dynamic_collectives": sum(1 for o in fused if o.get("bytes", 0) is None)}
         per_class.append({"class": cls["id"], "rule": cls["rule"], "rounds": rounds})
     return {
         "fingerprint": plan["fingerprint"],
@@ -53,8 +56,9 @@ def render_round(data: dict, console: Console) -> None:
     for cls in data["per_rank_class"]:
         for rnd, r in cls["rounds"].items():
             if r["collectives"] or r["per_layer_collectives"]:
-                table.add_row(f"stage {cls['rule']['pp']}", rnd, str(r["collectives"]), human_bytes(r["bytes"]),
-                              str(r["per_layer_collectives"]))
+                dynamic = f" + {r['dynamic_collectives']} at run-time width" if r["dynamic_collectives"] else ""
+                table.add_row(f"stage {cls['rule']['pp']}", rnd, str(r["collectives"]),
+                              human_bytes(r["bytes"]) + dynamic, str(r["per_layer_collectives"]))
     console.print(table)
     _pipeline(data["pipeline"], console)
 

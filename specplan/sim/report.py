@@ -91,13 +91,14 @@ def summary(outcome) -> dict:
 
 def render(outcome, v: Verdict, console) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     plan, opt = outcome.prepared.plan, outcome.options
-    console.print(f"[bold]{plan['name']}[/]: world {plan['world_size']}, "
+    console.print(Text.assemble((plan["name"], "bold"), f": world {plan['world_size']}, "
                   f"{outcome.prepared.replicas} replica(s), method {plan['speculative']['method']} "
                   f"({plan['speculative']['sampling']}), policy {plan['sync']['policy']}, "
                   f"{opt.rounds} rounds, {opt.requests} requests, seed {opt.seed}"
-                  + (f", inject {opt.inject}" if opt.inject else ""))
+                  + (f", inject {opt.inject}" if opt.inject else "")))
     if outcome.prepared.shrunk:
         console.print("shrunk for the CPU: " + "; ".join(outcome.prepared.shrunk))
     s = summary(outcome)
@@ -116,9 +117,9 @@ def render(outcome, v: Verdict, console) -> None:
     if v.ok:
         ref = (f"; {v.checked} requests token-identical to plain greedy decoding"
                if v.checked else "; sampling: no reference, ranks compared")
-        console.print(f"[green]PASS[/]: every replica's ranks agreed on every decision ({v.agreed} "
-                      f"requests){ref}")
+        console.print(Text.assemble(("PASS", "green"), ": every replica's ranks agreed on every "
+                                    f"decision ({v.agreed} requests){ref}"))
         return
-    console.print("[red]FAIL[/]:")
-    for problem in v.problems:
-        console.print(f"  {problem}")
+    console.print(Text.assemble(("FAIL", "red"), ":"))
+    for problem in v.problems:  # rank errors quote gloo ("[/...pair.cc:553]"): never markup
+        console.print(Text(f"  {problem}"))

@@ -98,8 +98,10 @@ def _draft_eagle(e: Engine) -> dict | None:
     elif not e.last:
         return None
     elif e.topk == 1:
+        # A chain verifies its first num_draft_tokens - 1 drafts (the plan's draft width),
+        # so it drafts no more than that: the draft_tokens site is [bs, num_draft_tokens - 1].
         values = {"draft_tokens": eagle_chain(e.head, e.state["proposal"][0],
-                                              e.state["head_hidden"], e.steps)}
+                                              e.state["head_hidden"], min(e.steps, e.width - 1))}
     else:
         index, p = e.state["proposal"]
         d, parent, top = eagle_tree(e.head, index, p, e.state["head_hidden"], e.steps, e.width)
@@ -148,7 +150,10 @@ def _accept_eagle(e: Engine, candidates, tree, logits) -> dict:
     else:
         out = verify_tree_greedy(candidates, *tree, logits.argmax(-1).view(bs, n), width)
     e.timers["accept"] += time.perf_counter() - t0
-    return dict(zip(("predict", "accept_index", "num_correct_drafts"), out))
+    predict, index, correct = out
+    if index.shape[1] < e.steps + 1:  # accept_index is [bs, num_steps + 1], -1 past the path
+        index = torch.cat([index, index.new_full((bs, e.steps + 1 - index.shape[1]), -1)], 1)
+    return {"predict": predict, "accept_index": index, "num_correct_drafts": correct}
 
 
 def _chain_greedy(candidates, target):

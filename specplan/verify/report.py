@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from specplan.errors import Diagnostic, SpecError
 from specplan.verify.findings import Finding
@@ -57,13 +57,13 @@ def render_findings(plan: dict, findings: list[Finding], console: Console) -> No
         where = f"{spec_file}:{f.line}" if f.line else spec_file or "-"
         what = " / ".join(x for x in (f.site, f.decision) if x) or "-"
         ranks = f"{f.group or '-'} {list(f.ranks) if f.ranks else ''}".strip()
-        # Findings quote ids in brackets ([eagle3_target]): print them, not as rich markup.
-        table.add_row(_badge(f.severity), escape(where), escape(what), escape(ranks), f.round or "-",
-                      escape(f.message), escape(f.fix))
+        # Findings quote ids in brackets ([eagle3_target]): Text cells are never read as markup.
+        table.add_row(_badge(f.severity), *(Text(x) for x in (where, what, ranks, f.round or "-",
+                                                              f.message, f.fix)))
     console.print(table)
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("ERROR", "WARN", "INFO")}
     console.print(", ".join(f"{n} {s}" for s, n in counts.items()))
 
 
 def _badge(severity: str) -> str:
-    return {"ERROR": "[bold red]ERROR[/]", "WARN": "[yellow]WARN[/]", "INFO": "[dim]INFO[/]"}[severity]
+    return Text(severity, style={"ERROR": "bold red", "WARN": "yellow", "INFO": "dim"}[severity])
