@@ -136,21 +136,29 @@ def compile_(spec: str, out_dir: str | None) -> None:
         render_findings(plan, findings, console())
         click.echo("no plan written: the verifier found errors (see `specplan check`)", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
-    path = write_plan(plan, out_dir or f"build/{loaded.name}")
-    click.echo(f"wrote {path} (fingerprint {plan['fingerprint'][:16]}, "
+    from pathlib import Path
+
+    from specplan.files import staged_dir
+
+    out = Path(out_dir or f"build/{loaded.name}")
+    with staged_dir(out) as stage:  # every file or none: a failure leaves `out` as it was
+        write_plan(plan, stage)
+        note = _write_runtime_module(plan, stage)
+    click.echo(f"wrote {out / 'plan.json'} (fingerprint {plan['fingerprint'][:16]}, "
                f"{len(plan['boundaries'])} converge boundaries, {len(plan['rank_classes'])} rank classes)")
-    click.echo(_write_runtime_module(plan, path.parent))
+    click.echo(note.format(out=out))
 
 
 def _write_runtime_module(plan: dict, out_dir) -> str:
-    """The torch half of compile, imported only now that plan.json is written."""
+    """The torch half of compile, imported only after plan.json is written."""
     try:
         from specplan.lower.fx_module import write_runtime_module
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] != "torch":
             raise
         return "runtime module: skipped (torch is not installed; pip install 'specplan[runtime]')"
-    return f"wrote {write_runtime_module(plan, out_dir)} (runtime module)"
+    name = write_runtime_module(plan, out_dir).name
+    return "wrote {out}/" + name + " (runtime module)"
 
 
 @main.command()

@@ -74,15 +74,19 @@ class _Builder:
         self.held["token_counts"] = self.out["token_counts"] = self.call(
             steps.exchange_token_counts, (self.rt, counts), kwargs, "token_counts")
 
-    def finalize(self, site: dict) -> None:
-        names = [d["name"] for d in site["decisions"]]
+    def finalize(self, sites: list[dict]) -> None:
+        """One finalize per round. Several accept sites are alternatives (a mixed batch: the
+        greedy site when every row is greedy, else the sampled one): the engine names the one
+        that fired in the `accept_site` input, and finalize reads that site's decisions."""
+        names = [d["name"] for site in sites for d in site["decisions"]]
         kwargs = dict(live_rows=self.live, prefix_lens=self.value("prefix_lens"))
         if "num_correct_drafts" not in names:
             kwargs["draft_tokens"] = self.value("draft_tokens")
         kwargs.update({d: self.value(d) for d in names})
-        assert "accepted" not in self.out, f"two accept sites in stage {self.stage} {self.kind}"
-        self.out["accepted"] = self.call(steps.finalize, (self.rt, site["name"]), kwargs,
-                                         f"finalize_{site['name']}")
+        one = len(sites) == 1
+        which = sites[0]["name"] if one else self.value("accept_site")
+        self.out["accepted"] = self.call(steps.finalize, (self.rt, which), kwargs,
+                                         f"finalize_{sites[0]['name'] if one else 'fired'}")
 
 
 def program_ops(view: PlanView, stage: int, kind: str) -> list[tuple[str, object]]:
@@ -96,7 +100,7 @@ def build_graph(plan, stage: int, kind: str) -> torch.fx.GraphModule:
     bld = _Builder(view, stage, kind)
     bld.call(steps.check_plan, (bld.rt, view.fingerprint), {}, "plan_checked")
     ops = program_ops(view, stage, kind)
-    finals = _accept_points(view, ops)
+    point, accepts = _accept_point(view, ops)
     for i, (what, key) in enumerate(ops):
         if what == "boundary":
             b = view.boundaries[key]
@@ -106,8 +110,8 @@ def build_graph(plan, stage: int, kind: str) -> torch.fx.GraphModule:
             bld.collective(steps.relay_site, key, r, f"relay_{key}", mode=r.op)
         else:
             bld.token_counts(key)
-        for site in finals.get(i, ()):
-            bld.finalize(view.sites[site])
+        if i == point:
+            bld.finalize([view.sites[site] for site in accepts])
     bld.graph.output(bld.out)
     bld.graph.lint()
     clash = [n.name for n in bld.graph.nodes if n.name in STEPS]
@@ -122,18 +126,17 @@ def build_graphs(plan) -> dict[tuple[int, str], torch.fx.GraphModule]:
     return {(s, k): build_graph(view, s, k) for s in stages for k in ROUND_KINDS}
 
 
-def _accept_points(view: PlanView, ops) -> dict[int, list[str]]:
-    """op index -> accept sites whose decisions this stage holds completely after that op."""
+def _accept_point(view: PlanView, ops) -> tuple[int, list[str]]:
+    """(op index after which this stage holds every accept site's decisions, those sites in
+    plan order); (-1, []) for a program without an accept."""
     last: dict[str, int] = {}
     for i, (what, key) in enumerate(ops):
         sites = view.boundaries[key].sites if what == "boundary" else (key,) if what == "relay" else ()
         for s in sites:
             if view.sites[s]["phase"] == "accept":
                 last[s] = i
-    points: dict[int, list[str]] = {}
-    for site, i in last.items():
-        points.setdefault(i, []).append(site)
-    return points
+    ordered = [s for s in view.sites if s in last]
+    return (max(last.values()), ordered) if last else (-1, [])
 
 
 def _fields(b: Boundary) -> tuple:

@@ -3,8 +3,6 @@ as SVG (written here, no graphviz and no browser), Mermaid or DOT text. Torch-fr
 
 from __future__ import annotations
 
-import os
-import tempfile
 
 KINDS = ("ranks", "round")
 FORMATS = ("svg", "mermaid", "dot")
@@ -43,16 +41,9 @@ def write_picture(spec_path: str, kind: str, fmt: str, data: dict, planning, pla
 
 def write_atomic(path: str, text: str) -> None:
     """Write beside the target, then rename: a reader never sees half a picture."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".picture-", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    from specplan.files import write_atomic as write
+
+    write(path, text, what="the picture")
 
 
 __all__ = ["FORMATS", "KINDS", "render_picture", "write_atomic", "write_picture"]

@@ -37,7 +37,7 @@ class Accepted:
     decisions: dict[str, torch.Tensor]
     commit_lens: torch.Tensor  # [bs] int32: accepted drafts + the bonus
     new_seq_lens: torch.Tensor  # [bs] int32
-    out_tokens: torch.Tensor  # [bs, num_steps + 1] int64, -1 or stale past commit_lens
+    out_tokens: torch.Tensor  # [bs, num_steps + 1] int64, -1 past commit_lens (never a token id)
     cap_trim_lens: torch.Tensor | None = None
 
 
@@ -170,7 +170,8 @@ class Runtime:
         dec = self.converge(target, values, round=round, live_rows=live_rows, requests=requests)
         prefix = prefix_lens[:live_rows].to(self.device, torch.int32)
         drafts = None if draft_tokens is None else draft_tokens[:live_rows].to(self.device)
-        result = derive_commit(str(target), dec, prefix, drafts, verify_lens)
+        result = derive_commit(str(target), fired(self.plan.sites, target, dec), prefix, drafts,
+                               verify_lens)
         if self.trace:
             self.trace.commit(round, requests, prefix, result.new_seq_lens, result.out_tokens,
                               result.commit_lens)
@@ -247,15 +248,27 @@ class _Prepared:
         try:
             tensors = [values[d] for d in self.decisions]
         except (KeyError, TypeError):
-            values = values or {}
-            missing = [d for d in self.decisions if d not in values]
-            raise ValueError(f"{self.b.label} (boundary {self.b.id}): the source must hand over every "
-                             f"decision of the boundary; missing {missing}, given {sorted(values)}") from None
+            tensors = self._unfired(lane, values or {})
         device = self.rt.device
         for i, (t, dtype, shape) in enumerate(zip(tensors, lane.dtypes, lane.shapes)):
             if t.dtype is not dtype or t.shape != shape or (lane.impl == "triton" and t.device != device):
                 tensors[i] = _live(t, self.b.fields[i], tuple(shape)).to(device)
         return tensors
+
+    def _unfired(self, lane: FusedLayout, values: dict) -> list[torch.Tensor]:
+        """A round fires one of its accept sites (a mixed batch: greedy when every row is
+        greedy, else sampled); the buffer still carries the others, sent as zeros. Any other
+        missing decision is the source's mistake."""
+        sites, given = self.rt.plan.sites, set(values)
+        bad = [f.decision for f in self.b.fields if f.decision not in given
+               and (len(accept_sites(sites, sites[f.site]["round"])) < 2
+                    or any(g.decision in given for g in self.b.fields if g.site == f.site))]
+        if bad:
+            raise ValueError(f"{self.b.label} (boundary {self.b.id}): the source must hand over every "
+                             f"decision of the boundary; missing {bad}, given {sorted(given)}")
+        return [values[f.decision] if f.decision in given else
+                torch.zeros(shape, dtype=dtype, device=self.rt.device)
+                for f, dtype, shape in zip(self.b.fields, lane.dtypes, lane.shapes)]
 
 
 def _live(t: torch.Tensor, f, shape: tuple[int, ...]) -> torch.Tensor:
@@ -267,6 +280,12 @@ def _live(t: torch.Tensor, f, shape: tuple[int, ...]) -> torch.Tensor:
         return t[: shape[0]]  # capacity rows: the live prefix is the payload
     raise ValueError(f"{f.site}.{f.decision}: expected shape {list(shape)} for these live rows, "
                      f"found {list(t.shape)}")
+
+
+def accept_sites(sites: dict[str, dict], round_: str) -> tuple[str, ...]:
+    """The accept sites of a round kind, in plan order. Two or more are alternatives (DSpark
+    and DFlash under `sampling: mixed`): each round fires exactly one of them."""
+    return tuple(n for n, s in sites.items() if s["phase"] == "accept" and s["round"] == round_)
 
 
 def wait_for(work, *, what: str, timeout_s: float, rank: int) -> None:
@@ -281,12 +300,31 @@ def wait_for(work, *, what: str, timeout_s: float, rank: int) -> None:
         raise CollectiveTimeout(f"{what} timed out after {timeout_s:g}s (this is rank {rank})")
 
 
+def fired(sites: dict[str, dict], target, dec: dict) -> dict:
+    """The decisions of the accept site that fired: all of `dec` for a boundary of one accept
+    site; for alternatives (a mixed batch) the named site's, which the caller must name."""
+    site = sites.get(target) if isinstance(target, str) else None
+    if site is None:
+        names = {f for s in sites.values() if s["phase"] == "accept" for f in
+                 (d["name"] for d in s["decisions"]) if f in dec}
+        alternatives = {s["name"] for s in sites.values() if s["phase"] == "accept"
+                        and any(d["name"] in names for d in s["decisions"])}
+        if len(alternatives) > 1:
+            raise ValueError(f"boundary {target} carries the alternative accept sites "
+                             f"{sorted(alternatives)}: name the site that fired this round")
+        return dec
+    mine = {d["name"] for d in site["decisions"]}
+    return {k: v for k, v in dec.items() if k in mine}
+
+
 def derive_commit(site: str, dec: dict, prefix: torch.Tensor, draft_tokens: torch.Tensor | None = None,
                   verify_lens: torch.Tensor | None = None) -> Accepted:
     """What an accept site commits, from converged decisions only, so every rank commits the same.
 
     DSpark / DFlash style (correct_len, bonus): `finalize_accept` with the round's drafts.
+    DFlash greedy (target_predict): `greedy_accept` of the drafts first.
     EAGLE style (predict, accept_index, num_correct_drafts): tokens gathered along the path.
+    `Accepted.out_tokens` holds -1 past each row's commit_lens (never a valid token id).
     """
     by_prefix = {k.rsplit("_", 1)[0] if k.endswith(("_greedy", "_sample")) else k: v
                  for k, v in dec.items()}
@@ -294,10 +332,26 @@ def derive_commit(site: str, dec: dict, prefix: torch.Tensor, draft_tokens: torc
         return _eagle_commit(dec, by_prefix, prefix)
     if draft_tokens is None:
         raise ValueError(f"{site}: finalizing a chain accept needs this round's draft_tokens")
+    if "target_predict" in by_prefix:
+        by_prefix = _greedy_from_predict(by_prefix, draft_tokens)
+        draft_tokens = draft_tokens[:, 1:]  # DFlash: column 0 is the root, not a draft
     correct = by_prefix.get("correct_len", by_prefix.get("accept_len"))
     commit, seq, trim, out = finalize_accept(correct, by_prefix["bonus"], prefix, draft_tokens,
                                              verify_lens)
+    out = out.masked_fill(_past(commit, out.shape[1]), -1)
     return Accepted(dec, commit, seq, out, by_prefix.get("cap_trim_lens", trim))
+
+
+def _greedy_from_predict(by_prefix: dict, draft_tokens: torch.Tensor) -> dict:
+    from specplan.runtime.kernels import greedy_accept
+
+    _, correct, bonus = greedy_accept(draft_tokens[:, 1:], by_prefix["target_predict"])
+    return dict(by_prefix, correct_len=correct.to(torch.int32), bonus=bonus.to(torch.int64))
+
+
+def _past(commit: torch.Tensor, width: int) -> torch.Tensor:
+    """[bs, width] True at the columns past each row's commit length."""
+    return torch.arange(width, device=commit.device)[None, :] >= commit.to(torch.int64)[:, None]
 
 
 def _eagle_commit(dec: dict, by_prefix: dict, prefix: torch.Tensor) -> Accepted:

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from specplan.runtime.errors import FingerprintMismatch
-from specplan.runtime.runtime import derive_commit, wait_for
+from specplan.runtime.runtime import accept_sites, derive_commit, fired, wait_for
 
 Fields = tuple[tuple[str, str, str, int, int], ...]  # (site, decision, dtype, offset, bytes)
 
@@ -66,15 +66,21 @@ def exchange_token_counts(rt, counts: torch.Tensor | None, *, round: int, op: st
     return out
 
 
-def finalize(rt, site: str, *, live_rows: int, prefix_lens: torch.Tensor | None,
+def finalize(rt, site: str | None, *, live_rows: int, prefix_lens: torch.Tensor | None,
              draft_tokens: torch.Tensor | None = None, **decisions):
-    """What an accept site commits, from converged decisions only (`Runtime.accept` without
-    the converge, which the program already ran); None when the engine passed no prefix_lens."""
+    """What the accept site that fired commits, from converged decisions only (`Runtime.accept`
+    without the converge, which the program already ran); None when the engine passed no
+    prefix_lens. A round with alternative accept sites gets the fired one's name from the
+    engine (`accept_site`); finalize reads that site's decisions only."""
     if prefix_lens is None:
         return None
+    if site not in rt.plan.sites:
+        choices = accept_sites(rt.plan.sites, "decode")
+        raise ValueError(f"this round carries the alternative accept sites {list(choices)}: pass "
+                         f"accept_site, the one that fired (found {site!r})")
     prefix = prefix_lens[:live_rows].to(rt.device, torch.int32)
     drafts = None if draft_tokens is None else draft_tokens[:live_rows].to(rt.device)
-    return derive_commit(site, decisions, prefix, drafts)
+    return derive_commit(site, fired(rt.plan.sites, site, decisions), prefix, drafts)
 
 
 def _held(values: dict) -> dict | None:

@@ -58,7 +58,7 @@ class Engine:
         view, p = rt.plan, rt.plan.raw
         self.rt, self.sim, self.view, self.cfg = rt, sim, view, sim.model
         self.method = p["speculative"]["method"]
-        self.sampling = p["speculative"]["sampling"] != "greedy"
+        self.sampling_mode = p["speculative"]["sampling"]
         self.steps, self.topk = p["speculative"]["num_steps"], p["speculative"]["topk"]
         self.width = p["speculative"]["num_draft_tokens"]
         stages = p["pipeline"]["stages"]
@@ -93,6 +93,15 @@ class Engine:
     @property
     def bs(self) -> int:
         return len(self.requests)
+
+    @property
+    def sampling(self) -> bool:
+        """Whether this round's batch holds sampled rows. `mixed`: the batch alternates
+        between all-greedy rounds (even) and rounds with sampled rows (odd), so both accept
+        sites of a mixed plan fire, one per round, as SGLang picks them."""
+        if self.sampling_mode == "mixed":
+            return self.round % 2 == 1
+        return self.sampling_mode == "sampling"
 
     # -- decisions ---------------------------------------------------------------------------
     def decide(self, sites, values: dict | None) -> dict:
