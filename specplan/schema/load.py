@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from specplan.errors import Diagnostic, SpecError
 from specplan.schema.checks import cross_checks
+from specplan.schema.limits import limit_checks
 from specplan.schema.model import Spec
 from specplan.schema.yaml_source import Source, dotted, kind_of, read_source
 
@@ -26,7 +27,7 @@ def load_spec(path: str | Path) -> Spec:
     if source.problems:
         raise SpecError(source.problems)
     spec._source = source
-    problems = cross_checks(spec, source)
+    problems = limit_checks(spec, source) + cross_checks(spec, source)
     if problems:
         raise SpecError(problems)
     return spec
@@ -74,10 +75,18 @@ def _message(kind: str, err: dict, value: Any, parent: type | None, loc: tuple) 
     ctx = err.get("ctx") or {}
     if kind == "literal_error":
         return f"expected one of {ctx.get('expected', '').replace(' or ', ', ')}, {found}{_did_you_mean(value, loc)}"
+    if kind in ("greater_than_equal", "greater_than") and isinstance(ctx.get("gt"), float):
+        return f"expected a number > {ctx['gt']:g}, {found}"
+    if kind == "finite_number":
+        return f"expected a number > 0 (finite), {found}"
     if kind in ("greater_than_equal", "greater_than"):
         bound = ctx.get("ge", ctx.get("gt"))
         what = "a positive integer" if bound == 1 else f"an integer >= {bound}"
         return f"expected {what}, {found}"
+    if kind == "less_than_equal":
+        return f"expected at most {ctx['le']:,} (specplan's limit for this key), {found}"
+    if kind == "string_too_long":
+        return f"expected at most {ctx['max_length']} characters (specplan's limit), {found}"
     if kind == "string_pattern_mismatch":
         return f"expected a name matching [a-z0-9][a-z0-9_.-]*, {found}"
     return f"{err['msg'].lower()}, {found}"

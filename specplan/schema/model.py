@@ -10,7 +10,20 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+# Limits (documented in the JSON Schema and README): far past any deployment, low enough that
+# every size stays an exact machine integer and the planner never allocates by a typo.
+MAX_RANKS = 1_048_576  # any one axis, and the whole world (schema/limits.py)
+MAX_LAYERS = 65_536
+MAX_WIDTH = 1_048_576  # hidden size
+MAX_VOCAB = 16_777_216
+MAX_EXPERTS = 65_536
+MAX_STEPS = 64  # num_steps and topk: past every engine's draft graphs
+MAX_BATCH = 65_536
+MAX_NAME = 128  # a name becomes folder and file names
+
 Size = Annotated[int, Field(ge=1)]
+Axis = Annotated[int, Field(ge=1, le=MAX_RANKS)]
+Layers = Annotated[int, Field(ge=1, le=MAX_LAYERS)]
 Engine = Literal["sglang", "vllm"]
 Device = Literal["cuda", "rocm", "npu", "cpu"]
 MethodName = Literal["none", "eagle", "eagle3", "mtp", "standalone", "ngram", "dflash", "dspark"]
@@ -37,17 +50,17 @@ class _Model(BaseModel):
 class Topology(_Model):
     """How the ranks are laid out."""
 
-    tp: Size = Field(description="Tensor parallel size of one pipeline stage.")
-    pp: Size = Field(1, description="Pipeline stages.")
-    dp: Size = Field(1, description="Data parallel size.")
+    tp: Axis = Field(description="Tensor parallel size of one pipeline stage.")
+    pp: Axis = Field(1, description="Pipeline stages.")
+    dp: Axis = Field(1, description="Data parallel size.")
     dp_attention: bool = Field(False, description="sglang: DP inside the TP block (attn_dp = dp).")
-    cp: Size = Field(1, description="sglang: attention context parallel inside the TP block; "
+    cp: Axis = Field(1, description="sglang: attention context parallel inside the TP block; "
                                     "vllm: prefill context parallel (multiplies the world size).")
-    dcp: Size = Field(1, description="Decode context parallel, inside the (attention) TP group.")
-    ep: Size = Field(1, description="sglang: moe_ep inside the TP block; vllm: 1, or dp*cp*tp "
+    dcp: Axis = Field(1, description="Decode context parallel, inside the (attention) TP group.")
+    ep: Axis = Field(1, description="sglang: moe_ep inside the TP block; vllm: 1, or dp*cp*tp "
                                     "(expert parallel on).")
-    moe_dp: Size = Field(1, description="sglang only: MoE data parallel inside the TP block.")
-    nodes: Size = Field(1, description="Machines; GPUs per node = ranks / nodes.")
+    moe_dp: Axis = Field(1, description="sglang only: MoE data parallel inside the TP block.")
+    nodes: Axis = Field(1, description="Machines; GPUs per node = ranks / nodes.")
     device: Device = Field("cuda", description="Accelerator kind: cuda | rocm | npu | cpu.")
     backend: Backend | None = Field(
         None, description="Collective backend: nccl | hccl | zbal | gloo (default by device: "
@@ -57,8 +70,10 @@ class Topology(_Model):
 class Moe(_Model):
     """A mixture-of-experts model."""
 
-    num_experts: Size = Field(description="Routed experts per MoE layer.")
-    top_k: Size = Field(description="Experts each token is routed to.")
+    num_experts: Annotated[int, Field(ge=1, le=MAX_EXPERTS)] = Field(
+        description="Routed experts per MoE layer.")
+    top_k: Annotated[int, Field(ge=1, le=MAX_EXPERTS)] = Field(
+        description="Experts each token is routed to (at most num_experts).")
     a2a: Literal["none", "deepep"] = Field(
         "none", description="All-to-all backend for expert dispatch: none | deepep.")
 
@@ -66,10 +81,11 @@ class Moe(_Model):
 class ModelCfg(_Model):
     """The target model's shape."""
 
-    num_layers: Size = Field(description="Target decoder layers.")
-    hidden_size: Size = Field(description="Hidden width of the target model.")
-    vocab_size: Size = Field(description="Vocabulary size.")
-    pp_partition: list[Size] | None = Field(
+    num_layers: Layers = Field(description="Target decoder layers.")
+    hidden_size: Annotated[int, Field(ge=1, le=MAX_WIDTH)] = Field(
+        description="Hidden width of the target model.")
+    vocab_size: Annotated[int, Field(ge=1, le=MAX_VOCAB)] = Field(description="Vocabulary size.")
+    pp_partition: list[Layers] | None = Field(
         None, description="Layers per pipeline stage; else the engine's rule.")
     moe: Moe | None = Field(None, description="Set for a mixture-of-experts model.")
     dtype: Dtype = Field("bf16", description="Activation and tap dtype: bf16 | fp16 | fp8 | fp32.")
@@ -83,9 +99,9 @@ class Speculative(_Model):
 
     method: MethodName = Field("none", description="none | eagle | eagle3 | mtp | standalone | "
                                                    "ngram | dflash | dspark.")
-    num_steps: Annotated[int, Field(ge=0)] = Field(
+    num_steps: Annotated[int, Field(ge=0, le=MAX_STEPS)] = Field(
         0, description="Draft steps (DSpark gamma; DFlash block size - 1).")
-    topk: Size = Field(1, description="Branching of the draft tree; > 1 means a tree.")
+    topk: Annotated[int, Field(ge=1, le=MAX_STEPS)] = Field(1, description="Branching of the draft tree; > 1 means a tree.")
     num_draft_tokens: Size | None = Field(
         None, description="Verify width including the root (default num_steps + 1; "
                           "2 .. 1 + topk * num_steps).")
@@ -93,7 +109,7 @@ class Speculative(_Model):
     aux_layers: list[Annotated[int, Field(ge=0)]] | None = Field(
         None, description="Tap ids for eagle3 / dflash / dspark (default 2, L//2, L-3): "
                           "tap L is the residual stream entering layer L.")
-    draft_tp: Size | None = Field(
+    draft_tp: Axis | None = Field(
         None, description="Tensor width of the drafter (default: the target's attention TP).")
     draft_path: str | None = Field(
         None, description="Draft checkpoint: a folder or hub name (SGLang "
@@ -152,14 +168,14 @@ class Pipeline(_Model):
 class Runtime(_Model):
     """Runtime capacities."""
 
-    max_batch: Size = Field(256, description="Most requests one rank serves in a round.")
-    timeout_s: Annotated[float, Field(gt=0)] = Field(
+    max_batch: Annotated[int, Field(ge=1, le=MAX_BATCH)] = Field(256, description="Most requests one rank serves in a round.")
+    timeout_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
         300, description="Seconds a collective may take before the runtime raises an error "
                          "naming its site, round and group (instead of hanging).")
     trace_dir: str | None = Field(
         None, description="When set, every converge appends one JSON line per rank to "
                           "<trace_dir>/rank<R>.jsonl, for `specplan diff`.")
-    probe_every: Annotated[int, Field(ge=0)] = Field(
+    probe_every: Annotated[int, Field(ge=0, le=2**31 - 1)] = Field(
         0, description="Rounds between agreement probes (a hash of every decision, all-gathered "
                        "over each replica); 0 = off.")
 
@@ -167,8 +183,8 @@ class Runtime(_Model):
 class Spec(_Model):
     """A topology spec: layout, model, speculative method, sync policy."""
 
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$",
-                      description="Spec name: [a-z0-9][a-z0-9_.-]*.")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=MAX_NAME,
+                      description=f"Spec name: [a-z0-9][a-z0-9_.-]*, at most {MAX_NAME} characters.")
     engine: Engine = Field("sglang", description="Layout and sync conventions: sglang | vllm.")
     behaviour: Behaviour = Field(
         "specplan", description="specplan (the plan specplan would run) | engine (what the engine "

@@ -101,6 +101,8 @@ def _type(prop: dict, root: dict) -> str:
         return f"map of name to {_type(prop['additionalProperties'], root)}"
     bounds = [f">= {prop['minimum']}"] if "minimum" in prop else []
     bounds += [f"> {prop['exclusiveMinimum']}"] if "exclusiveMinimum" in prop else []
+    bounds += [f"<= {prop['maximum']:,}"] if "maximum" in prop else []
+    bounds += [f"at most {prop['maxLength']} characters"] if "maxLength" in prop else []
     return kind + (f" ({', '.join(bounds)})" if bounds else "")
 
 

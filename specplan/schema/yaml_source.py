@@ -25,6 +25,7 @@ _NULL = {"", "~", "null", "Null", "NULL"}
 _STD = "tag:yaml.org,2002:"
 _PLAIN = "!specplan/plain"  # an untagged plain scalar: resolved by the core schema below
 _MAX_NODES = 100_000  # aliases may share nodes; refuse documents that expand past this
+MAX_DEPTH = 32  # mappings and lists inside each other; a spec needs 4
 
 
 @dataclass
@@ -82,6 +83,7 @@ def read_source(path: str | Path) -> Source:
     name = str(path)
     text = _read_text(Path(path), name)
     try:
+        _check_depth(text, name)
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -107,10 +109,34 @@ def read_source(path: str | Path) -> Source:
     return source
 
 
+def _check_depth(text: str, name: str) -> None:
+    """One document, nested at most MAX_DEPTH deep, checked on the event stream before the
+    (recursive) composer sees it: the parser is a state machine, so `[[[...` costs no stack."""
+    depth, documents = 0, 0
+    for event in yaml.parse(text, Loader=_Loader):
+        mark = event.start_mark
+        if isinstance(event, yaml.DocumentStartEvent):
+            documents += 1
+            if documents > 1:
+                raise SpecError([Diagnostic(name, mark.line + 1, mark.column + 1, "",
+                                            "a second YAML document: one document expected "
+                                            "(a spec is one mapping; remove the `---` and what follows)")])
+        elif isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise SpecError([Diagnostic(name, mark.line + 1, mark.column + 1, "",
+                                            f"the document nests deeper than {MAX_DEPTH} levels; "
+                                            "a spec nests at most 4")])
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def _read_text(path: Path, name: str) -> str:
     def fail(message: str) -> SpecError:
         return SpecError([Diagnostic(name, None, None, "", message)])
 
+    if "\x00" in name:
+        raise fail("the path holds a NUL character; expected the path of a topology YAML file")
     if path.is_dir():
         raise fail("is a directory; expected a YAML file")
     try:
@@ -200,7 +226,13 @@ def _scalar(node: yaml.ScalarNode, path: PathKey, src: Source, errors: list[Diag
     if node.tag not in (_PLAIN, _STD + "int", _STD + "float", _STD + "bool", _STD + "null"):
         _check_tag(node, _STD + "str", path, src, errors)
         return None
-    out = _core_scalar(value)
+    try:
+        out = _core_scalar(value)
+    except ValueError:  # an integer past Python's 4300-digit conversion limit
+        errors.append(src.diag(path, f"an integer of {len(value)} digits is far beyond every "
+                                     "limit; expected a size"))
+        src.problem_paths.add(path)
+        return None
     if node.tag == _STD + "float" and type(out) is int:
         return float(out)  # `!!float 2` is the float 2.0
     return out
@@ -228,11 +260,14 @@ def kind_of(value: Any) -> str:
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
     if isinstance(value, int):
-        return f"integer {value}"
+        if value.bit_length() <= 128:
+            return f"integer {value}"
+        return f"an integer of {int(value.bit_length() * 0.30103) + 1} digits"  # str() stops at 4300
     if isinstance(value, float):
         return f"float {value!r}"
     if isinstance(value, str):
-        return f"string {value!r}"
+        return f"string {value!r}" if len(value) <= 80 else \
+            f"string {value[:40]!r}... ({len(value):,} characters)"
     if isinstance(value, list):
         return "a list"
     if isinstance(value, dict):
