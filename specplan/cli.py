@@ -186,6 +186,7 @@ def check(target: str, as_json: bool) -> None:
 
 @main.command(name="diff")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True))
+@user_errors
 def diff_(traces: tuple[str, ...]) -> None:
     """Find the first divergence across per-rank traces (runtime.trace_dir files or dirs).
 
@@ -193,9 +194,10 @@ def diff_(traces: tuple[str, ...]) -> None:
 
     Example: specplan diff /tmp/trace/rank0.jsonl /tmp/trace/rank1.jsonl
     """
-    from specplan.trace import first_divergence, read
+    from specplan.trace import first_divergence
+    from specplan.trace_input import load_traces
 
-    records = read(list(traces))
+    records = load_traces(list(traces))  # every line checked: bad input is exit 2 with file:line
     found = first_divergence(records)
     if found is None:
         n = sum(len(r) for r in records.values())

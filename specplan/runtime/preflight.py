@@ -23,6 +23,7 @@ from specplan.runtime.errors import RuntimeDivergence
 from specplan.runtime.runtime import DTYPES, Runtime, bind
 
 ROUNDS = ("startup", "prefill", "decode")
+TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 def _values(rt: Runtime, b) -> dict:
@@ -88,14 +89,28 @@ def report(rt: Runtime, timings: dict, count: int) -> None:
               f"{1e3 * sum(values) / len(values):>9.3f} {1e3 * max(values):>9.3f}")
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text!r}")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m specplan.runtime.preflight",
                                      description="Run every planned collective once, exactly.")
     parser.add_argument("plan", help="plan.json written by `specplan compile`")
-    parser.add_argument("--rounds", type=int, default=2, help="passes over the round (first warms up)")
+    parser.add_argument("--rounds", type=_positive, default=2,
+                        help="passes over the round (first warms up)")
     args = parser.parse_args(argv)
     if not os.path.exists(args.plan):
         print(f"{args.plan}: no such plan file", file=sys.stderr)
+        return 2
+    missing = [k for k in TORCHRUN_ENV if not os.environ.get(k)]
+    if missing:
+        print(f"preflight runs one process per rank under torchrun, which sets {', '.join(TORCHRUN_ENV)} "
+              f"(missing here: {', '.join(missing)}); run it as\n  torchrun --nproc-per-node N "
+              f"-m specplan.runtime.preflight {args.plan}\nwith N the plan's ranks on this node "
+              "(add --nnodes, --node-rank and --master-addr across nodes)", file=sys.stderr)
         return 2
     try:
         rt = bind(args.plan)

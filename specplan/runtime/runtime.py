@@ -55,7 +55,8 @@ class Runtime:
         self._prep = {b.id: _Prepared(self, b) for b in plan.boundaries + plan.relays}
         self._probe = ProbeState(self)
         self.last_round = -1  # the latest round a converge ran, for errors at close
-        self.trace = TraceWriter(plan.trace_dir, self.rank, self.replica) if plan.trace_dir else None
+        self.trace = TraceWriter(plan.trace_dir, self.rank, self.replica,
+                                 plan.fingerprint) if plan.trace_dir else None
 
     @property
     def replica(self) -> int:

@@ -17,14 +17,15 @@ from specplan.runtime.hashing import hash64, preview
 
 
 class TraceWriter:
-    def __init__(self, trace_dir: str, rank: int, replica: int):
+    def __init__(self, trace_dir: str, rank: int, replica: int, fingerprint: str = ""):
         path = Path(trace_dir)
         path.mkdir(parents=True, exist_ok=True)
-        self.rank, self.replica = rank, replica
+        self.rank, self.replica, self.fingerprint = rank, replica, fingerprint
         self.file = open(path / f"rank{rank}.jsonl", "w", buffering=1)  # one run per file
 
     def _write(self, record: dict) -> None:
-        record.update(rank=self.rank, replica=self.replica)
+        # every line names its plan, so `specplan diff` refuses traces of two plans
+        record.update(rank=self.rank, replica=self.replica, fingerprint=self.fingerprint)
         self.file.write(json.dumps(record, separators=(",", ":")) + "\n")
 
     def converge(self, round_: int, site: str, values: dict, requests, seq_lens) -> None:
