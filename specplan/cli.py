@@ -35,6 +35,31 @@ def user_errors(fn):
     return wrapper
 
 
+def load_spec_arg(path: str):
+    """The spec a command takes; a plan.json given instead is named as such (exit 2)."""
+    from specplan.errors import Diagnostic, SpecError
+    from specplan.schema import load_spec
+
+    try:
+        return load_spec(path)
+    except SpecError:
+        plan = _as_plan(path)
+        if plan is None:
+            raise
+        command = click.get_current_context().info_name
+        spec_file = (plan.get("source") or {}).get("spec_file") or "the spec it was compiled from"
+        raise SpecError([Diagnostic(path, None, None, "", f"this is a plan; {command} takes the spec "
+                                    f"(the YAML this plan was compiled from: {spec_file})")]) from None
+
+
+def _as_plan(path: str) -> dict | None:
+    try:
+        data = json.loads(open(path, "rb").read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and {"schema_version", "fingerprint"} <= set(data) else None
+
+
 def console():
     from rich.console import Console
 
@@ -83,10 +108,9 @@ def explain(spec: str, rank: int | None, as_json: bool, picture: str | None, fmt
     if picture and not out:
         raise click.UsageError("--picture needs -o/--out FILE")
     from specplan.errors import Diagnostic, SpecError
-    from specplan.schema import load_spec
 
-    loaded = load_spec(spec)  # bad input fails here, before the planner is even imported
-    from specplan.explain import explain_data, render
+    loaded = load_spec_arg(spec)  # bad input fails here, before the planner is even imported
+    from specplan.explain import explain_data, rank_data, render
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
     from specplan.round_view import render_round, round_data
@@ -104,7 +128,7 @@ def explain(spec: str, rank: int | None, as_json: bool, picture: str | None, fmt
         click.echo(write_picture(spec, picture, fmt, data, planning, built, family, out))
         return
     if as_json:
-        dump_json(data)
+        dump_json(data if rank is None else rank_data(data, rank))
         return
     out = console()
     render(data, out, rank)
@@ -124,12 +148,10 @@ def compile_(spec: str, out_dir: str | None) -> None:
     """
     from specplan.lower import build_plan, write_plan
     from specplan.passes import plan as run_passes
-    from specplan.schema import load_spec
-
     from specplan.verify import has_errors, verify
     from specplan.verify.report import render_findings
 
-    loaded = load_spec(spec)
+    loaded = load_spec_arg(spec)
     plan = build_plan(run_passes(loaded))
     findings = verify(plan)
     if has_errors(findings):
@@ -235,10 +257,9 @@ def export_(spec: str, engine: str | None) -> None:
     """
     from specplan.ecosystem.export import export, render
     from specplan.ecosystem.translate import Refusal
-    from specplan.schema import load_spec
 
     try:
-        launch = export(load_spec(spec), engine)
+        launch = export(load_spec_arg(spec), engine)
     except Refusal as exc:
         click.echo(f"specplan export: {exc}", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
@@ -290,18 +311,32 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
               help="Shrink deeper models to this many layers (stages and tap owners kept).")
 @click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan"]), default=None,
               help="A fault: per-rank logit noise, a rank killed mid-run, a foreign plan.")
+@click.option("--allow-errors", is_flag=True,
+              help="Run a spec `check` rejects, to watch the predicted failure happen.")
 @user_errors
 def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
-             inject: str | None) -> None:
+             inject: str | None, allow_errors: bool) -> None:
     """Run SPEC's whole topology on the CPU: one process per rank, a tiny float64 model.
 
     Exit 0 when every replica's ranks agreed on every decision and (greedy) every request's
-    tokens equal plain greedy decoding on one process; 3 otherwise.
+    tokens equal plain greedy decoding on one process; 3 otherwise, and 3 with the findings,
+    without running, when `specplan check` finds an ERROR (--allow-errors runs it anyway).
 
     Example: specplan simulate specs/llama-3.2-1b-eagle3-pp2.yaml --rounds 32
     """
+    from specplan.lower import build_plan
+    from specplan.passes import plan as run_passes
     from specplan.sim.command import run_simulate
+    from specplan.verify import has_errors, verify
+    from specplan.verify.report import render_findings
 
+    plan = build_plan(run_passes(load_spec_arg(spec)))
+    findings = verify(plan)
+    if has_errors(findings) and not allow_errors:  # simulate and check never disagree
+        render_findings(plan, findings, console())
+        click.echo("not simulated: `specplan check` predicts the failures above; run with "
+                   "--allow-errors to watch them happen", err=True)
+        sys.exit(EXIT_FOUND_PROBLEM)
     sys.exit(run_simulate(spec, rounds=rounds, requests=requests, seed=seed,
                           max_layers=max_layers, inject=inject, console=console()))
 

@@ -42,6 +42,6 @@ class PlanError(UserError):
     @classmethod
     def single(cls, spec, path: tuple, message: str) -> "PlanError":
         """One diagnostic pointing at `path` of the spec's YAML."""
-        file, line = spec.line_of(*path)
+        file, line, col = spec.where(*path)
         dotted = ".".join(str(x) for x in path)
-        return cls([Diagnostic(file, line, 1 if line else None, dotted, message)])
+        return cls([Diagnostic(file, line, col, dotted, message)])

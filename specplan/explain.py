@@ -125,20 +125,36 @@ def _replicas(data: dict, console: Console) -> None:
         console.print(f"... {len(data['replicas']) - SHOW_RANKS} more replicas")
 
 
-def _render_rank(data: dict, console: Console, rank: int) -> None:
+def rank_data(data: dict[str, Any], rank: int) -> dict[str, Any]:
+    """One rank's view (`explain --rank R`, also as --json): its row, its group in every
+    family, its replica and source, its stage, and its stage's collectives per round."""
     row = data["ranks"][rank]
+    groups = {}
+    for name, family in data["groups"].items():
+        group = next(g for g in family if rank in g)
+        groups[name] = {"group_rank": group.index(rank), "ranks": group}
+    rep = data["replicas"][row["replica"]]
+    stage = data["stages"][row["pp"]]
+    rounds = next((c["rounds"] for c in data.get("round", {}).get("per_rank_class", [])
+                   if c["rule"].get("pp", 0) == row["pp"]), {})
+    return {"name": data["name"], "engine": data["engine"], "world_size": data["world_size"],
+            "fingerprint": data.get("round", {}).get("fingerprint"), "rank": rank, "row": row,
+            "groups": groups, "replica": rep, "source": rep["source"],
+            "is_source": rep["source"] == rank, "stage": stage, "rounds": rounds}
+
+
+def _render_rank(data: dict, console: Console, rank: int) -> None:
+    view = rank_data(data, rank)
+    row, rep, stage = view["row"], view["replica"], view["stage"]
     console.print(Text.assemble((f"rank {rank}", "bold"), f" of {data['world_size']}: node "
                                 f"{row['node']}, local rank {row['local_rank']}"))
     table = Table(title="groups of this rank", title_justify="left")
     for col in ("family", "group rank", "group"):
         table.add_column(col)
-    for name, groups in data["groups"].items():
-        group = next(g for g in groups if rank in g)
-        table.add_row(name, str(group.index(rank)), _ranks_str(group))
+    for name, g in view["groups"].items():
+        table.add_row(name, str(g["group_rank"]), _ranks_str(g["ranks"]))
     console.print(table)
-    rep = data["replicas"][row["replica"]]
-    stage = data["stages"][row["pp"]]
-    role = "source" if rep["source"] == rank else f"takes decisions from rank {rep['source']}"
+    role = "source" if view["is_source"] else f"takes decisions from rank {rep['source']}"
     console.print(f"replica {rep['index']} ({role}); stage {stage['pp_rank']}: layers "
                   f"[{stage['start_layer']}, {stage['end_layer']}), taps {stage['taps'] or '-'}")
 

@@ -37,7 +37,7 @@ def run_import(engine: str, line: list[str], environ: dict[str, str], script: st
     except ImportProblem as exc:
         return EXIT_BAD_INPUT, "", [f"specplan import: {exc}"]
     try:
-        reload(data)
+        reload(data, "<the imported launch line>")
     except UserError as exc:
         return EXIT_BAD_INPUT, "", [f"specplan import: the launch line makes an invalid spec: "
                                     f"{d.path}: {d.message}" for d in exc.diagnostics]

@@ -87,7 +87,7 @@ def translate(spec: Spec, engine: str) -> tuple[Spec, list[str]]:
     data["engine"] = engine
     notes += _partition(spec, engine, data)
     try:
-        return reload(data), notes
+        return reload(data, f"{spec.line_of()[0]} (as {ENGINE_NAMES[engine]})"), notes
     except UserError as exc:
         why = "; ".join(d.message for d in exc.diagnostics)
         raise Refusal(f"the {spec.engine} layout has no {ENGINE_NAMES[engine]} equivalent: {why}") from None

@@ -7,9 +7,7 @@ dicts), so a value the user never wrote stays unwritten and keeps its default me
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 
 from pydantic import BaseModel
 
@@ -67,15 +65,10 @@ def to_yaml(data: dict, header: str = "") -> str:
     return head + "\n".join(_lines(data, Spec, "")) + "\n"
 
 
-def reload(data: dict) -> Spec:
-    """Validate spec data exactly as a file would be (types and cross-checks): SpecError."""
-    fd, path = tempfile.mkstemp(prefix="specplan-", suffix=".yaml")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(to_yaml(data))
-        return load_spec(path)
-    finally:
-        os.unlink(path)
+def reload(data: dict, origin: str = "<generated spec>") -> Spec:
+    """Validate spec data exactly as a file would be (types and cross-checks): SpecError.
+    Diagnostics name `origin`, never a temporary file."""
+    return load_spec(origin, to_yaml(data))
 
 
 def spec_data(spec: Spec) -> dict:

@@ -55,8 +55,7 @@ def _decide(p: Planning, name: str) -> tuple[bool, str]:
 
 def _check_overrides(p: Planning) -> None:
     known = {s.name for s in p.method.sites}
-    bad = [Diagnostic(*p.spec.line_of("sync", "sites", name)[:1], p.line("sync", "sites", name), 1,
-                      f"sync.sites.{name}",
+    bad = [Diagnostic(*p.spec.where("sync", "sites", name), f"sync.sites.{name}",
                       f"unknown site {name!r} for method {p.method.name!r}; sites: {', '.join(sorted(known))}")
            for name in p.spec.sync.sites if name not in known]
     if bad:

@@ -16,9 +16,9 @@ from specplan.schema.model import Spec
 from specplan.schema.yaml_source import Source, dotted, kind_of, read_source
 
 
-def load_spec(path: str | Path) -> Spec:
-    """Read, type-check and cross-check a topology YAML file."""
-    source = read_source(path)
+def load_spec(path: str | Path, text: str | None = None) -> Spec:
+    """Read, type-check and cross-check a topology YAML file (or `text`, named `path`)."""
+    source = read_source(path, text)
     try:
         spec = Spec.model_validate(source.data)
     except ValidationError as exc:

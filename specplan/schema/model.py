@@ -205,3 +205,12 @@ class Spec(_Model):
             return ("<spec>", None)
         loc = src.loc(tuple(path))
         return (src.file, loc[0] if loc else None)
+
+    def where(self, *path: str | int) -> tuple[str, int | None, int | None]:
+        """(file, line, col) of the key `path` names (its nearest written parent's when the
+        YAML leaves it out), for diagnostics that point at the offending key itself."""
+        src = self._source
+        if src is None:
+            return ("<spec>", None, None)
+        loc = src.loc(tuple(path), key=True)
+        return (src.file, *loc) if loc else (src.file, None, None)
