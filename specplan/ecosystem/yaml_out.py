@@ -45,11 +45,11 @@ def _submodel(model: type[BaseModel] | None, key: str) -> type[BaseModel] | None
 
 def _lines(data: dict, model: type[BaseModel] | None, indent: str) -> list[str]:
     out = []
-    for key in _ordered(data, model):
-        v = data[key]
+    for name in _ordered(data, model):
+        v, key = data[name], _scalar(str(name))  # a key like "[x]" must stay a string
         if isinstance(v, dict) and v:
             out.append(f"{indent}{key}:")
-            out.extend(_lines(v, _submodel(model, key), indent + "  "))
+            out.extend(_lines(v, _submodel(model, name), indent + "  "))
         elif isinstance(v, dict):
             out.append(f"{indent}{key}: {{}}")
         elif isinstance(v, list):
