@@ -167,3 +167,29 @@ def test_compile_without_torch_writes_the_plan_and_says_it_skipped_the_module(tm
     assert "runtime module: skipped (torch is not installed; pip install 'specplan[runtime]')" in run.stdout
     assert (tmp_path / "out" / "plan.json").exists()
     assert not list((tmp_path / "out").glob("runtime_*.py"))
+
+
+MIXED = [pytest.param(specs_rt.TP2_DSPARK.replace("method: dspark, num_steps: 3",
+                                                  "method: dspark, num_steps: 3, sampling: mixed"), 2,
+                      id="tp2-dspark-mixed"),
+         pytest.param(specs_rt.TP4_PP2_DSPARK_RING.replace("num_steps: 3}", "num_steps: 3, sampling: mixed}")
+                      .replace("method: dspark", "method: dflash"), 8, id="tp4-pp2-dflash-mixed-ring")]
+
+
+@pytest.mark.parametrize("text, world", MIXED)
+def test_a_mixed_batch_fires_one_accept_site_per_round_on_gloo(tmp_path, text, world):
+    """Issue 13: compile of a mixed DSpark / DFlash plan asserted "two accept sites". Each
+    decode program has one finalize, reading the site the engine names (accept_site)."""
+    plan, path, _ = compile_cli(tmp_path, text)
+    named = 0
+    for (stage, kind), gm in build_graphs(plan).items():
+        finals = [n for n in gm.graph.nodes if getattr(n.target, "__name__", "") == "finalize"]
+        assert len(finals) <= 1, (stage, kind)
+        named += sum(1 for n in finals if getattr(n.args[1], "name", "") == "accept_site")
+    assert named >= 1
+    assert "accept_site=None" in path.read_text()
+    results = launch(world, "engine", path.parent, path.stem, path.parent / "plan.json", 3, "mixed",
+                     module="fx_workers", path=(HERE,))
+    for r in results:
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.result["checks"] >= 4
