@@ -109,8 +109,14 @@ class Runtime:
         if self.rank == p.source:
             header.write(p.slot)
             lane.pack(p.fit(lane, values), check=False)
-        work = dist.broadcast(p.buf, src=p.source, group=p.group, async_op=True)
+        work = dist.broadcast(p.sent(live_rows), src=p.source, group=p.group, async_op=True)
         self._wait(work, b, round_)
+        if p.peer_runtime_width and self.rank != p.source:
+            # The plan lets the sender pick its width at run time (payload_width: dynamic) while
+            # this rank expects the planned count. NCCL keeps such a receiver waiting for the
+            # rest (gloo would complete a short message silently): wait for it, as NCCL does.
+            rest = p.buf[p.sent_bytes(live_rows):]
+            self._wait(dist.broadcast(rest, src=p.source, group=p.group, async_op=True), b, round_)
         if self.rank != p.source and not header.matches(p.slot):
             self._desync(p, p.source)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
@@ -132,7 +138,7 @@ class Runtime:
                 self._desync(p, sender)
         nxt = 0 if me == last else me + 1
         if nxt < last:
-            self._wait(dist.isend(buf, dst=ranks[nxt], group=p.group), r, round_)
+            self._wait(dist.isend(p.sent(live_rows), dst=ranks[nxt], group=p.group), r, round_)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
 
     def _min(self, p: "_Prepared", values, round_: int) -> dict:
@@ -214,7 +220,7 @@ class _Prepared:
     """What one boundary (or relay) needs per call, made once at bind."""
 
     __slots__ = ("rt", "b", "buf", "slot", "header", "group", "ranks", "source", "decisions",
-                 "lanes", "_shapes")
+                 "lanes", "_shapes", "runtime_width", "peer_runtime_width")
 
     def __init__(self, rt: Runtime, b: Boundary):
         self.rt, self.b = rt, b
@@ -230,6 +236,8 @@ class _Prepared:
         self.decisions = b.decisions
         self.lanes: dict[int, FusedLayout] = {}
         self._shapes: dict[int, list[tuple[int, ...]]] = {}
+        self.runtime_width = _runtime_width(rt, b, rt.plan.stage_of(self.source))
+        self.peer_runtime_width = self.runtime_width and rt.rank != self.source
         FusedLayout(self.buf, [(DTYPES[f.dtype], f.shape, f.offset) for f in b.fields])  # checks
 
     def lane(self, live_rows: int) -> FusedLayout:
@@ -242,6 +250,20 @@ class _Prepared:
         lane = FusedLayout(self.buf, [(DTYPES[f.dtype], s, f.offset) for f, s in zip(self.b.fields, shapes)])
         self.lanes[live_rows] = lane
         return lane
+
+    def sent(self, live_rows: int) -> torch.Tensor:
+        """What this rank puts on the wire: the family's whole buffer, as planned; where the
+        plan leaves this rank's width to run time (payload_width: dynamic, bytes None) the
+        sender's actual width, header and live rows only, as such an engine sends it."""
+        if not self.runtime_width:
+            return self.buf
+        return self.buf[: self.sent_bytes(live_rows)]
+
+    def sent_bytes(self, live_rows: int) -> int:
+        """The sender's actual width: the header and the live rows of every field."""
+        plan = self.rt.plan
+        return max(f.offset + _numel(plan.live_shape(f, live_rows)) * DTYPES[f.dtype].itemsize
+                   for f in self.b.fields)
 
     def fit(self, lane: FusedLayout, values) -> list[torch.Tensor]:
         """The source's tensors for the lane, in field order: each of the field's dtype and live
@@ -270,6 +292,22 @@ class _Prepared:
         return [values[f.decision] if f.decision in given else
                 torch.zeros(shape, dtype=dtype, device=self.rt.device)
                 for f, dtype, shape in zip(self.b.fields, lane.dtypes, lane.shapes)]
+
+
+def _runtime_width(rt: Runtime, b: Boundary, stage: int) -> bool:
+    """Whether the program of pipeline `stage` sends `b` at a width known only at run time."""
+    cls = next((c for c in rt.plan.raw["rank_classes"] if c["rule"].get("pp", 0) == stage), None)
+    ops = [op for ops in (cls or {}).get("program", {}).values() for op in ops]
+    return any(op.get("bytes", 0) is None and (op.get("boundary") == b.id or
+                                               (op.get("boundary") is None and (op.get("site"),) == b.sites))
+               for op in ops)
+
+
+def _numel(shape) -> int:
+    n = 1
+    for x in shape:
+        n *= x
+    return n
 
 
 def _live(t: torch.Tensor, f, shape: tuple[int, ...]) -> torch.Tensor:

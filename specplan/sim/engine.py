@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from specplan.runtime.errors import RuntimeDivergence
 from specplan.sim.comm import Comm, make_shard
 from specplan.sim.drafter import Head
 from specplan.sim.model import F64, KVCache, ModelConfig, Segment, init_weights, logits_of, run_layers
@@ -47,10 +48,45 @@ def prompt_of(seed: int, request: int, vocab: int) -> list[int]:
     return torch.randint(0, vocab, (n,), generator=g).tolist()
 
 
-def coins(seed: int, request: int, position: int, n: int) -> torch.Tensor:
-    """Uniform coins of a request at a position: the same on every rank."""
-    g = torch.Generator().manual_seed(zlib.crc32(f"coin/{seed}/{request}/{position}".encode()))
+def coins(seed: int, request: int, position: int, n: int, salt: int = -1) -> torch.Tensor:
+    """Uniform coins of a request at a position. Every rank draws its own (an rng decision),
+    as an engine's per-rank generator does; a replica's source draws the unsalted ones
+    (`salt` -1), so a run whose converges cover every rank equals the single-process one, and
+    a rank no converge reaches keeps coins of its own."""
+    tag = f"coin/{seed}/{request}/{position}" + (f"/rank{salt}" if salt >= 0 else "")
+    g = torch.Generator().manual_seed(zlib.crc32(tag.encode()))
     return torch.rand(n, generator=g, dtype=F64)
+
+
+class LayoutMismatch(RuntimeDivergence):
+    """A rank reads another tensor than the plan's names promise (taps, layer ids)."""
+
+
+def produced_taps(plan: dict, stage: int) -> tuple[int, ...]:
+    """The residuals (global layer ids) a stage hands the drafter, as the plan numbers taps:
+    global ids name one owner; stage-local ids are read by every stage from its own first
+    layer (tap 0 included), so ids collide and far ids go missing."""
+    pipe = plan["pipeline"]
+    st = pipe["stages"][stage]
+    if pipe.get("tap_ids", "global") == "global":
+        return tuple(st["taps"])
+    return tuple(st["start_layer"] + t["tap"] for t in pipe["taps"] if stage in t["producers"])
+
+
+def shadowed(w: dict, plan: dict, layers: range) -> dict:
+    """Weights as a checkpoint loader names them: a draft layer whose id is one of this
+    stage's target layers lands on that layer's names (pipeline.draft_layer_ids:
+    stage_local), so the target layer runs with the drafter's weights."""
+    drafter = plan["pipeline"].get("drafter") or {}
+    clash = [i for i in drafter.get("layer_ids", []) if i in layers]
+    if not clash:
+        return w
+    w = dict(w)
+    g = torch.Generator().manual_seed(zlib.crc32(b"draft-layer"))
+    for i in clash:
+        for name in [k for k in w if k.startswith(f"layers.{i}.")]:
+            w[name] = torch.randn(w[name].shape, generator=g, dtype=F64) * w[name].std()
+    return w
 
 
 class Engine:
@@ -65,14 +101,14 @@ class Engine:
         self.stage, self.num_stages = view.stage_of(rt.rank), len(stages)
         me = stages[self.stage]
         self.layers = range(me["start_layer"], me["end_layer"])
-        self.own_taps = tuple(me["taps"])
-        self.taps_before = sum(len(s["taps"]) for s in stages[: self.stage])
+        self.own_taps = produced_taps(p, self.stage)
+        self.taps_before = sum(len(produced_taps(p, s)) for s in range(self.stage))
         self.first, self.last = self.stage == 0, self.stage == self.num_stages - 1
         self.pp_ranks = rt.ranks["pp"]
         self.comm = Comm(rt)
         dp_attn = (p.get("derived") or {}).get("attn_dp", 1) > 1
         self.shard = make_shard(rt, self.comm, dp_attn)
-        self.w = init_weights(self.cfg)
+        self.w = shadowed(init_weights(self.cfg), p, self.layers)
         self.head = Head(self.w, standalone=self.method == "standalone")
         fam = view.families["replica"]
         self.requests = [q for q in range(sim.requests) if q % fam.num_groups == rt.replica]
@@ -124,8 +160,23 @@ class Engine:
                 out.update(self.rt.relay(name, sent, round=self.round, live_rows=self.bs))
                 self._count(relay)
         self.timers["converge"] += time.perf_counter() - t0
+        self._placeholders(sites, out)
         self._hold(sites, out)
         return out
+
+    def _placeholders(self, sites, out: dict) -> None:
+        """A decision the last stage made that never reached this stage (pipeline.relay_drafts:
+        false) is what the engine's preallocated buffer holds: zeros, which stage 0 embeds."""
+        if self.last:
+            return
+        from specplan.methods.base import eval_dim
+
+        symbols = dict(self.view.symbols, bs=self.bs)
+        for name in sites:
+            for d in self.view.sites[name]["decisions"]:
+                if d["name"] not in out:
+                    shape = [eval_dim(x, symbols) for x in d["symbols"]]
+                    out[d["name"]] = torch.zeros(shape, dtype=getattr(torch, d["dtype"]))
 
     def _converge(self, boundary: int, values):
         b = self.view.boundaries[boundary]
@@ -191,6 +242,8 @@ class Engine:
         x, new_kv, tapped = run_layers(self.w, self.cfg, self.shard, self.cache, self.layers,
                                        x, segs, self.own_taps)
         taps = torch.cat([taps_in] + [tapped[t] for t in sorted(tapped)], 1)
+        if self.last and self.cfg.taps:
+            self._check_taps()
         self.pending_kv = new_kv
         if not self.last:
             peer = self.pp_ranks[self.stage + 1]
@@ -205,6 +258,22 @@ class Engine:
             logits = logits + self.sim.noise * torch.randn(logits.shape, generator=g, dtype=F64)
         self.timers["target"] += time.perf_counter() - t0
         return logits, x, taps
+
+    @property
+    def coin_salt(self) -> int:
+        """-1 on a replica's source, else this rank (see `coins`)."""
+        if "_salt" not in self.__dict__:
+            self._salt = -1 if self.rt.rank in self.sources() else self.rt.rank
+        return self._salt
+
+    def _check_taps(self) -> None:
+        """The drafter was trained on the residuals entering `taps`; it refuses others."""
+        got = tuple(t for s in range(self.num_stages) for t in produced_taps(self.view.raw, s))
+        if got != tuple(self.cfg.taps):
+            raise LayoutMismatch(f"the drafter on stage {self.stage} (rank {self.rt.rank}) reads "
+                                 f"taps {list(self.cfg.taps)} but the stages hand it the residuals "
+                                 f"entering layers {list(got)} (pipeline.tap_ids: "
+                                 f"{self.view.raw['pipeline'].get('tap_ids')}) at round {self.round}")
 
     def sources(self) -> set[int]:
         """Each replica's source: the first rank of the replica on the last stage."""
@@ -230,6 +299,7 @@ class Engine:
         if not self.sampling:
             return logits.argmax(-1)
         probs = torch.softmax(logits / self.sim.temperature, -1)
-        u = torch.stack([coins(self.sim.seed, q, pos, 1)[0] for q, pos in zip(self.requests, positions)])
+        u = torch.stack([coins(self.sim.seed, q, pos, 1, self.coin_salt)[0]
+                         for q, pos in zip(self.requests, positions)])
         cdf = probs.cumsum(-1)
         return torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).squeeze(1).clamp(max=self.cfg.vocab - 1)

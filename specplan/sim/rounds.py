@@ -25,8 +25,16 @@ def startup(e: Engine) -> None:
             e.decide(name, {"free_mem_gb": torch.tensor(40.0 + e.rt.rank, dtype=torch.float32)})
 
 
+def _skips(e: Engine) -> bool:
+    """An idle DP rank under `sync.idle_ranks: skip` runs nothing this round (its rank class's
+    idle program): no forward, so none of the MoE and MLP collectives its peers wait in."""
+    return not e.requests and any("idle_program" in c for c in e.view.raw["rank_classes"])
+
+
 def prefill(e: Engine) -> None:
     e.round = 0
+    if _skips(e):
+        return
     counts = [len(t) for t in e.tokens]
     tokens = torch.tensor([x for t in e.tokens for x in t], dtype=torch.int64)
     logits, hidden, taps = e.forward(tokens, e.segments(counts, [causal(n) for n in counts]))
@@ -58,6 +66,8 @@ def _extend(e: Engine, bonus: torch.Tensor, converge: bool = True) -> None:
 
 
 def decode(e: Engine) -> None:
+    if _skips(e):
+        return
     if not e.sim.spec:
         _plain(e)
     elif e.method in EAGLE_LIKE or e.method == "ngram":
@@ -169,7 +179,8 @@ def _chain_greedy(candidates, target):
 
 
 def _coins(e: Engine, n: int):
-    u = torch.stack([coins(e.sim.seed, q, pos, n + 1) for q, pos in zip(e.requests, e.cache_len)])
+    u = torch.stack([coins(e.sim.seed, q, pos, n + 1, e.coin_salt)
+                     for q, pos in zip(e.requests, e.cache_len)])
     return u[:, :n].to(torch.float32).contiguous(), u[:, n].to(torch.float32).contiguous()
 
 

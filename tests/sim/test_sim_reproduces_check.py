@@ -1,0 +1,59 @@
+"""`check` and `simulate` never disagree: every ERROR class of check, run anyway with
+`simulate --allow-errors`, fails the way the finding predicts (a named CollectiveTimeout,
+ProbeMismatch or LayoutMismatch, or wrong tokens), and without the flag simulate refuses it.
+
+One spec per class from tests/verify/specs/error-*.yaml (test_check_cli keeps eight), with
+a short timeout; two run in a variant that makes the failure observable on the CPU: the idle
+DP rank needs a replica without requests (--requests 1), and a group wider than the replica
+shows wrong tokens under greedy decoding (sampled tokens have no single-process reference).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from specplan.cli import main
+
+SPECS = Path(__file__).resolve().parents[1] / "verify" / "specs"
+CASES = {  # class -> (variant of the spec text, simulate options, what the report must show)
+    "error-dynamic-width": ({}, [], "CollectiveTimeout: collective for site eagle3_target"),
+    "error-idle-dp-skips-moe": ({}, ["--requests", "1"], "CollectiveTimeout: sim all_gather on group tp"),
+    "error-sampling-accept-unconverged": ({}, [], "ProbeMismatch: agreement probe: decision predict differs"),
+    "error-cp-outside-group": ({}, [], "ProbeMismatch: agreement probe: decision next_token_ids differs"),
+    "error-group-wider-than-replica": ({"sampling: sampling": "sampling: greedy"}, [],
+                                       "plain greedy decoding gives"),
+    "error-drafts-not-relayed": ({}, [], "plain greedy decoding gives"),
+    "error-stage-local-draft-layers": ({}, [], "plain greedy decoding gives"),
+    "error-stage-local-taps": ({}, [], "LayoutMismatch: the drafter on stage 1 (rank 1) reads taps "
+                                       "[1, 3, 7] but the stages hand it the residuals entering layers "
+                                       "[1, 3, 5, 7]"),
+}
+
+
+def test_every_error_class_has_a_case():
+    assert sorted(CASES) == sorted(p.stem for p in SPECS.glob("error-*.yaml"))
+
+
+def spec_file(tmp: Path, name: str) -> str:
+    text = (SPECS / f"{name}.yaml").read_text()
+    for old, new in CASES[name][0].items():
+        text = text.replace(old, new)
+    text += "runtime: {timeout_s: 10}\n"
+    (tmp / f"{name}.yaml").write_text(text)
+    return str(tmp / f"{name}.yaml")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_simulate_shows_the_predicted_failure(tmp_path, name):
+    spec = spec_file(tmp_path, name)
+    assert CliRunner().invoke(main, ["check", spec]).exit_code == 3  # the variant is still an ERROR
+    refused = CliRunner().invoke(main, ["simulate", spec, "--rounds", "3", "--requests", "2"])
+    assert refused.exit_code == 3 and "not simulated" in refused.output
+    res = CliRunner().invoke(main, ["simulate", spec, "--rounds", "3", "--requests", "2",
+                                    "--allow-errors", *CASES[name][1]])
+    assert res.exit_code == 3, res.output[-3000:]
+    assert "FAIL" in res.output and CASES[name][2] in res.output, res.output[-3000:]
