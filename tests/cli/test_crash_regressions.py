@@ -119,3 +119,32 @@ def test_simulate_a_spec_that_crashed(tmp_path, method, sampling, extra):
     spec = small(tmp_path, method, sampling, **extra)
     res = cli("simulate", spec, "--rounds", "3", "--requests", "2")
     assert "PASS" in res.output
+
+
+def test_explain_json_rank_is_that_ranks_view():
+    spec = str(ROOT / "specs" / "llama-3.2-1b-eagle3-pp2.yaml")
+    import json
+
+    view = json.loads(cli("explain", spec, "--json", "--rank", "1").output)
+    assert view["rank"] == 1 and view["row"]["pp"] == 1 and view["is_source"]
+    assert view["groups"]["pp"] == {"group_rank": 1, "ranks": [0, 1]}
+    assert view["stage"]["pp_rank"] == 1 and view["rounds"]["decode"]["collectives"] >= 1
+    assert json.loads(cli("explain", spec, "--json", "--rank", "0").output)["groups"]["pp"]["group_rank"] == 0
+
+
+def test_plan_errors_point_at_the_keys_own_line_and_column(tmp_path):
+    spec = small(tmp_path, "dspark", "greedy", draft_tp=4)
+    res = cli("explain", spec, code=2)
+    col = Path(spec).read_text().splitlines()[4].index("draft_tp") + 1
+    assert f"{spec}:5:{col}: speculative.draft_tp: draft_tp=4 must be 1" in res.output
+    text = Path(spec).read_text().replace("sync: {policy: all}", "sync:\n  policy: all\n  sites: {nope: 'on'}")
+    spec = write(tmp_path, text.replace(", draft_tp: 4", ""), "sites.yaml")
+    assert f"{spec}:8:11: sync.sites.nope: unknown site 'nope'" in cli("explain", spec, code=2).output
+
+
+def test_export_never_names_a_temporary_file(tmp_path):
+    text = Path(small(tmp_path, "dspark", "greedy")).read_text()
+    spec = write(tmp_path, text.replace("sync: {policy: all}", "sync: {policy: all, sites: {nope: 'on'}}"))
+    res = CliRunner().invoke(main, ["export", spec, "--engine", "vllm"])
+    assert res.exit_code == 2 and f"{spec} (as vLLM 0.33.0):" in res.output
+    assert "/tmp/specplan-" not in res.output and ".yaml.tmp" not in res.output
