@@ -149,3 +149,22 @@ def test_preflight_outside_torchrun(tmp_path):
     assert res.returncode == 2, res.stderr
     assert "torchrun --nproc-per-node N -m specplan.runtime.preflight" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_written_files_follow_the_umask(tmp_path):
+    import os
+    import stat
+
+    spec = str(ROOT / "specs" / "llama-3.2-1b-eagle3-pp2.yaml")
+    old = os.umask(0o022)
+    try:
+        assert run(["explain", spec, "--picture", "round", "-o", str(tmp_path / "r.svg")]).exit_code == 0
+        assert run(["import", "--engine", "vllm", "--base", spec, "-o", str(tmp_path / "s.yaml"), "--",
+                    "vllm", "serve", "m", "-tp", "2"]).exit_code == 0
+        assert run(["compile", spec, "-o", str(tmp_path / "out")]).exit_code == 0
+    finally:
+        os.umask(old)
+    for path in (tmp_path / "r.svg", tmp_path / "s.yaml", tmp_path / "out" / "plan.json"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o755
+    assert not [p for p in tmp_path.rglob(".*")]  # no temporary or staging file left
