@@ -39,6 +39,8 @@ def engine_fixes(plan: dict, findings: list[Finding]) -> list[Finding]:
 def _fix(engine: str, converged: dict[str, bool], tp_is_replica: bool, f: Finding) -> str:
     name = _ENGINE[engine]
     match = _CONVERGE.match(f.fix)
+    if match is None and "sync.group" in f.fix:
+        return f"{name} converges over its own group and has no flag to change it: {_PLUGIN}"
     if match is None:
         return f"{f.fix}; a specplan setting: {name} has no launch flag for it"
     site, rest = match.group(1), match.group("rest")
