@@ -11,7 +11,8 @@ import re
 
 from pydantic import BaseModel
 
-from specplan.schema import Spec, load_spec
+from specplan.schema import Spec
+from specplan.schema.load import load_spec_text
 
 _PLAIN = re.compile(r"^[A-Za-z_/.][A-Za-z0-9_./@:+-]*$")
 _RESERVED = {"true", "false", "null", "yes", "no", "y", "n", "~"}
@@ -68,7 +69,7 @@ def to_yaml(data: dict, header: str = "") -> str:
 def reload(data: dict, origin: str = "<generated spec>") -> Spec:
     """Validate spec data exactly as a file would be (types and cross-checks): SpecError.
     Diagnostics name `origin`, never a temporary file."""
-    return load_spec(origin, to_yaml(data))
+    return load_spec_text(to_yaml(data), origin)
 
 
 def spec_data(spec: Spec) -> dict:

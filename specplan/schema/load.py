@@ -16,9 +16,17 @@ from specplan.schema.model import Spec
 from specplan.schema.yaml_source import Source, dotted, kind_of, read_source
 
 
-def load_spec(path: str | Path, text: str | None = None) -> Spec:
-    """Read, type-check and cross-check a topology YAML file (or `text`, named `path`)."""
-    source = read_source(path, text)
+def load_spec(path: str | Path) -> Spec:
+    """Read, type-check and cross-check a topology YAML file."""
+    return _validated(read_source(path))
+
+
+def load_spec_text(text: str, name: str) -> Spec:
+    """`load_spec` of YAML text held in memory; diagnostics name `name`."""
+    return _validated(read_source(name, text=text))
+
+
+def _validated(source: Source) -> Spec:
     try:
         spec = Spec.model_validate(source.data)
     except ValidationError as exc:

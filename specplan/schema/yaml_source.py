@@ -79,8 +79,8 @@ _Loader.resolve = _resolve
 
 
 def read_source(path: str | Path, text: str | None = None) -> Source:
-    """Parse `path` (or `text`, named `path` in diagnostics); raise SpecError for unreadable
-    files and malformed YAML."""
+    """Parse `path` (or `text`, named `path`); raise SpecError for unreadable files and
+    malformed YAML."""
     name = str(path)
     text = _read_text(Path(path), name) if text is None else text
     try:
