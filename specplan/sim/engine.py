@@ -259,12 +259,19 @@ class Engine:
         self.timers["target"] += time.perf_counter() - t0
         return logits, x, taps
 
-    @property
-    def coin_salt(self) -> int:
-        """-1 on a replica's source, else this rank (see `coins`)."""
-        if "_salt" not in self.__dict__:
-            self._salt = -1 if self.rt.rank in self.sources() else self.rt.rank
-        return self._salt
+    def coin_salt(self, site: str) -> int:
+        """-1 where `site`'s draws are the same on every rank (a replica's source; an engine
+        whose rng is seeded alike on every rank, or a lockstep site, as check models it),
+        else this rank (see `coins`)."""
+        b = self.view.raw.get("behaviour") or {}
+        if b.get("rng_is_float") or site in b.get("lockstep_sites", ()):
+            return -1
+        return -1 if self.rt.rank in self.sources() else self.rt.rank
+
+    def rng_accept_site(self) -> str:
+        """The decode accept site whose decisions draw coins."""
+        return next((n for n, s in self.view.sites.items() if s["phase"] == "accept"
+                     and any(d["nature"] == "rng" for d in s["decisions"])), "")
 
     def _check_taps(self) -> None:
         """The drafter was trained on the residuals entering `taps`; it refuses others."""
@@ -299,7 +306,8 @@ class Engine:
         if not self.sampling:
             return logits.argmax(-1)
         probs = torch.softmax(logits / self.sim.temperature, -1)
-        u = torch.stack([coins(self.sim.seed, q, pos, 1, self.coin_salt)[0]
+        salt = self.coin_salt(f"{self.method}_target")
+        u = torch.stack([coins(self.sim.seed, q, pos, 1, salt)[0]
                          for q, pos in zip(self.requests, positions)])
         cdf = probs.cumsum(-1)
         return torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).squeeze(1).clamp(max=self.cfg.vocab - 1)

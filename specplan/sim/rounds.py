@@ -179,8 +179,8 @@ def _chain_greedy(candidates, target):
 
 
 def _coins(e: Engine, n: int):
-    u = torch.stack([coins(e.sim.seed, q, pos, n + 1, e.coin_salt)
-                     for q, pos in zip(e.requests, e.cache_len)])
+    salt = e.coin_salt(e.rng_accept_site())
+    u = torch.stack([coins(e.sim.seed, q, pos, n + 1, salt) for q, pos in zip(e.requests, e.cache_len)])
     return u[:, :n].to(torch.float32).contiguous(), u[:, n].to(torch.float32).contiguous()
 
 
