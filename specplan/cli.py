@@ -80,10 +80,14 @@ def explain(spec: str, rank: int | None, as_json: bool, picture: str | None, fmt
     """
     if picture and not out:
         raise click.UsageError("--picture needs -o/--out FILE")
+    from specplan.deploy import Deployment, load_target
     from specplan.errors import Diagnostic, SpecError
-    from specplan.schema import load_spec
 
-    loaded = load_spec(spec)  # bad input fails here, before the planner is even imported
+    loaded = load_target(spec)  # bad input fails here, before the planner is even imported
+    if isinstance(loaded, Deployment):
+        from specplan.deploy import commands
+
+        sys.exit(commands.explain(loaded, as_json, console()))
     from specplan.explain import explain_data, render
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
@@ -120,14 +124,17 @@ def compile_(spec: str, out_dir: str | None) -> None:
 
     Example: specplan compile specs/kimi-k3-dspark-tp8-pp2.yaml -o build/kimi
     """
+    from specplan.deploy import Deployment, load_target
     from specplan.lower import build_plan, write_plan
     from specplan.passes import plan as run_passes
-    from specplan.schema import load_spec
-
     from specplan.verify import has_errors, verify
     from specplan.verify.report import render_findings
 
-    loaded = load_spec(spec)
+    loaded = load_target(spec)
+    if isinstance(loaded, Deployment):
+        from specplan.deploy import commands
+
+        sys.exit(commands.compile_(loaded, out_dir, console(), _write_runtime_module))
     plan = build_plan(run_passes(loaded))
     findings = verify(plan)
     if has_errors(findings):
@@ -152,20 +159,31 @@ def _write_runtime_module(plan: dict, out_dir) -> str:
 
 
 @main.command()
-@click.argument("target", type=click.Path(dir_okay=True))
+@click.argument("targets", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @click.option("--json", "as_json", is_flag=True, help='Print {"findings": [...]} instead of a table.')
 @user_errors
-def check(target: str, as_json: bool) -> None:
-    """Prove the plan of TARGET (a spec YAML or a plan.json) free of desyncs and deadlocks.
+def check(targets: tuple[str, ...], as_json: bool) -> None:
+    """Prove the plan of TARGET (a spec YAML, a deployment or a plan.json) free of desyncs and
+    deadlocks; given two instance specs, check them against each other too.
 
     Exit 0 when there is no ERROR, 3 when there is.
 
     Example: specplan check specs/deepseek-v4-dspark-tp16-dp8.yaml --json
+
+    Example: specplan check prefill.yaml decode.yaml
     """
     from specplan.verify import has_errors, verify
     from specplan.verify.report import plan_for, render_findings
 
-    plan = plan_for(target)
+    if len(targets) > 2:
+        raise click.UsageError("check takes one spec, deployment or plan.json, or two instance specs")
+    if len(targets) == 2 or not targets[0].endswith(".json"):
+        from specplan.deploy import Deployment, commands, load_pair, load_target
+
+        loaded = load_pair(*targets) if len(targets) == 2 else load_target(targets[0])
+        if isinstance(loaded, Deployment):
+            sys.exit(commands.check(loaded, as_json, console()))
+    plan = plan_for(targets[0])
     findings = verify(plan)
     if as_json:
         dump_json({"findings": [f.to_dict() for f in findings]})

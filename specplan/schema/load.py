@@ -17,7 +17,11 @@ from specplan.schema.yaml_source import Source, dotted, kind_of, read_source
 
 def load_spec(path: str | Path) -> Spec:
     """Read, type-check and cross-check a topology YAML file."""
-    source = read_source(path)
+    return spec_from_source(read_source(path))
+
+
+def spec_from_source(source: Source) -> Spec:
+    """Type-check and cross-check a read document (one file, or a deployment's merge)."""
     try:
         spec = Spec.model_validate(source.data)
     except ValidationError as exc:
