@@ -55,6 +55,9 @@ def load_target(path: str) -> Spec | Deployment:
 
 def load_pair(first: str, second: str) -> Deployment:
     """Two instance specs checked against each other."""
+    if Path(first).resolve() == Path(second).resolve():
+        raise SpecError([Diagnostic(second, None, None, "", f"is {first} again; expected the "
+                                    "other instance's spec")])
     a, b = (spec_from_source(read_source(p)) for p in (first, second))
     prefill, decode, connector = pair(a, b, first)
     return Deployment(f"{prefill.spec.name}+{decode.spec.name}", first, prefill, decode, connector)
@@ -75,16 +78,16 @@ def _from_peer(spec: Spec, source: Source) -> Deployment:
 def _resolve(source: Source, at: tuple, value: str, base: Path) -> str:
     """An instance path, relative to `base`; missing, a directory or this file: exit 2."""
     path = base / value
-    shown = f"{value!r} (resolved to {path})"
+    shown = repr(value) if str(path) == value else f"{value!r} (resolved to {path})"
     if not path.exists():
-        raise SpecError([source.diag(at, f"{shown}: no such file; expected the other "
-                                         "instance's spec")])
+        raise SpecError([source.diag(at, f"{shown}: no such file; expected an instance's "
+                                         "spec")])
     if path.is_dir():
-        raise SpecError([source.diag(at, f"{shown} is a directory; expected the other "
+        raise SpecError([source.diag(at, f"{shown} is a directory; expected an "
                                          "instance's spec file")])
     if path.resolve() == Path(source.file).resolve():
-        raise SpecError([source.diag(at, f"{shown} points back to this file; expected the "
-                                         "other instance's spec")])
+        raise SpecError([source.diag(at, f"{shown} points back to this file; expected "
+                                         "the other instance's spec")])
     return str(path)
 
 
@@ -100,12 +103,21 @@ def _from_file(source: Source) -> Deployment:
     connector = data.get("connector")
     if connector is not None and not isinstance(connector, str):
         problems.append(source.diag(("connector",), f"expected a string, found {kind_of(connector)}"))
+    specs = []
+    for role in ROLES:  # every error of both instances at once
+        try:
+            specs.append(_instance_spec(source, role) if _body_ok(bodies, role) else None)
+        except SpecError as exc:
+            problems += exc.diagnostics
     if problems:
         raise SpecError(problems)
-    specs = [_instance_spec(source, role) for role in ROLES]
     prefill, decode, connector = pair(*specs, source.file, deployment=(source, connector))
     name = data.get("name") if isinstance(data.get("name"), str) else Path(source.file).stem
     return Deployment(name, source.file, prefill, decode, connector)
+
+
+def _body_ok(bodies: dict, role: str) -> bool:
+    return isinstance(bodies.get(role), (str, dict))
 
 
 def _top_key_problems(source: Source) -> list[Diagnostic]:

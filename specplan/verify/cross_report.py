@@ -41,7 +41,7 @@ def render(dep, cross: list[CrossFinding], own: dict, console: Console) -> None:
     if not cross:
         console.print(f"{dep.name}: no findings across {dep.prefill.file} and {dep.decode.file}; "
                       "the instances agree on layer names, draft layers, taps, KV layout and the "
-                      "handoff counts", markup=False)
+                      "handoff counts", markup=False, soft_wrap=True)
         return
     table = Table(title=f"{dep.name}: findings across the instances", title_justify="left",
                   show_lines=True)

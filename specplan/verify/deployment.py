@@ -96,7 +96,8 @@ def _speculative(h: Handoff) -> list[CrossFinding]:
         ("speculative.method", lambda g: g.method, ("speculative", "method")),
         ("speculative.num_steps", lambda g: g.spec.speculative.num_steps, ("speculative", "num_steps")),
         ("speculative.draft_path", lambda g: g.spec.speculative.draft_path, ("speculative", "draft_path")),
-        ("taps", lambda g: list(g.taps), ("speculative", "aux_layers")),
+        ("speculative taps (aux_layers or their default)", lambda g: list(g.taps),
+         ("speculative", "aux_layers")),
     )
     return _differ(h, table, "speculative", "give both instances the same {}")
 
