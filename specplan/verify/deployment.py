@@ -12,6 +12,7 @@ states the prefill instance does not keep. No torch, no planner: the handoff pla
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from itertools import product
 
 from specplan.deploy.geometry import Geometry
 from specplan.deploy.handoff import Handoff
@@ -178,16 +179,21 @@ def _draft_kv(h: Handoff) -> list[CrossFinding]:
 
 
 def _consumers(h: Handoff) -> list[CrossFinding]:
+    """The producer frees a block after `consumers_per_source` notifications: fewer than the
+    decode ranks that read it, and a reader finds its blocks reused mid-transfer."""
+    counted = {}
     for e in h.entries:
-        for tp in e["prefill_tp_ranks"]:
-            seen = h.consumers_seen.get((tp, e["prefill_cp_ranks"][0], e["prefill_pp_ranks"][0]), 0)
-            if seen > e["consumers_per_source"]:
-                return [CrossFinding("ERROR", "consumers", _pair(h, "topology", "tp"),
-                                     f"prefill TP rank {tp} frees a block after "
-                                     f"{e['consumers_per_source']} consumer notifications while "
-                                     f"{seen} decode ranks read it", "use a connector that "
-                                     "counts every reader")]
-    return []
+        for source in product(e["prefill_tp_ranks"], e["prefill_cp_ranks"], e["prefill_pp_ranks"]):
+            counted[source] = e["consumers_per_source"]
+    short = sorted((s, n) for s, n in counted.items() if h.consumers_seen.get(s, 0) > n)
+    if not short:
+        return []
+    (tp, cp, pp), n = short[0]
+    return [CrossFinding("ERROR", "consumers", _pair(h, "topology", "pp"),
+                         f"prefill rank (tp {tp}, cp {cp}, stage {pp}) frees a block after {n} "
+                         f"consumer notification(s) while {h.consumers_seen[(tp, cp, pp)]} decode "
+                         f"ranks read it ({len(short)} prefill ranks like it)",
+                         "use a connector that counts every reader (decode PP included)")]
 
 
 def _hetero_tp(h: Handoff) -> list[CrossFinding]:

@@ -71,7 +71,7 @@ def test_compile_writes_a_plan_per_instance_and_the_handoff(tmp_path):
         assert handoff["fingerprints"][role] == plan["fingerprint"]
 
 
-def test_compile_refuses_a_deployment_with_errors(tmp_path):
+def test_compile_refuses_a_role_without_peer(tmp_path):
     case = ROOT / "tests/deploy/cases/error-pull-pp"
     run = cli("compile", str(case / "prefill.yaml"), "-o", str(tmp_path / "out"))
     assert run.returncode == 2  # a spec with a role but no peer: bad input, nothing written
