@@ -1,4 +1,4 @@
-"""`specplan check PREFILL.yaml DECODE.yaml` through the real CLI: one spec pair per finding
+"""`specplan check PREFILL.yaml DECODE.yaml` through the real CLI (click's runner, in process): one spec pair per finding
 class across instances, with its exact findings.
 
 tests/deploy/cases/<case>/{prefill,decode}.yaml sit beside expected.json: the exit code and the
@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from click.testing import CliRunner
+
+from specplan.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = sorted(p for p in (Path(__file__).parent / "cases").iterdir() if p.is_dir())
@@ -24,9 +26,15 @@ KINDS = {"layer-names", "pp-refused", "pull-pp", "tp-ratio", "mla-sharding", "de
          "speculative", "draft-kv", "hetero-tp", "hidden-states"}
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specplan.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+@pytest.fixture(autouse=True)
+def _at_root(monkeypatch):
+    monkeypatch.chdir(ROOT)  # the expected findings name files relative to the repository
+
+
+def cli(*args: str) -> SimpleNamespace:
+    """The real CLI in this process."""
+    res = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return SimpleNamespace(returncode=res.exit_code, stdout=res.stdout, stderr=res.stderr)
 
 
 def _rel(case: Path, role: str) -> str:
