@@ -233,22 +233,27 @@ def schema() -> None:
               help="Engine to launch on (default: the spec's; the other translates the layout).")
 @user_errors
 def export_(spec: str, engine: str | None) -> None:
-    """Print the command line and environment that run SPEC on an engine.
+    """Print the command line and environment that run SPEC on an engine (a deployment: one
+    launch per instance, with its disaggregation flags).
 
     Exit 3 naming the reason when the engine cannot run the spec.
 
     Example: specplan export specs/deepseek-v4-dspark-tp8-dp8.yaml --engine sglang
     """
+    from specplan.deploy import Deployment, commands, load_target
     from specplan.ecosystem.export import export, render
     from specplan.ecosystem.translate import Refusal
-    from specplan.schema import load_spec
 
+    loaded = load_target(spec)
+    if isinstance(loaded, Deployment) and engine:
+        raise click.UsageError("--engine translates one spec; a deployment exports each "
+                               "instance on its own engine")
     try:
-        launch = export(load_spec(spec), engine)
+        text = commands.export(loaded) if isinstance(loaded, Deployment) else render(export(loaded, engine))
     except Refusal as exc:
         click.echo(f"specplan export: {exc}", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
-    click.echo(render(launch), nl=False)
+    click.echo(text, nl=False)
 
 
 @main.command(name="import", context_settings={"ignore_unknown_options": True})

@@ -75,3 +75,16 @@ def _write_json(path: Path, data: dict) -> Path:
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     tmp.replace(path)
     return path
+
+
+def export(dep: Deployment) -> str:
+    """One launch script per instance, each with its role and connector flags."""
+    from specplan.ecosystem.export import export as export_spec, render
+    from specplan.schema.model import Disaggregation
+
+    parts = []
+    for inst in dep.instances:
+        dis = Disaggregation(role=inst.role, connector=dep.connector)
+        spec = inst.spec.model_copy(update={"disaggregation": dis})
+        parts.append(f"# {inst.role} instance ({inst.file})\n" + render(export_spec(spec)))
+    return "\n".join(parts)

@@ -43,13 +43,18 @@ def is_deployment(data: object) -> bool:
 
 
 def load_target(path: str) -> Spec | Deployment:
-    """A plain spec, or the deployment a deployment file or a spec with a peer describes."""
+    """A plain spec, or the deployment a deployment file or a spec with a peer describes.
+
+    An instance spec without a peer (a role and a connector only, as `specplan import` writes
+    it) is planned alone."""
     source = read_source(path)
     if not is_deployment(source.data):
         return spec_from_source(source)
     if "instances" in source.data:
         return _from_file(source)
     spec = spec_from_source(source)
+    if spec.disaggregation.peer is None:
+        return spec
     return _from_peer(spec, source)
 
 
@@ -65,9 +70,6 @@ def load_pair(first: str, second: str) -> Deployment:
 
 def _from_peer(spec: Spec, source: Source) -> Deployment:
     peer = spec.disaggregation.peer
-    if peer is None:
-        raise SpecError([source.diag(("disaggregation",), "missing required key 'peer': the "
-                                     "other instance's spec, relative to this file", key=True)])
     target = _resolve(source, ("disaggregation", "peer"), peer, Path(source.file).parent)
     other = spec_from_source(read_source(target))
     prefill, decode, connector = pair(spec, other, source.file)

@@ -16,7 +16,6 @@ FILES = {
     "missing.yaml": "name: a\ndisaggregation: {role: prefill, peer: nope.yaml}\n" + BODY,
     "dir.yaml": "name: a\ndisaggregation: {role: prefill, peer: adir}\n" + BODY,
     "self.yaml": "name: a\ndisaggregation: {role: prefill, peer: self.yaml}\n" + BODY,
-    "nopeer.yaml": "name: a\ndisaggregation: {role: prefill}\n" + BODY,
     "p1.yaml": "name: a\ndisaggregation: {role: prefill, peer: p2.yaml}\n" + BODY,
     "p2.yaml": "name: b\ndisaggregation: {role: prefill}\n" + BODY,
     "d1.yaml": "name: a\ndisaggregation: {role: decode}\n" + BODY,
@@ -47,8 +46,6 @@ CASES = [
                                "an instance's spec file"]),
     (["compile", "self.yaml"], ["self.yaml:2:39: disaggregation.peer: 'self.yaml' points back to "
                                 "this file; expected the other instance's spec"]),
-    (["check", "nopeer.yaml"], ["nopeer.yaml:2:1: disaggregation: missing required key 'peer': the "
-                                "other instance's spec, relative to this file"]),
     (["check", "p1.yaml"], ["p1.yaml:2:24: disaggregation.role: both instances are prefill: this "
                             "spec and p2.yaml:2:24; expected one prefill and one decode",
                             "p2.yaml:2:24: disaggregation.role: both instances are prefill: this "
