@@ -61,8 +61,9 @@ def main() -> None:
 @click.argument("spec", type=click.Path(dir_okay=True))
 @click.option("--rank", "rank", type=int, default=None, help="Show one rank's view.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-@click.option("--picture", type=click.Choice(["ranks", "round"]), default=None,
-              help="Draw the rank grid or the round graph to --out instead of printing tables.")
+@click.option("--picture", type=click.Choice(["ranks", "round", "kv"]), default=None,
+              help="Draw the rank grid or the round graph (a deployment: kv, both instances' "
+                   "grids with the KV handoff) to --out instead of printing tables.")
 @click.option("--format", "fmt", type=click.Choice(["svg", "mermaid", "dot"]), default="svg",
               show_default=True, help="Picture format.")
 @click.option("--family", default=None, help="ranks picture: the group family outlined "
@@ -87,7 +88,10 @@ def explain(spec: str, rank: int | None, as_json: bool, picture: str | None, fmt
     if isinstance(loaded, Deployment):
         from specplan.deploy import commands
 
-        sys.exit(commands.explain(loaded, as_json, console()))
+        sys.exit(commands.explain(loaded, as_json, console(), picture, fmt, out))
+    if picture == "kv":
+        raise SpecError([Diagnostic(spec, None, None, "", "--picture kv draws a deployment's KV "
+                                    "handoff; this spec has no peer (see disaggregation)")])
     from specplan.explain import explain_data, render
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes

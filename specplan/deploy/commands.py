@@ -15,14 +15,32 @@ from specplan.deploy.load import Deployment
 EXIT_FOUND_PROBLEM = 3
 
 
-def explain(dep: Deployment, as_json: bool, console) -> int:
+def explain(dep: Deployment, as_json: bool, console, picture: str | None = None,
+            fmt: str = "svg", out: str | None = None) -> int:
     from specplan.deploy.explain import deployment_data, render_deployment
 
+    if picture is not None:
+        return _picture(dep, picture, fmt, out)
     data = deployment_data(dep)
     if as_json:
         sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
     else:
         render_deployment(data, console)
+    return 0
+
+
+def _picture(dep: Deployment, picture: str, fmt: str, out: str) -> int:
+    from specplan.deploy.picture import kv_picture_data
+    from specplan.errors import Diagnostic, SpecError
+    from specplan.pictures import write_atomic
+    from specplan.pictures.kv import RENDER
+
+    if picture != "kv":
+        raise SpecError([Diagnostic(dep.file, None, None, "", f"--picture {picture} draws one "
+                                    "spec; a deployment draws --picture kv (or explain an "
+                                    "instance's spec)")])
+    write_atomic(out, RENDER[fmt](kv_picture_data(dep, plan_handoff(dep))))
+    print(out)
     return 0
 
 
