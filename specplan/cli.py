@@ -88,6 +88,8 @@ def explain(spec: str, rank: int | None, as_json: bool, picture: str | None, fmt
     if isinstance(loaded, Deployment):
         from specplan.deploy import commands
 
+        if rank is not None:
+            raise click.UsageError("--rank shows one rank of a spec; explain an instance's spec")
         sys.exit(commands.explain(loaded, as_json, console(), picture, fmt, out))
     if picture == "kv":
         raise SpecError([Diagnostic(spec, None, None, "", "--picture kv draws a deployment's KV "

@@ -20,7 +20,7 @@ class SGLangFlags:
     mode, backend = "--disaggregation-mode", "--disaggregation-transfer-backend"
 
     def write(self, role: str, connector: str) -> list[tuple[str, str, str]]:
-        return [(self.mode, role, f"this instance's role (disaggregation.role)"),
+        return [(self.mode, role, "this instance's role (disaggregation.role)"),
                 (self.backend, connector, "KV transfer (disaggregation.connector)")]
 
     def read(self, flags: dict) -> dict | None:
