@@ -1,3 +1,15 @@
 """specplan: plan, prove and run rank agreement for speculative decoding on many GPUs."""
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # `import specplan` stays light: the API (and pydantic, the planner) load on first use.
+    if name in ("load", "Deployment", "Report"):
+        from specplan import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'specplan' has no attribute {name!r}")
+
+
+__all__ = ["Deployment", "Report", "load", "__version__"]

@@ -166,20 +166,26 @@ def _write_runtime_module(plan: dict, out_dir) -> str:
 
 @main.command()
 @click.argument("targets", nargs=-1, required=True, type=click.Path(dir_okay=True))
-@click.option("--json", "as_json", is_flag=True, help='Print {"findings": [...]} instead of a table.')
+@click.option("--json", "as_json", is_flag=True, help='Print {"findings": [...]} (same as --format json).')
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "junit"]), default="text",
+              show_default=True, help="text for people; json, SARIF 2.1.0 or JUnit XML for CI.")
+@click.option("--severity", type=click.Choice(["error", "warn", "info"]), default="info",
+              show_default=True, help="Show findings at this severity or worse.")
+@click.option("-v", "--verbose", is_flag=True, help="Text: each finding's explanation, fix and YAML line.")
 @user_errors
-def check(targets: tuple[str, ...], as_json: bool) -> None:
+def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verbose: bool) -> None:
     """Prove the plan of TARGET (a spec YAML, a deployment or a plan.json) free of desyncs and
     deadlocks; given two instance specs, check them against each other too.
 
-    Exit 0 when there is no ERROR, 3 when there is.
+    Exit 0 when there is no ERROR, 3 when there is (whatever --severity shows).
 
-    Example: specplan check specs/deepseek-v4-dspark-tp16-dp8.yaml --json
+    Example: specplan check specs/deepseek-v4-dspark-tp16-dp8.yaml --format sarif > check.sarif
 
     Example: specplan check prefill.yaml decode.yaml
     """
     from specplan.verify import has_errors, verify
-    from specplan.verify.report import plan_for, render_findings
+    from specplan.verify import formats
+    from specplan.verify.report import plan_for, subject_of
 
     if len(targets) > 2:
         raise click.UsageError("check takes one spec, deployment or plan.json, or two instance specs")
@@ -188,14 +194,38 @@ def check(targets: tuple[str, ...], as_json: bool) -> None:
 
         loaded = load_pair(*targets) if len(targets) == 2 else load_target(targets[0])
         if isinstance(loaded, Deployment):
-            sys.exit(commands.check(loaded, as_json, console()))
+            if fmt in ("sarif", "junit"):
+                raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints "
+                                       "text or json")
+            sys.exit(commands.check(loaded, as_json or fmt == "json", console()))
     plan = plan_for(targets[0])
     findings = verify(plan)
-    if as_json:
-        dump_json({"findings": [f.to_dict() for f in findings]})
+    shown = formats.at_least(findings, severity)
+    fmt = "json" if as_json else fmt
+    subject = subject_of(plan)
+    if fmt == "json":
+        text = formats.to_json(shown)
+    elif fmt == "sarif":
+        text = formats.to_sarif(subject, shown)
+    elif fmt == "junit":
+        text = formats.to_junit(subject, shown)
     else:
-        render_findings(plan, findings, console())
+        filtered = len(findings) if len(shown) != len(findings) else None
+        text = formats.render_text(subject, shown, width=terminal_width(), verbose=verbose,
+                                   shown_of=filtered)
+    sys.stdout.write(text)
     sys.exit(EXIT_FOUND_PROBLEM if has_errors(findings) else 0)
+
+
+def terminal_width() -> int:
+    """COLUMNS when set, the terminal's width on a terminal, else 80."""
+    import os
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
 
 
 @main.command(name="diff")

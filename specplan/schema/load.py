@@ -20,6 +20,11 @@ def load_spec(path: str | Path) -> Spec:
     return spec_from_source(read_source(path))
 
 
+def load_spec_text(text: str, name: str) -> Spec:
+    """`load_spec` of YAML text held in memory; diagnostics name `name`."""
+    return spec_from_source(read_source(name, text=text))
+
+
 def spec_from_source(source: Source) -> Spec:
     """Type-check and cross-check a read document (one file, or a deployment's merge)."""
     try:

@@ -81,10 +81,11 @@ def _resolve(self, kind, value, implicit):
 _Loader.resolve = _resolve
 
 
-def read_source(path: str | Path) -> Source:
-    """Parse `path`; raise SpecError for unreadable files and malformed YAML."""
+def read_source(path: str | Path, text: str | None = None) -> Source:
+    """Parse `path` (or `text`, named `path`); raise SpecError for unreadable files and
+    malformed YAML."""
     name = str(path)
-    text = _read_text(Path(path), name)
+    text = _read_text(Path(path), name) if text is None else text
     try:
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:

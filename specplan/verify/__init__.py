@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from specplan.verify.agreement import check_agreement
 from specplan.verify.findings import Finding, sort_findings
+from specplan.verify.fixes import engine_fixes
 from specplan.verify.model import PlanView
 from specplan.verify.schedules import check_schedules
 from specplan.verify.structure import check_structure
@@ -12,7 +13,7 @@ from specplan.verify.structure import check_structure
 def verify(plan: dict) -> list[Finding]:
     view = PlanView(plan)
     findings = [*check_structure(view), *check_agreement(view), *check_schedules(view)]
-    return sort_findings(findings)
+    return sort_findings(engine_fixes(plan, findings))
 
 
 def has_errors(findings: list[Finding]) -> bool:

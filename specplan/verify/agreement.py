@@ -156,7 +156,7 @@ def _hardware(view: PlanView) -> str:
         notes.append(HARDWARE_NOTES[device])
     if view.plan["model"]["dtype"] == "fp8":
         notes.append(HARDWARE_NOTES["fp8"])
-    return "; ".join(notes) or "known to break on ROCm, with FP8 and on NPU"
+    return "; ".join(notes)  # only what applies to this device and dtype
 
 
 def _host_min(view: PlanView, site: dict) -> list[Finding]:

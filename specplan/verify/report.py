@@ -44,6 +44,13 @@ def _read_plan(path: str) -> dict:
     return data
 
 
+def subject_of(plan: dict):
+    """What `check` names in its report: plan name, spec file and fingerprint."""
+    from specplan.verify.formats import Subject
+
+    return Subject(plan["name"], plan.get("source", {}).get("spec_file", ""), plan["fingerprint"])
+
+
 def render_findings(plan: dict, findings: list[Finding], console: Console) -> None:
     spec_file = plan.get("source", {}).get("spec_file", "")
     if not findings:

@@ -1,0 +1,51 @@
+"""Fixes said where the user works: for a `behaviour: engine` spec, the engine's own switch.
+
+The verifier phrases every fix in spec keys (`sync.sites: {dspark_draft: on}`), which is right
+for a specplan-planned deployment. A `behaviour: engine` spec models a launch line, so a fix is
+the environment variable of that engine, and only what the engine can do: SGLang 0.5.23
+converges the SpecTpSync sites through SGLANG_SPEC_TP_SYNC, always over its TP group (so not
+under DP-attention, where that group spans replicas); converging any other site needs the
+specplan plugin, which runs the plan's converges inside the engine (docs/engines.md). A fix that
+is a layout setting says it has no launch flag. INFO findings keep naming the spec key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from specplan.ecosystem.flags import SITE_SLUGS
+from specplan.ecosystem.spec_tp_sync import slugs_of, value_for
+from specplan.verify.findings import Finding
+
+_ENGINE = {"sglang": "SGLang 0.5.23", "vllm": "vLLM 0.33.0"}
+# Sites an engine converges through its own switch (over its whole TP group).
+_SWITCHABLE = {"sglang": SITE_SLUGS, "vllm": {}}
+_CONVERGE = re.compile(r"^converge (\w+) \(sync\.sites: \{\w+: on\}\)(?P<rest>.*)$")
+_PLUGIN = "load the specplan plugin (SPECPLAN_PLAN=plan.json; docs/engines.md)"
+
+
+def engine_fixes(plan: dict, findings: list[Finding]) -> list[Finding]:
+    """`findings` with ERROR and WARN fixes of an engine-behaviour plan in the engine's terms."""
+    if plan["behaviour"]["mode"] != "engine":
+        return findings
+    engine = plan["engine"]
+    converged = {s["name"]: bool(s["converge"]) for s in plan["sites"]}
+    tp_is_replica = plan["derived"].get("attn_dp", 1) == 1  # else the TP group spans replicas
+    return [f if f.severity == "INFO" or not f.fix else
+            replace(f, fix=_fix(engine, converged, tp_is_replica, f)) for f in findings]
+
+
+def _fix(engine: str, converged: dict[str, bool], tp_is_replica: bool, f: Finding) -> str:
+    name = _ENGINE[engine]
+    match = _CONVERGE.match(f.fix)
+    if match is None and "sync.group" in f.fix:
+        return f"{name} converges over its own group and has no flag to change it: {_PLUGIN}"
+    if match is None:
+        return f"{f.fix}; a specplan setting: {name} has no launch flag for it"
+    site, rest = match.group(1), match.group("rest")
+    if site in _SWITCHABLE[engine] and tp_is_replica:
+        care = slugs_of(converged, only_on=False)
+        on = slugs_of({**converged, site: True})
+        return f"launch with SGLANG_SPEC_TP_SYNC={value_for(care, on)}{rest}"
+    return f"{name} cannot converge {site}: {_PLUGIN}{rest}"
