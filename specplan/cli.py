@@ -189,6 +189,7 @@ def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verb
 
     if len(targets) > 2:
         raise click.UsageError("check takes one spec, deployment or plan.json, or two instance specs")
+    loaded = None
     if len(targets) == 2 or not targets[0].endswith(".json"):
         from specplan.deploy import Deployment, commands, load_pair, load_target
 
@@ -198,7 +199,13 @@ def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verb
                 raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints "
                                        "text or json")
             sys.exit(commands.check(loaded, as_json or fmt == "json", console()))
-    plan = plan_for(targets[0])
+    if loaded is None:
+        plan = plan_for(targets[0])
+    else:
+        from specplan.lower import build_plan
+        from specplan.passes import plan as run_passes
+
+        plan = build_plan(run_passes(loaded))
     findings = verify(plan)
     shown = formats.at_least(findings, severity)
     fmt = "json" if as_json else fmt
