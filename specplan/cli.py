@@ -36,12 +36,12 @@ def user_errors(fn):
 
 
 def load_spec_arg(path: str):
-    """The spec a command takes; a plan.json given instead is named as such (exit 2)."""
+    """The spec (or deployment) a command takes; a plan.json given instead is named as such."""
+    from specplan.deploy import load_target
     from specplan.errors import Diagnostic, SpecError
-    from specplan.schema import load_spec
 
     try:
-        return load_spec(path)
+        return load_target(path)
     except SpecError:
         plan = _as_plan(path)
         if plan is None:
@@ -88,8 +88,9 @@ def main() -> None:
 @click.argument("spec", type=click.Path(dir_okay=True))
 @click.option("--rank", "rank", type=int, default=None, help="Show one rank's view.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-@click.option("--picture", type=click.Choice(["ranks", "round"]), default=None,
-              help="Draw the rank grid or the round graph to --out instead of printing tables.")
+@click.option("--picture", type=click.Choice(["ranks", "round", "kv"]), default=None,
+              help="Draw the rank grid or the round graph (a deployment: kv, both instances' "
+                   "grids with the KV handoff) to --out instead of printing tables.")
 @click.option("--format", "fmt", type=click.Choice(["svg", "mermaid", "dot"]), default="svg",
               show_default=True, help="Picture format.")
 @click.option("--family", default=None, help="ranks picture: the group family outlined "
@@ -107,9 +108,19 @@ def explain(spec: str, rank: int | None, as_json: bool, picture: str | None, fmt
     """
     if picture and not out:
         raise click.UsageError("--picture needs -o/--out FILE")
+    from specplan.deploy import Deployment, load_target
     from specplan.errors import Diagnostic, SpecError
 
     loaded = load_spec_arg(spec)  # bad input fails here, before the planner is even imported
+    if isinstance(loaded, Deployment):
+        from specplan.deploy import commands
+
+        if rank is not None:
+            raise click.UsageError("--rank shows one rank of a spec; explain an instance's spec")
+        sys.exit(commands.explain(loaded, as_json, console(), picture, fmt, out))
+    if picture == "kv":
+        raise SpecError([Diagnostic(spec, None, None, "", "--picture kv draws a deployment's KV "
+                                    "handoff; this spec has no peer (see disaggregation)")])
     from specplan.explain import explain_data, rank_data, render
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
@@ -146,12 +157,17 @@ def compile_(spec: str, out_dir: str | None) -> None:
 
     Example: specplan compile specs/kimi-k3-dspark-tp8-pp2.yaml -o build/kimi
     """
+    from specplan.deploy import Deployment, load_target
     from specplan.lower import build_plan, write_plan
     from specplan.passes import plan as run_passes
     from specplan.verify import has_errors, verify
     from specplan.verify.report import render_findings
 
     loaded = load_spec_arg(spec)
+    if isinstance(loaded, Deployment):
+        from specplan.deploy import commands
+
+        sys.exit(commands.compile_(loaded, out_dir, console(), _write_runtime_module))
     plan = build_plan(run_passes(loaded))
     findings = verify(plan)
     if has_errors(findings):
@@ -184,7 +200,7 @@ def _write_runtime_module(plan: dict, out_dir) -> str:
 
 
 @main.command()
-@click.argument("target", type=click.Path(dir_okay=True))
+@click.argument("targets", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @click.option("--json", "as_json", is_flag=True, help='Print {"findings": [...]} (same as --format json).')
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "junit"]), default="text",
               show_default=True, help="text for people; json, SARIF 2.1.0 or JUnit XML for CI.")
@@ -192,18 +208,39 @@ def _write_runtime_module(plan: dict, out_dir) -> str:
               show_default=True, help="Show findings at this severity or worse.")
 @click.option("-v", "--verbose", is_flag=True, help="Text: each finding's explanation, fix and YAML line.")
 @user_errors
-def check(target: str, as_json: bool, fmt: str, severity: str, verbose: bool) -> None:
-    """Prove the plan of TARGET (a spec YAML or a plan.json) free of desyncs and deadlocks.
+def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verbose: bool) -> None:
+    """Prove the plan of TARGET (a spec YAML, a deployment or a plan.json) free of desyncs and
+    deadlocks; given two instance specs, check them against each other too.
 
     Exit 0 when there is no ERROR, 3 when there is (whatever --severity shows).
 
     Example: specplan check specs/deepseek-v4-dspark-tp16-dp8.yaml --format sarif > check.sarif
+
+    Example: specplan check prefill.yaml decode.yaml
     """
     from specplan.verify import has_errors, verify
     from specplan.verify import formats
     from specplan.verify.report import plan_for, subject_of
 
-    plan = plan_for(target)
+    if len(targets) > 2:
+        raise click.UsageError("check takes one spec, deployment or plan.json, or two instance specs")
+    loaded = None
+    if len(targets) == 2 or not targets[0].endswith(".json"):
+        from specplan.deploy import Deployment, commands, load_pair, load_target
+
+        loaded = load_pair(*targets) if len(targets) == 2 else load_target(targets[0])
+        if isinstance(loaded, Deployment):
+            if fmt in ("sarif", "junit"):
+                raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints "
+                                       "text or json")
+            sys.exit(commands.check(loaded, as_json or fmt == "json", console()))
+    if loaded is None:
+        plan = plan_for(targets[0])
+    else:
+        from specplan.lower import build_plan
+        from specplan.passes import plan as run_passes
+
+        plan = build_plan(run_passes(loaded))
     findings = verify(plan)
     shown = formats.at_least(findings, severity)
     fmt = "json" if as_json else fmt
@@ -276,21 +313,27 @@ def schema() -> None:
               help="Engine to launch on (default: the spec's; the other translates the layout).")
 @user_errors
 def export_(spec: str, engine: str | None) -> None:
-    """Print the command line and environment that run SPEC on an engine.
+    """Print the command line and environment that run SPEC on an engine (a deployment: one
+    launch per instance, with its disaggregation flags).
 
     Exit 3 naming the reason when the engine cannot run the spec.
 
     Example: specplan export specs/deepseek-v4-dspark-tp8-dp8.yaml --engine sglang
     """
+    from specplan.deploy import Deployment, commands, load_target
     from specplan.ecosystem.export import export, render
     from specplan.ecosystem.translate import Refusal
 
+    loaded = load_spec_arg(spec)
+    if isinstance(loaded, Deployment) and engine:
+        raise click.UsageError("--engine translates one spec; a deployment exports each "
+                               "instance on its own engine")
     try:
-        launch = export(load_spec_arg(spec), engine)
+        text = commands.export(loaded) if isinstance(loaded, Deployment) else render(export(loaded, engine))
     except Refusal as exc:
         click.echo(f"specplan export: {exc}", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
-    click.echo(render(launch), nl=False)
+    click.echo(text, nl=False)
 
 
 @main.command(name="import", context_settings={"ignore_unknown_options": True})
@@ -357,8 +400,10 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     from specplan.verify import formats, has_errors, verify
     from specplan.verify.report import subject_of
 
-    plan = build_plan(run_passes(load_spec_arg(spec)))
-    findings = verify(plan)
+    from specplan.deploy import Deployment
+
+    target = load_spec_arg(spec)
+    findings = [] if isinstance(target, Deployment) else verify(plan := build_plan(run_passes(target)))
     if has_errors(findings) and not allow_errors:  # simulate and check never disagree
         sys.stdout.write(formats.render_text(subject_of(plan), findings, width=terminal_width(),
                                              verbose=False))

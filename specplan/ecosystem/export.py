@@ -51,6 +51,12 @@ def export(spec: Spec, engine: str | None = None) -> Launch:
         title += f" (translated from engine {spec.engine}; layouts differ where noted)"
     launch = Launch(engine, title, notes=notes)
     (_sglang if engine == "sglang" else _vllm)(target, sites, launch)
+    if spec.disaggregation is not None:
+        from specplan.deploy.launch import FLAGS
+        from specplan.deploy.rules import DEFAULT_CONNECTOR
+
+        dis = spec.disaggregation
+        launch.args += FLAGS[engine].write(dis.role, dis.connector or DEFAULT_CONNECTOR[engine])
     return launch
 
 

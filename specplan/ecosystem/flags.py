@@ -77,6 +77,10 @@ SGLANG_FLAGS: tuple[Flag, ...] = (
     Flag("--disable-overlap-schedule", "turn the overlap scheduler off (pipeline parallel "
          "requires it)", None, takes_value=False,
          source="sglang/srt/arg_groups/fields/schedule.py"),
+    Flag("--disaggregation-mode", "prefill or decode instance of a PD deployment",
+         "disaggregation.role", source="sglang/srt/arg_groups/fields/disagg.py"),
+    Flag("--disaggregation-transfer-backend", "KV transfer backend", "disaggregation.connector",
+         source="sglang/srt/arg_groups/fields/disagg.py"),
 )
 
 # Real SGLang options with no bearing on the plan: import accepts and ignores them.
@@ -120,6 +124,8 @@ VLLM_FLAGS: tuple[Flag, ...] = (
     Flag("--dtype", "weight and activation dtype", "model.dtype", source=_VL_ARGS),
     Flag("--speculative-config", "speculative decoding (JSON)", "speculative",
          ("-sc",), source=_VL_ARGS),
+    Flag("--kv-transfer-config", "KV connector and role of a PD instance (JSON: kv_connector, "
+         "kv_role)", "disaggregation", source=_VL_ARGS),
 )
 
 VLLM_IGNORED: tuple[Flag, ...] = tuple(

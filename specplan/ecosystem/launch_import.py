@@ -122,6 +122,7 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
     env = {**env, **env_here}
     flags, positional = parse_flags(engine, argv)
     out = (_sglang if engine == "sglang" else _vllm)(flags, positional, env)
+    out["disaggregation"] = _disaggregation(engine, flags)
     model = out["model"]
     dtype = flags.get("--dtype")
     if dtype not in (None, "auto"):
@@ -137,6 +138,15 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
             raise ImportProblem(f"{engine.upper()}_PP_LAYER_PARTITION={part!r} is not a "
                                 "comma-separated list of layer counts") from None
     return out
+
+
+def _disaggregation(engine: str, flags: dict) -> dict | None:
+    from specplan.deploy.launch import FLAGS, LaunchProblem
+
+    try:
+        return FLAGS[engine].read(flags)
+    except LaunchProblem as exc:
+        raise ImportProblem(str(exc)) from None
 
 
 def _sizes(**sizes) -> dict:
@@ -306,6 +316,8 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
         raise ImportProblem(f"the launch line does not give the model's shape ({', '.join(missing)}): "
                             "pass --base SPEC, --model-config config.json, or a local model path")
     _sync(data, launch.get("_sync_slugs"), base)
+    if launch.get("disaggregation"):  # the peer comes from the base, else the user names it
+        data["disaggregation"] = {**data.get("disaggregation", {}), **launch["disaggregation"]}
     return data
 
 

@@ -26,8 +26,20 @@ def canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
 
+# Keys added after plans were first fingerprinted: left out while unset, so a spec that does
+# not write them keeps its fingerprint.
+_LATER_KEYS = {"model": ("num_kv_heads", "attention", "kv_cache_dtype", "page_size"),
+               "speculative": ("draft_num_layers",), "": ("disaggregation",)}
+
+
 def spec_sha256(p: Planning) -> str:
-    return hashlib.sha256(canonical(p.spec.model_dump(mode="json"))).hexdigest()
+    data = p.spec.model_dump(mode="json")
+    for section, keys in _LATER_KEYS.items():
+        part = data[section] if section else data
+        for key in keys:
+            if part.get(key) is None:
+                part.pop(key, None)
+    return hashlib.sha256(canonical(data)).hexdigest()
 
 
 def fingerprint(plan: dict) -> str:

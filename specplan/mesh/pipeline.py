@@ -54,3 +54,15 @@ def build_stages(parts: list[int], taps: tuple[int, ...]) -> tuple[Stage, ...]:
     for tap in sorted(taps):
         owned[tap_owner(tap, bounds)].append(tap)
     return tuple(Stage(r, s, e, tuple(owned[r])) for r, (s, e) in enumerate(bounds))
+
+
+def draft_layer_ids(stages: tuple[Stage, ...], count: int, numbering: str) -> list[int]:
+    """The layer ids the drafter's `count` layers take on the last stage.
+
+    global: after the target's total layers (93 layers: 93, 94, ...). stage_local: after the
+    last stage's own layer count, as engines once numbered them (93 layers on two vLLM stages,
+    [0, 47) and [47, 93): 46, 47, ..., which collide with the stage's own target layers).
+    """
+    last = stages[-1]
+    first = last.end_layer if numbering == "global" else last.end_layer - last.start_layer
+    return [first + i for i in range(count)]

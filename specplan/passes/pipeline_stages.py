@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from specplan.errors import PlanError
 from specplan.ir import Node, node_id
+from specplan.mesh.pipeline import draft_layer_ids
 from specplan.methods.base import eval_dim
 from specplan.passes.context import Planning
 
@@ -51,13 +52,10 @@ def _drafter(p: Planning) -> dict | None:
     if width not in (1, attention_tp(p)):
         raise PlanError.single(p.spec, ("speculative", "draft_tp"),
                                f"draft_tp={width} must be 1 or the attention TP width {attention_tp(p)}")
-    first = p.spec.model.num_layers
-    if p.choices.draft_layer_ids == "stage_local":
-        last = p.mesh.stages[-1]
-        first = last.end_layer - last.start_layer  # the PP-local count engines once used
-    n = 0 if p.method.drafter == "lookup" else 1
+    n = 0 if p.method.drafter == "lookup" else p.spec.speculative.draft_num_layers or 1
     return {"stage": p.last_stage, "pipeline_size": 1, "tp": width,
-            "layer_ids": [first + i for i in range(n)], "numbering": p.choices.draft_layer_ids,
+            "layer_ids": draft_layer_ids(p.mesh.stages, n, p.choices.draft_layer_ids),
+            "numbering": p.choices.draft_layer_ids,
             "kind": p.method.drafter, "target_layers": [0, p.spec.model.num_layers]}
 
 

@@ -18,15 +18,16 @@ from specplan.schema.yaml_source import Source, dotted, kind_of, read_source
 
 def load_spec(path: str | Path) -> Spec:
     """Read, type-check and cross-check a topology YAML file."""
-    return _validated(read_source(path))
+    return spec_from_source(read_source(path))
 
 
 def load_spec_text(text: str, name: str) -> Spec:
     """`load_spec` of YAML text held in memory; diagnostics name `name`."""
-    return _validated(read_source(name, text=text))
+    return spec_from_source(read_source(name, text=text))
 
 
-def _validated(source: Source) -> Spec:
+def spec_from_source(source: Source) -> Spec:
+    """Type-check and cross-check a read document (one file, or a deployment's merge)."""
     try:
         spec = Spec.model_validate(source.data)
     except ValidationError as exc:

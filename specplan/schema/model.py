@@ -38,6 +38,10 @@ SyncGroup = Literal["replica", "attn_tp", "tp"]
 PayloadWidth = Literal["pinned", "agreed", "dynamic"]
 Numbering = Literal["global", "stage_local"]
 Behaviour = Literal["specplan", "engine"]
+Role = Literal["prefill", "decode"]
+Connector = Literal["mooncake", "nixl", "nixl_push"]
+Attention = Literal["mha", "gqa", "mla"]
+KvCacheDtype = Literal["auto", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"]
 
 TAP_METHODS = ("eagle3", "dflash", "dspark")
 TREE_METHODS = ("eagle", "eagle3", "mtp", "standalone", "ngram")
@@ -92,6 +96,18 @@ class ModelCfg(_Model):
     path: str | None = Field(
         None, description="Target checkpoint: a local folder or a hub name (SGLang --model-path, "
                           "vllm serve MODEL); used by `specplan export` and `import`.")
+    num_kv_heads: Size | None = Field(
+        None, description="KV heads of the target's attention (default: 1 with attention mla, "
+                          "else 8); decides which KV heads each rank holds and pulls.")
+    attention: Attention | None = Field(
+        None, description="Attention kind: mha | gqa | mla (default gqa); mla keeps one latent KV "
+                          "replicated on every attention-TP rank.")
+    kv_cache_dtype: KvCacheDtype | None = Field(
+        None, description="KV cache dtype: auto (= model.dtype) | bf16 | fp16 | fp8_e4m3 | "
+                          "fp8_e5m2 (default auto).")
+    page_size: Size | None = Field(
+        None, description="Tokens per KV page (default: the engine's, SGLang --page-size 1, "
+                          "vLLM --block-size 16).")
 
 
 class Speculative(_Model):
@@ -114,6 +130,9 @@ class Speculative(_Model):
     draft_path: str | None = Field(
         None, description="Draft checkpoint: a folder or hub name (SGLang "
                           "--speculative-draft-model-path, vLLM speculative_config.model).")
+    draft_num_layers: Size | None = Field(
+        None, description="Decoder layers of the drafter, each with its own KV (default 1; "
+                          "none for ngram); named after the target's layers.")
 
     @property
     def verify_width(self) -> int:
@@ -165,6 +184,17 @@ class Pipeline(_Model):
                               "first layer and takes tap 0).")
 
 
+class Disaggregation(_Model):
+    """This spec is one instance of a prefill / decode deployment."""
+
+    role: Role = Field(description="What this instance runs: prefill | decode.")
+    peer: str | None = Field(
+        None, description="The other instance's spec, relative to this file.")
+    connector: Connector | None = Field(
+        None, description="KV transfer: mooncake | nixl | nixl_push (vLLM only) (default: "
+                          "SGLang mooncake, vLLM nixl).")
+
+
 class Runtime(_Model):
     """Runtime capacities."""
 
@@ -195,6 +225,8 @@ class Spec(_Model):
     sync: Sync = Field(default_factory=Sync)
     pipeline: Pipeline = Field(default_factory=Pipeline)
     runtime: Runtime = Field(default_factory=Runtime)
+    disaggregation: Disaggregation | None = Field(
+        None, description="Set when this spec is one instance of a prefill / decode deployment.")
 
     _source: object = PrivateAttr(default=None)
 
@@ -204,7 +236,7 @@ class Spec(_Model):
         if src is None:
             return ("<spec>", None)
         loc = src.loc(tuple(path))
-        return (src.file, loc[0] if loc else None)
+        return (src.file_of(tuple(path)), loc[0] if loc else None)
 
     def where(self, *path: str | int) -> tuple[str, int | None, int | None]:
         """(file, line, col) of the key `path` names (its nearest written parent's when the
@@ -213,4 +245,4 @@ class Spec(_Model):
         if src is None:
             return ("<spec>", None, None)
         loc = src.loc(tuple(path), key=True)
-        return (src.file, *loc) if loc else (src.file, None, None)
+        return (src.file_of(tuple(path)), *loc) if loc else (src.file_of(tuple(path)), None, None)

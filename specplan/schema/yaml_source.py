@@ -51,7 +51,11 @@ class Source:
 
     def diag(self, path: PathKey, message: str, *, key: bool = False) -> Diagnostic:
         line, col = self.loc(path, key=key) or (None, None)
-        return Diagnostic(self.file, line, col, dotted(path), message)
+        return Diagnostic(self.file_of(path), line, col, dotted(path), message)
+
+    def file_of(self, path: PathKey) -> str:
+        """The file `path` was written in (one file here; merged deployments differ)."""
+        return self.file
 
 
 def dotted(path: PathKey) -> str:

@@ -1,0 +1,108 @@
+"""What `explain`, `check` and `compile` do with a deployment (the CLI hands them over).
+
+Exit codes as everywhere: 0 done, 3 a finding of severity ERROR (nothing written by compile).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from specplan.deploy.handoff import plan_handoff
+from specplan.deploy.load import Deployment
+
+EXIT_FOUND_PROBLEM = 3
+
+
+def explain(dep: Deployment, as_json: bool, console, picture: str | None = None,
+            fmt: str = "svg", out: str | None = None) -> int:
+    from specplan.deploy.explain import deployment_data, render_deployment
+
+    if picture is not None:
+        return _picture(dep, picture, fmt, out)
+    data = deployment_data(dep)
+    if as_json:
+        sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
+    else:
+        render_deployment(data, console)
+    return 0
+
+
+def _picture(dep: Deployment, picture: str, fmt: str, out: str) -> int:
+    from specplan.deploy.picture import kv_picture_data
+    from specplan.errors import Diagnostic, SpecError
+    from specplan.pictures import write_atomic
+    from specplan.pictures.kv import RENDER
+
+    if picture != "kv":
+        raise SpecError([Diagnostic(dep.file, None, None, "", f"--picture {picture} draws one "
+                                    "spec; a deployment draws --picture kv (or explain an "
+                                    "instance's spec)")])
+    write_atomic(out, RENDER[fmt](kv_picture_data(dep, plan_handoff(dep))))
+    print(out)
+    return 0
+
+
+def check(dep: Deployment, as_json: bool, console) -> int:
+    from specplan.verify.cross_report import as_json as to_json, check_instances, render
+    from specplan.verify.deployment import check_deployment
+
+    cross = check_deployment(plan_handoff(dep))
+    own = check_instances(dep)
+    if as_json:
+        sys.stdout.write(json.dumps(to_json(cross, own), separators=(",", ":")) + "\n")
+    else:
+        render(dep, cross, own, console)
+    errors = any(f.severity == "ERROR" for f in cross) or any(
+        f.severity == "ERROR" for _, found in own.values() for f in found)
+    return EXIT_FOUND_PROBLEM if errors else 0
+
+
+def compile_(dep: Deployment, out_dir: str | None, console, write_runtime) -> int:
+    """A plan per instance (<out>/<role>/plan.json) and the handoff (<out>/kv_handoff.json)."""
+    from specplan.verify.cross_report import check_instances, render
+    from specplan.verify.deployment import check_deployment
+
+    handoff = plan_handoff(dep)
+    cross = check_deployment(handoff)
+    own = check_instances(dep)
+    if any(f.severity == "ERROR" for f in cross) or any(
+            f.severity == "ERROR" for _, found in own.values() for f in found):
+        render(dep, cross, own, console)
+        print("no plan written: the verifier found errors (see `specplan check`)", file=sys.stderr)
+        return EXIT_FOUND_PROBLEM
+    from specplan.lower import write_plan
+
+    out = Path(out_dir or f"build/{dep.name}")
+    for role, (built, _) in own.items():
+        path = write_plan(built, out / role)
+        print(f"wrote {path} ({role}: fingerprint {built['fingerprint'][:16]}, "
+              f"{len(built['rank_classes'])} rank classes)")
+        print(write_runtime(built, path.parent))
+    path = _write_json(out / "kv_handoff.json", {
+        "name": dep.name, "connector": dep.connector, "rules": handoff.rules.function,
+        "fingerprints": {role: built["fingerprint"] for role, (built, _) in own.items()},
+        "kv_handoff": handoff.entries})
+    print(f"wrote {path} ({len(handoff.entries)} decode ranks)")
+    return 0
+
+
+def _write_json(path: Path, data: dict) -> Path:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def export(dep: Deployment) -> str:
+    """One launch script per instance, each with its role and connector flags."""
+    from specplan.ecosystem.export import export as export_spec, render
+    from specplan.schema.model import Disaggregation
+
+    parts = []
+    for inst in dep.instances:
+        dis = Disaggregation(role=inst.role, connector=dep.connector)
+        spec = inst.spec.model_copy(update={"disaggregation": dis})
+        parts.append(f"# {inst.role} instance ({inst.file})\n" + render(export_spec(spec)))
+    return "\n".join(parts)

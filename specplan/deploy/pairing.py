@@ -1,0 +1,106 @@
+"""Pairing two instance specs: which is prefill, which is decode, and the connector between.
+
+Bad pairings are bad input (exit 2), each naming the file, line and column of both sides:
+two prefills or two decodes, connectors that disagree, and instances of different engines
+without a connector both engines have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specplan.deploy.rules import CONNECTORS, DEFAULT_CONNECTOR
+from specplan.errors import Diagnostic, SpecError
+from specplan.schema import Spec
+from specplan.schema.yaml_source import Source
+
+OTHER = {"prefill": "decode", "decode": "prefill"}
+
+
+@dataclass(frozen=True)
+class Instance:
+    role: str
+    spec: Spec
+
+    @property
+    def file(self) -> str:
+        return self.spec.line_of()[0]
+
+
+def pair(a: Spec, b: Spec, where: str, deployment: tuple[Source, str | None] | None = None):
+    """(prefill Instance, decode Instance, connector) of two specs; roles from their
+    disaggregation keys, else from their order (a deployment file's slots, or A then B)."""
+    role_a, role_b = _roles(a, b, ordered=deployment is not None)
+    if role_a == role_b:
+        raise SpecError([_diag(a, ("disaggregation", "role"), f"both instances are {role_a}: "
+                               f"this spec and {_where(b, ('disaggregation', 'role'))}; expected "
+                               "one prefill and one decode"),
+                         _diag(b, ("disaggregation", "role"), f"both instances are {role_b}: "
+                               f"this spec and {_where(a, ('disaggregation', 'role'))}")])
+    prefill, decode = (a, b) if role_a == "prefill" else (b, a)
+    connector = _connector(prefill, decode, deployment)
+    return Instance("prefill", prefill), Instance("decode", decode), connector
+
+
+def _roles(a: Spec, b: Spec, ordered: bool) -> tuple[str, str]:
+    ra = a.disaggregation.role if a.disaggregation else None
+    rb = b.disaggregation.role if b.disaggregation else None
+    if ordered:
+        return ra or "prefill", rb or "decode"
+    ra = ra or (OTHER[rb] if rb else "prefill")
+    return ra, rb or OTHER[ra]
+
+
+def _connector(prefill: Spec, decode: Spec, deployment) -> str:
+    named = [(s.disaggregation.connector, _where(s, ("disaggregation", "connector")), s)
+             for s in (prefill, decode) if s.disaggregation and s.disaggregation.connector]
+    if deployment is not None and deployment[1] is not None:
+        source, value = deployment
+        line, col = source.loc(("connector",)) or (None, None)
+        named.insert(0, (value, f"{source.file}:{line}:{col}", None))
+    values = {v for v, _, _ in named}
+    if len(values) > 1:
+        listing = ", ".join(f"{v} ({w})" for v, w, _ in named)
+        raise SpecError([_place(named[0], f"the instances name different connectors: {listing}; "
+                                          "expected one")])
+    engines = (prefill.engine, decode.engine)
+    if not values:
+        if engines[0] != engines[1]:
+            raise SpecError([_diag(decode, ("engine",), _mixed(engines, "no connector is set"))])
+        return DEFAULT_CONNECTOR[engines[0]]
+    connector = values.pop()
+    both = [c for c in CONNECTORS[engines[0]] if c in CONNECTORS[engines[1]]]
+    if connector not in both:
+        where = named[0]
+        have = {e: ", ".join(CONNECTORS[e]) for e in engines}
+        lacking = [e for e in dict.fromkeys(engines) if connector not in CONNECTORS[e]]
+        raise SpecError([_place(where, f"connector {connector!r} does not exist for "
+                                       f"{' and '.join(lacking)} ({'; '.join(f'{e} has {h}' for e, h in have.items())}); "
+                                       f"connectors for both: {', '.join(both) or 'none'}")])
+    return connector
+
+
+def _mixed(engines: tuple[str, str], why: str) -> str:
+    both = [c for c in CONNECTORS[engines[0]] if c in CONNECTORS[engines[1]]]
+    return (f"the prefill instance runs {engines[0]} and the decode instance {engines[1]}, and "
+            f"{why}: set disaggregation.connector to one that exists for both: {', '.join(both)}")
+
+
+def _place(named: tuple, message: str) -> Diagnostic:
+    value, where, spec = named
+    if spec is not None:
+        return _diag(spec, ("disaggregation", "connector"), message)
+    file, line, col = where.rsplit(":", 2)
+    return Diagnostic(file, int(line) if line != "None" else None,
+                      int(col) if col != "None" else None, "connector", message)
+
+
+def _diag(spec: Spec, path: tuple, message: str) -> Diagnostic:
+    return spec._source.diag(tuple(path), message)
+
+
+def _where(spec: Spec, path: tuple) -> str:
+    src = spec._source
+    line, col = src.loc(tuple(path)) or (None, None)
+    file = src.file_of(tuple(path))
+    return f"{file}:{line}:{col}" if line else file

@@ -1,0 +1,195 @@
+"""Each engine's KV handoff rules, one small strategy object per (engine, connector).
+
+A strategy answers, for one decode rank (its attention-TP rank and PP stage): which prefill
+attention-TP, CP and PP ranks it pulls from, how many responses it waits for, and how many
+decode ranks the producer counts before it frees a block; plus the pairings the engine
+refuses at start-up. Facts, read from the 0.5.23 / 0.33.0 wheels:
+
+- SGLang, every transfer backend: CommonKVManager._resolve_rank_mapping
+  (sglang/srt/disaggregation/common/conn.py); layers by pointer position from the prefill
+  stage's prefill_start_layer (get_mha_kv_ptrs_with_pp), draft entries appended after them.
+- vLLM NixlConnector (pull): compute_tp_mapping (nixl/tp_mapping.py), one read per remote
+  PP rank (_nixl_handshake walks range(remote_pp_size)); decode PP refused in base_worker.
+- vLLM NixlPushConnector: the producer writes to handshake_target_ranks of the consumer TP;
+  the consumer waits pp_size * max(1, producer TP // its world) notifications (push_worker).
+- vLLM MooncakeConnector: receive_kv pulls handshake_target_ranks x (its own PP rank when the
+  PP sizes match, else every producer stage); resolve_need_send counts consumers; layers are
+  routed by name (allow_partial_layers), so a stage receives only the layers it holds.
+
+Worked example, 8 ranks: SGLang prefill attn_tp 2 x pp 2 (4 ranks) -> decode attn_tp 4 (4):
+    decode TP rank 3 pulls prefill TP rank 3 // (4 // 2) = 1 on stages [0, 1]: 2 responses;
+    each prefill rank's blocks have 4 // 2 = 2 consumers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specplan.deploy.geometry import Axes, Geometry
+
+
+@dataclass(frozen=True)
+class Pull:
+    tp_ranks: tuple[int, ...]
+    cp_ranks: tuple[int, ...]
+    pp_ranks: tuple[int, ...]
+    responses: int
+    consumers: int  # decode ranks the producer counts before it frees a block
+
+
+@dataclass(frozen=True)
+class Refusal:
+    kind: str
+    message: str
+
+
+def tp_ratio_ok(p: Geometry, d: Geometry) -> bool:
+    return d.attn_tp % p.attn_tp == 0 or p.attn_tp % d.attn_tp == 0
+
+
+def _pp_sources(p: Geometry, d: Geometry, stage: int) -> tuple[tuple[int, ...], int]:
+    """Stages pulled and the response factor: the same stage when the PP sizes match, else all."""
+    if p.pp == d.pp:
+        return (stage,), 1
+    return tuple(range(p.pp)), p.pp
+
+
+class SGLangRules:
+    engine = "sglang"
+    by_name = False  # layers land by pointer position from the prefill stage's first layer
+    naming = "SGLang pairs KV entries by layer id (build_kv_layer_ids), draft ids included"
+    function = "sglang 0.5.23 CommonKVManager._resolve_rank_mapping (disaggregation/common/conn.py)"
+
+    def __init__(self, connector: str):
+        self.connector = connector
+
+    def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
+        out = []
+        if d.cp != 1:
+            out.append(Refusal("decode-cp", f"decode cp={d.cp}: SGLang's _resolve_rank_mapping "
+                               f"asserts \"Decode cp size ({d.cp}) should be equal to 1\""))
+        if d.pp not in (1, p.pp):
+            out.append(Refusal("pp-refused", f"decode pp={d.pp} is neither 1 nor the prefill "
+                               f"pp={p.pp}: SGLang asserts \"Decode pp size ({d.pp}) should be "
+                               f"equal to prefill pp size ({p.pp}) or 1\""))
+        if d.is_mla and max(p.dcp, d.dcp) > 1 and p.attn_tp != d.attn_tp:
+            out.append(Refusal("mla-sharding", f"MLA KV sharded over dcp={max(p.dcp, d.dcp)} with "
+                               f"prefill attention TP {p.attn_tp} and decode {d.attn_tp}: SGLang "
+                               "asserts \"MLA KV cache sharding requires equal prefill/decode "
+                               "attn TP sizes\""))
+        return out
+
+    def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
+        big, small = max(p.attn_tp, d.attn_tp), min(p.attn_tp, d.attn_tp)
+        ratio = big // small
+        if d.attn_tp >= p.attn_tp:
+            tp_ranks, consumers, responses = (tp // ratio,), ratio, 1
+        else:
+            tp_ranks = tuple(range(tp * ratio, (tp + 1) * ratio))
+            consumers, responses = 1, 1 if d.is_mla else ratio
+        # Without SGLANG_DISAGGREGATION_ALL_CP_RANKS_TRANSFER only prefill CP rank 0 sends.
+        pp_ranks, factor = _pp_sources(p, d, stage)
+        return Pull(tp_ranks, (0,), pp_ranks, responses * factor, consumers)
+
+
+class _VllmRules:
+    engine = "vllm"
+    connector = ""
+    by_name = False
+    naming = "vLLM registers KV under layer names (model.layers.N) and a peer's KV is found by name"
+
+    def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
+        if d.cp > 1:
+            return [Refusal("decode-cp", f"decode cp={d.cp}: vLLM's {self.connector} connector "
+                            "supports prefill context parallel on the producer only")]
+        return []
+
+
+class VllmNixlPull(_VllmRules):
+    connector = "nixl"
+    function = "vllm 0.33.0 compute_tp_mapping (kv_connector/v1/nixl/tp_mapping.py)"
+
+    def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
+        out = super().refusals(p, d)
+        if d.pp > 1:
+            out.append(Refusal("pull-pp", f"decode pp={d.pp} with the pull connector nixl: its "
+                               "handshake never exchanges pp_size (every handle resolves at "
+                               "prefill stage 0) and it counts consumers over TP only, so the "
+                               "producer frees blocks after one decode stage's notification "
+                               "while another stage still reads; vLLM 0.33.0 refuses decode "
+                               "pipeline_parallel_size > 1"))
+        return out
+
+    def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
+        if d.is_mla or d.attn_tp >= p.attn_tp:
+            tp_ranks = (tp * p.attn_tp // d.attn_tp,)
+        else:
+            tp_ranks = _unique_head_ranks(tp, d.attn_tp, p.attn_tp, p.num_kv_heads)
+        consumers = max(1, d.attn_tp // p.attn_tp)
+        return Pull(tp_ranks, (0,), tuple(range(p.pp)), len(tp_ranks) * p.pp, consumers)
+
+
+def _unique_head_ranks(tp: int, tp_size: int, remote_tp: int, kv_heads: int) -> tuple[int, ...]:
+    """Remote ranks read when remote TP > local TP: the first rank of each distinct KV head."""
+    ratio = remote_tp // tp_size
+    seen, out = set(), []
+    for rank in range(tp * ratio, (tp + 1) * ratio):
+        head = rank * kv_heads // remote_tp
+        if head not in seen:
+            seen.add(head)
+            out.append(rank)
+    return tuple(out)
+
+
+class VllmNixlPush(_VllmRules):
+    connector = "nixl_push"
+    function = ("vllm 0.33.0 NixlPushConnector (nixl/push_worker.py _xfer_blocks_for_req, "
+                "consumer notification count)")
+
+    def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
+        out = super().refusals(p, d)
+        if d.pp > 1:
+            out.append(Refusal("pp-refused", f"decode pp={d.pp}: vLLM 0.33.0 raises "
+                               "\"NixlPushConnector consumer (decode) does not support "
+                               "pipeline_parallel_size > 1\" (completions counted per consumer rank)"))
+        return out
+
+    def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
+        if p.attn_tp >= d.attn_tp:
+            ratio = p.attn_tp // d.attn_tp
+            writers = tuple(range(tp * ratio, (tp + 1) * ratio))
+        else:
+            writers = (tp // (d.attn_tp // p.attn_tp),)
+        responses = p.pp * max(1, p.attn_tp // d.attn_tp)
+        return Pull(writers, (0,), tuple(range(p.pp)), responses, max(1, d.attn_tp // p.attn_tp))
+
+
+class VllmMooncake(_VllmRules):
+    connector = "mooncake"
+    by_name = True
+    function = ("vllm 0.33.0 MooncakeConnectorWorker.receive_kv / resolve_need_send and "
+                "_compute_sender_transfer_plan (mooncake/mooncake_connector.py)")
+
+    def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
+        if d.attn_tp >= p.attn_tp:
+            tp_ranks = (tp // (d.attn_tp // p.attn_tp),)
+        else:
+            ratio = p.attn_tp // d.attn_tp
+            tp_ranks = tuple(range(tp * ratio, (tp + 1) * ratio))
+        pp_ranks, _ = _pp_sources(p, d, stage)
+        consumers = max(1, d.attn_tp // p.attn_tp) * (d.pp if d.pp > 1 and d.pp != p.pp else 1)
+        return Pull(tp_ranks, (0,), pp_ranks, len(tp_ranks) * len(pp_ranks), consumers)
+
+
+AXES = {"sglang": Axes(dp="attn_dp", tp="attn_tp", cp="attn_cp", attn_tp="attn_tp"),
+        "vllm": Axes(dp="dp", tp="tp", cp="pcp", attn_tp="tp")}
+CONNECTORS = {"sglang": ("mooncake", "nixl"), "vllm": ("mooncake", "nixl", "nixl_push")}
+DEFAULT_CONNECTOR = {"sglang": "mooncake", "vllm": "nixl"}
+_VLLM = {"nixl": VllmNixlPull, "nixl_push": VllmNixlPush, "mooncake": VllmMooncake}
+
+
+def rules_for(engine: str, connector: str):
+    """The decode instance's engine decides: its connector resolves where KV comes from."""
+    if engine == "sglang":
+        return SGLangRules(connector)
+    return _VLLM[connector]()

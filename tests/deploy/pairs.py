@@ -1,0 +1,86 @@
+"""Instance pairs for the handoff tables: built in memory, no YAML files needed."""
+
+from __future__ import annotations
+
+from specplan.deploy.load import Deployment
+from specplan.deploy.pairing import Instance
+from specplan.schema import Spec
+
+
+def spec(name: str, engine: str, topology: dict, attention: str = "gqa", kv_heads: int = 8,
+         layers: int = 12, method: str = "eagle3") -> Spec:
+    data = {"name": name, "engine": engine, "topology": topology,
+            "model": {"num_layers": layers, "hidden_size": 64, "vocab_size": 128,
+                      "attention": attention, "num_kv_heads": 1 if attention == "mla" else kv_heads},
+            "speculative": {"method": method, "num_steps": 3} if method != "none" else {}}
+    return Spec.model_validate(data)
+
+
+def deployment(engine: str, prefill: dict, decode: dict, connector: str, **model) -> Deployment:
+    p = spec("p", engine, prefill, **model)
+    d = spec("d", engine, decode, **model)
+    return Deployment("pd", "<pairs>", Instance("prefill", p), Instance("decode", d), connector)
+
+
+# (prefill topology, decode topology, attention, num_kv_heads): every attention-TP ratio both
+# ways, replicated KV (more ranks than heads), MLA, PP on prefill (and on both), DP-attention,
+# prefill CP.
+SGLANG_PAIRS = [
+    ({"tp": 1}, {"tp": 1}, "gqa", 8),
+    ({"tp": 2}, {"tp": 2}, "gqa", 8),
+    ({"tp": 2}, {"tp": 4}, "gqa", 8),
+    ({"tp": 4}, {"tp": 2}, "gqa", 8),
+    ({"tp": 8}, {"tp": 1}, "gqa", 8),
+    ({"tp": 1}, {"tp": 8}, "gqa", 8),
+    ({"tp": 2}, {"tp": 8}, "gqa", 2),
+    ({"tp": 8}, {"tp": 2}, "gqa", 2),
+    ({"tp": 4}, {"tp": 8}, "gqa", 4),
+    ({"tp": 2, "pp": 2}, {"tp": 1}, "gqa", 8),
+    ({"tp": 2, "pp": 2}, {"tp": 4}, "gqa", 8),
+    ({"tp": 4, "pp": 2}, {"tp": 2, "pp": 2}, "gqa", 8),
+    ({"tp": 2, "pp": 4}, {"tp": 2}, "mha", 16),
+    ({"tp": 2}, {"tp": 4, "dp": 2, "dp_attention": True}, "gqa", 8),
+    ({"tp": 4, "dp": 2, "dp_attention": True}, {"tp": 2}, "gqa", 8),
+    ({"tp": 8, "dp": 2, "dp_attention": True, "pp": 2}, {"tp": 8, "dp": 4, "dp_attention": True}, "gqa", 8),
+    ({"tp": 2}, {"tp": 8}, "mla", 1),
+    ({"tp": 8}, {"tp": 2}, "mla", 1),
+    ({"tp": 4, "pp": 2}, {"tp": 16, "dp": 4, "dp_attention": True}, "mla", 1),
+    ({"tp": 4, "cp": 2}, {"tp": 2}, "gqa", 8),
+    ({"tp": 8, "cp": 2, "dp": 2, "dp_attention": True}, {"tp": 4}, "mla", 1),
+    ({"tp": 4}, {"tp": 4, "dp": 2}, "gqa", 8),
+    ({"tp": 16, "pp": 2}, {"tp": 16, "dp": 16, "dp_attention": True}, "mla", 1),
+    ({"tp": 1, "pp": 2}, {"tp": 2, "pp": 2}, "gqa", 1),
+]
+
+# vLLM: decode PP 1 for nixl (the engine refuses more); mooncake also pairs PP sizes freely.
+VLLM_PAIRS = [
+    ({"tp": 1}, {"tp": 1}, "gqa", 8),
+    ({"tp": 2}, {"tp": 2}, "gqa", 8),
+    ({"tp": 2}, {"tp": 4}, "gqa", 8),
+    ({"tp": 4}, {"tp": 2}, "gqa", 8),
+    ({"tp": 8}, {"tp": 1}, "gqa", 8),
+    ({"tp": 1}, {"tp": 8}, "gqa", 8),
+    ({"tp": 2}, {"tp": 8}, "gqa", 2),
+    ({"tp": 8}, {"tp": 2}, "gqa", 2),
+    ({"tp": 8}, {"tp": 4}, "gqa", 2),
+    ({"tp": 4}, {"tp": 1}, "gqa", 1),
+    ({"tp": 2, "pp": 2}, {"tp": 1}, "gqa", 8),
+    ({"tp": 2, "pp": 2}, {"tp": 4}, "gqa", 8),
+    ({"tp": 8, "pp": 2}, {"tp": 8}, "gqa", 8),
+    ({"tp": 4, "pp": 4}, {"tp": 2}, "mha", 16),
+    ({"tp": 2}, {"tp": 4, "dp": 2}, "gqa", 8),
+    ({"tp": 4, "dp": 2}, {"tp": 2}, "gqa", 8),
+    ({"tp": 2}, {"tp": 8}, "mla", 1),
+    ({"tp": 8}, {"tp": 2}, "mla", 1),
+    ({"tp": 4, "pp": 2}, {"tp": 16}, "mla", 1),
+    ({"tp": 16, "pp": 2}, {"tp": 4, "dp": 4}, "mla", 1),
+    ({"tp": 8, "pp": 2}, {"tp": 16}, "gqa", 8),
+    ({"tp": 16}, {"tp": 8, "dp": 2}, "gqa", 4),
+]
+
+MOONCAKE_PP_PAIRS = [
+    ({"tp": 2, "pp": 2}, {"tp": 2, "pp": 2}, "gqa", 8),
+    ({"tp": 2}, {"tp": 2, "pp": 2}, "gqa", 8),
+    ({"tp": 4, "pp": 2}, {"tp": 2, "pp": 4}, "gqa", 8),
+    ({"tp": 2, "pp": 3}, {"tp": 4, "pp": 2}, "gqa", 8),
+]
