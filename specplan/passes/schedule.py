@@ -72,7 +72,7 @@ def _relay_op(p: Planning, node, stage: int) -> dict:
     relay = next(r for r in p.graph.sections["pipeline"]["relay"]["sites"]
                  if f"relay_{r['site']}" == node.name)
     op = {"op": "broadcast" if relay["mode"] == "column" else "ring", "family": "pp",
-          "bytes": relay["bytes"], "site": relay["site"], "source_member": p.pp - 1}
+          "bytes": relay["buffer_bytes"], "site": relay["site"], "source_member": p.pp - 1}
     if relay["width"] == "dynamic" and stage == p.pp - 1:
         op["bytes"] = None  # the sender's actual width, known only at run time
     if relay["mode"] == "ring":

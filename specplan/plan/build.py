@@ -1,4 +1,4 @@
-"""The Plan artifact: plan.json, versioned and fingerprinted (docs/plan.schema.json).
+"""The planner's output: the passes' sections as a Plan (plan.json, versioned, fingerprinted).
 
 Both hashes are taken over canonical JSON (sorted keys, no whitespace; the fingerprint leaves
 out the sites' YAML line numbers), so comments and key order in the YAML change neither;
@@ -10,35 +10,25 @@ as rules (`explain --json` still lists every group).
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from specplan.methods.base import DTYPE_BYTES
 from specplan.passes import Planning
 from specplan.passes.pin_widths import field_shape
+from specplan.plan.artifact import SCHEMA_VERSION, Plan, canonical, fingerprint
+from specplan.plan.codec import decode
 
-SCHEMA_VERSION = 1
 BACKENDS = {"cuda": "nccl", "rocm": "nccl", "npu": "hccl", "cpu": "gloo"}
-
-
-def canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
 
 def spec_sha256(p: Planning) -> str:
     return hashlib.sha256(canonical(p.spec.model_dump(mode="json"))).hexdigest()
 
 
-def fingerprint(plan: dict) -> str:
-    """sha256 of the plan without its fingerprint and without YAML line numbers: a comment
-    that moves `sync.policy` down a line changes where findings point, not the plan."""
-    body = {k: v for k, v in plan.items() if k not in ("fingerprint", "source")}
-    body["sites"] = [{k: v for k, v in site.items() if k != "line"} for site in plan["sites"]]
-    return hashlib.sha256(canonical(body)).hexdigest()
-
-
-def build_plan(p: Planning) -> dict:
+def build_plan(p: Planning) -> Plan:
+    """The Plan of a planned spec: decoded by the same reader as plan.json, so a planner bug
+    that writes a malformed plan fails here (an internal error), not in a reader later."""
     spec, s = p.spec, p.graph.sections
     plan: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -71,16 +61,16 @@ def build_plan(p: Planning) -> dict:
         "source": _source(p),
     }
     plan["fingerprint"] = fingerprint(plan)
-    return plan
+    return decode(Plan, plan)
 
 
-def write_plan(plan: dict, out_dir: str | Path) -> Path:
+def write_plan(plan: Plan, out_dir: str | Path) -> Path:
     """Write plan.json atomically (a temporary file renamed into place)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "plan.json"
     tmp = out / ".plan.json.tmp"
-    tmp.write_text(json.dumps(plan, indent=1) + "\n")
+    tmp.write_text(plan.dumps())
     tmp.replace(path)
     return path
 
