@@ -7,7 +7,8 @@ program for the startup, prefill and decode rounds: every fused converge and rel
 guard header and its buffer at capacity, and the DP token-count exchange, each compared with
 plan.json: the bytes sent must equal the op's `bytes`, byte for byte. Rank 0 prints the
 latency per group; exit 0 when every collective matched, 3 on any mismatch or timeout (the
-error names site, round and ranks), 2 on a bad argument.
+error names site, round and ranks, or what was sent differs from plan.json), 2 on a bad
+argument or a plan.json that is malformed or was edited after compile.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from specplan.plan import PlanFileError, load_plan
 from specplan.runtime import steps
 from specplan.runtime.errors import RuntimeDivergence, WireMismatch
 from specplan.runtime.runtime import DTYPES, Runtime, bind
@@ -97,11 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("plan", help="plan.json written by `specplan compile`")
     parser.add_argument("--rounds", type=int, default=2, help="passes over the round (first warms up)")
     args = parser.parse_args(argv)
-    if not os.path.exists(args.plan):
-        print(f"{args.plan}: no such plan file", file=sys.stderr)
+    try:
+        plan = load_plan(args.plan)  # bad input (exit 2) before any process group starts
+    except PlanFileError as exc:
+        print(exc, file=sys.stderr)
         return 2
     try:
-        rt = bind(args.plan)
+        rt = bind(plan)
         timings: dict = {}
         count = 0
         for r in range(args.rounds):
