@@ -18,6 +18,12 @@ from specplan.mesh import Family
 from specplan.passes.context import Planning
 
 NAME = "assign_groups"
+REQUIRES = ("graph",)
+ENSURES = ("families",
+           "sites[].family",
+           "sites[].source_member",
+           "sites[].readers",
+           "sites[].decisions")
 
 
 def run(p: Planning) -> None:

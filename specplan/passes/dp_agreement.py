@@ -15,6 +15,8 @@ from specplan.methods.base import eval_dim
 from specplan.passes.context import Planning
 
 NAME = "dp_agreement"
+REQUIRES = ("boundaries[].layout",)
+ENSURES = ("dp_agreement",)
 
 
 def run(p: Planning) -> None:

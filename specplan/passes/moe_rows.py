@@ -16,6 +16,8 @@ from specplan.ir import Node
 from specplan.passes.context import Planning
 
 NAME = "moe_rows"
+REQUIRES = ("pipeline.stages",)
+ENSURES = ("moe",)
 
 
 def run(p: Planning) -> None:

@@ -15,6 +15,8 @@ from specplan.methods.base import DTYPE_BYTES, eval_dim
 from specplan.passes.context import Planning
 
 NAME = "pin_widths"
+REQUIRES = ("boundaries[].sites",)
+ENSURES = ("boundaries[].layout", "boundaries[].buffer_bytes", "buffer_bytes")
 HEADER_BYTES = 32
 HEADER = (("boundary", "int32", 0), ("live_rows", "int32", 4), ("round", "int64", 8),
           ("fingerprint", "int64", 16))

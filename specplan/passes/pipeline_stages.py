@@ -24,6 +24,10 @@ from specplan.passes.pin_widths import pack, share_buffers
 from specplan.plan.model import RELAY_ID_BASE
 
 NAME = "pipeline_stages"
+REQUIRES = ("dp_agreement", "boundaries[].layout", "buffer_bytes")
+ENSURES = ("pipeline.stages",
+           "pipeline.relay.sites[].layout",
+           "pipeline.relay.sites[].buffer_bytes")
 
 
 def run(p: Planning) -> None:

@@ -13,6 +13,9 @@ from specplan.methods.base import eval_dim
 from specplan.passes.context import Planning
 
 NAME = "schedule"
+REQUIRES = ("moe", "dp_agreement", "boundaries[].buffer_bytes",
+            "pipeline.relay.sites[].buffer_bytes")
+ENSURES = ("rank_classes[].program", "in_flight")
 IDLE_SKIPS = ("forward", "all_to_all", "all_gather")
 
 
