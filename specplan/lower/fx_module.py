@@ -83,7 +83,7 @@ class _Builder:
         kwargs.update({d: self.value(d) for d in names})
         assert "accepted" not in self.out, f"two accept sites in stage {self.stage} {self.kind}"
         self.out["accepted"] = self.call(steps.finalize, (self.rt, site.name), kwargs,
-                                         f"finalize_{site['name']}")
+                                         f"finalize_{site.name}")
 
 
 def build_graph(plan, stage: int, kind: str) -> torch.fx.GraphModule:

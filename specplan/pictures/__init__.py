@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import os
 import tempfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specplan.plan import Plan
 
 KINDS = ("ranks", "round")
 FORMATS = ("svg", "mermaid", "dot")
 
 
-def render_picture(kind: str, fmt: str, data: dict, planning, plan: dict,
+def render_picture(kind: str, fmt: str, data: dict, planning, plan: Plan,
                    family: str | None = None) -> str:
     """The picture's text. `data` is explain_data's dict, `planning` the planner's result."""
     if kind == "ranks":
@@ -28,7 +32,7 @@ def render_picture(kind: str, fmt: str, data: dict, planning, plan: dict,
     return render(pic)
 
 
-def write_picture(spec_path: str, kind: str, fmt: str, data: dict, planning, plan: dict,
+def write_picture(spec_path: str, kind: str, fmt: str, data: dict, planning, plan: Plan,
                   family: str | None, out: str) -> str:
     """Validate --family, render, write `out` atomically; returns the path written."""
     from specplan.errors import Diagnostic, SpecError

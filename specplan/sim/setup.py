@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specplan.engines import convention
+from specplan.plan import Plan
 
 SIM_VOCAB = 512
 HEAD_DIM = 16
@@ -23,7 +24,7 @@ HEAD_DIM = 16
 @dataclass
 class Prepared:
     spec: dict  # the sim's spec, as plain data
-    plan: dict
+    plan: Plan
     model: dict  # ModelConfig fields
     replicas: int
     shrunk: list[str] = field(default_factory=list)
@@ -108,7 +109,7 @@ def sim_spec(spec, *, requests: int, max_layers: int) -> tuple[dict, list[str], 
     return data, shrunk, replicas
 
 
-def compile_data(data: dict, where: Path) -> dict:
+def compile_data(data: dict, where: Path) -> Plan:
     """Load the sim spec (written as JSON, which YAML reads) and plan it."""
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
@@ -123,17 +124,16 @@ def compile_data(data: dict, where: Path) -> dict:
 def prepare(spec, where: Path, *, requests: int, max_layers: int, seed: int) -> Prepared:
     data, shrunk, replicas = sim_spec(spec, requests=requests, max_layers=max_layers)
     plan = compile_data(data, where)
-    m, sp = plan["model"], plan["speculative"]
-    heads = m["hidden_size"] // HEAD_DIM
-    moe = m.get("moe") or {}
-    model = {"num_layers": m["num_layers"], "hidden": m["hidden_size"], "vocab": m["vocab_size"],
-             "heads": heads, "head_dim": HEAD_DIM, "ffn": 2 * m["hidden_size"],
-             "num_experts": moe.get("num_experts", 0), "top_k": moe.get("top_k", 0),
-             "taps": list(sp["taps"]), "seed": seed}
+    m, sp = plan.model, plan.speculative
+    heads = m.hidden_size // HEAD_DIM
+    model = {"num_layers": m.num_layers, "hidden": m.hidden_size, "vocab": m.vocab_size,
+             "heads": heads, "head_dim": HEAD_DIM, "ffn": 2 * m.hidden_size,
+             "num_experts": m.moe.num_experts if m.moe else 0, "top_k": m.moe.top_k if m.moe else 0,
+             "taps": list(sp.taps), "seed": seed}
     return Prepared(data, plan, model, replicas, shrunk)
 
 
-def foreign(data: dict, where: Path) -> dict:
+def foreign(data: dict, where: Path) -> Plan:
     """Another spec of the same world size (one more draft step): a foreign plan."""
     other = json.loads(json.dumps(data))
     other["name"] = data["name"] + "-foreign"
