@@ -93,6 +93,13 @@ class JsonObject:
     def __iter__(self):
         return iter(self.keys())
 
+    def __reduce__(self):
+        # Pickled as its JSON (MappingProxyType fields do not pickle), read back by `decode`.
+        return decode, (type(self), encode(self))
+
+    def __deepcopy__(self, memo):
+        return self  # frozen all the way down: a copy would be equal and immutable
+
 
 @functools.cache
 def _keys(cls) -> tuple[str, ...]:

@@ -152,3 +152,41 @@ def test_bind_refuses_before_any_process_group(tmp_path):
     with pytest.raises(PlanFileError, match="boundaries: expected an array"):
         bind(_write(tmp_path, plan), rank=0, world_size=4)
     assert not torch_distributed.is_initialized()
+
+
+COLUMN = """
+name: tp2-pp2-column
+engine: vllm
+topology: {tp: 2, pp: 2}
+model: {num_layers: 8, hidden_size: 256, vocab_size: 1024}
+speculative: {method: dspark, num_steps: 5, sampling: greedy}
+pipeline: {relay: column}
+runtime: {max_batch: 8}
+"""
+
+
+def test_a_plan_with_relays_states_their_wire_layout(tmp_path):
+    """tp 2 x pp 2 with relay: column (issue 13): each relay has its header id, packed layout
+    and the pp buffer it sends; the planner, plan.json and the runtime's view agree."""
+    from specplan.lower import build_plan
+    from specplan.passes import plan as run_passes
+    from specplan.plan import PlanView
+    from specplan.schema import load_spec
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(COLUMN)
+    plan = build_plan(run_passes(load_spec(spec)))
+    data = plan.to_json()
+    assert VALIDATOR.is_valid(data), [e.message for e in VALIDATOR.iter_errors(data)]
+    relays = data["pipeline"]["relay"]["sites"]
+    assert [r["id"] for r in relays] == [65536 + i for i in range(len(relays))]
+    pp_buffer = data["buffer_bytes"]["pp"]
+    assert pp_buffer == max(r["layout"]["bytes"] for r in relays) == 352  # 32 header + 320 drafts
+    for r in relays:
+        assert r["buffer_bytes"] == pp_buffer
+        assert r["bytes"] == sum(f["bytes"] for f in r["layout"]["fields"])
+        assert r["layout"]["header_bytes"] == 32 and r["layout"]["fields"][0]["offset"] == 32
+    view = PlanView(plan)
+    assert view.family_buffer_bytes()["pp"] == pp_buffer
+    assert {r.buffer_bytes for r in view.relays} == {pp_buffer}
+    assert load_plan(data).dumps() == plan.dumps()
