@@ -120,9 +120,10 @@ class Convention(ABC):
     def violations(self, spec: Spec) -> list[Violation]:
         """Every reason the engine refuses the spec's topology (load time)."""
 
-    def warnings(self, spec: Spec) -> list[str]:
-        """What the engine runs but a reader should know (explain and check print them)."""
-        return []
+    def world_warning(self, world_size: int, num_worlds: int) -> str | None:
+        """What a launch of independent worlds costs, when it starts more than one (explain
+        and check print it as a WARN; check reads the sizes from plan.json)."""
+        return None
 
     @abstractmethod
     def launch_refusal(self, spec: Spec) -> str | None:

@@ -143,15 +143,13 @@ class SGLang(Convention):
             return out
         return out + self.node_violations(spec, self.world_size(t), "check_server_args")
 
-    def warnings(self, spec: Spec) -> list[str]:
-        t = spec.topology
-        if t.dp_attention or t.dp == 1:
-            return []
-        world = self.world_size(t)
-        return [f"dp={t.dp} without dp_attention starts {t.dp} independent worlds of tp*pp = "
-                f"{world} ranks: {t.dp * world} GPUs on one node ({T} check_server_args refuses "
-                "data-parallel replicas across nodes; DataParallelController launches one "
-                "scheduler world per replica)"]
+    def world_warning(self, world_size: int, num_worlds: int) -> str | None:
+        if num_worlds == 1:
+            return None
+        return (f"dp={num_worlds} without dp_attention starts {num_worlds} independent worlds of "
+                f"tp*pp = {world_size} ranks: {num_worlds * world_size} GPUs on one node ({T} "
+                "check_server_args refuses data-parallel replicas across nodes; the "
+                "DataParallelController launches one scheduler world per replica)")
 
     def launch_refusal(self, spec: Spec) -> str | None:
         return _launch_refusal(spec, self.attention_tp(spec.topology))

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from specplan.mesh.family import Family
 from specplan.mesh.pipeline import Stage, build_stages
 from specplan.schema.model import Spec
+
+if TYPE_CHECKING:
+    from specplan.engines import Convention
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,12 @@ class Mesh:
     stages: tuple[Stage, ...]
     gpus_per_node: int
     extra_coords: dict[str, list[int]]  # axes with no family of their own (sglang attn_dp)
+
+    @property
+    def convention(self) -> Convention:
+        from specplan.engines import convention
+
+        return convention(self.engine)
 
     def family(self, name: str) -> Family:
         for fam in self.families:
