@@ -25,6 +25,7 @@ import jinja2
 import torch
 import torch.fx
 
+from specplan.files import write_atomic
 from specplan.plan import Plan, load_plan
 from specplan.plan.codec import encode
 from specplan.runtime import steps
@@ -197,10 +198,4 @@ def _literal(obj) -> str:
 
 def write_runtime_module(plan: Plan, out_dir: str | Path) -> Path:
     """Write runtime_<name>.py atomically beside plan.json; returns its path."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{module_name(plan)}.py"
-    tmp = out / f".{path.name}.tmp"
-    tmp.write_text(render_module(plan))
-    tmp.replace(path)
-    return path
+    return write_atomic(Path(out_dir) / f"{module_name(plan)}.py", render_module(plan))

@@ -11,7 +11,7 @@ relays pipeline_stages adds are laid out by the same `pack` and share buffers th
 from __future__ import annotations
 
 from specplan.errors import PlanError
-from specplan.methods.base import DTYPE_BYTES, eval_dim
+from specplan.methods.base import eval_dim, nbytes
 from specplan.passes.context import Planning
 
 NAME = "pin_widths"
@@ -64,12 +64,9 @@ def pack(p: Planning, sites, *, guarded: bool) -> dict:
         for name in p.graph.sections["sites"][site]["decisions"]:
             d = p.method.decision(name)
             dims = field_shape(p, d.shape)
-            n = 1
-            for x in dims:
-                n *= x
-            nbytes = n * DTYPE_BYTES[d.dtype]
+            size = nbytes(dims, d.dtype)
             fields.append({"site": site, "decision": name, "dtype": d.dtype, "shape": dims,
-                           "symbols": list(d.shape), "offset": offset, "bytes": nbytes})
-            offset += -(-nbytes // ALIGN) * ALIGN
+                           "symbols": list(d.shape), "offset": offset, "bytes": size})
+            offset += -(-size // ALIGN) * ALIGN
     return {"header": [list(h) for h in HEADER] if header else [], "header_bytes": HEADER_BYTES if header else 0,
             "capacity_rows": p.spec.runtime.max_batch, "fields": fields, "bytes": offset}

@@ -16,12 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specplan.ir.graph import StageGraph
-from specplan.ir.nodes import Node
+from specplan.ir.nodes import ROUNDS, Node
 from specplan.pictures.svg import LINE_H, Canvas, text_width
 from specplan.plan import Plan
 from specplan.round_view import human_bytes
 
-ROUNDS = ("startup", "prefill", "decode")
 FILL = {"decision": "#fff3b0", "converge": "#ffb870", "materialize": "#c7f0c2",
         "compute": "#a9c8f0", "commit": "#dddddd"}
 EDGE = {"data": "#777777", "relay": "#e76f51", "handoff": "#1d3557", "tap": "#7b2cbf"}

@@ -21,7 +21,6 @@ from specplan.plan.model import (Behaviour, Boundary, Bytes, Count, DpAgreement,
                                  Source, Speculative, Sync, Unfused)
 
 SCHEMA_VERSION = 2
-ROUNDS = ("startup", "prefill", "decode")
 
 
 def canonical(obj: Any) -> bytes:

@@ -13,13 +13,14 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from specplan.methods.base import DTYPE_BYTES
+from specplan.files import write_atomic
+from specplan.methods.base import nbytes
 from specplan.passes import Planning
 from specplan.passes.pin_widths import field_shape
 from specplan.plan.artifact import SCHEMA_VERSION, Plan, canonical, fingerprint
 from specplan.plan.codec import decode
+from specplan.schema.model import DEVICE_BACKENDS
 
-BACKENDS = {"cuda": "nccl", "rocm": "nccl", "npu": "hccl", "cpu": "gloo"}
 
 
 def spec_sha256(p: Planning) -> str:
@@ -39,7 +40,7 @@ def build_plan(p: Planning) -> Plan:
         "world_size": p.mesh.world_size,
         "num_worlds": p.mesh.num_worlds,
         "device": spec.topology.device,
-        "backend": spec.topology.backend or BACKENDS[spec.topology.device],
+        "backend": spec.topology.backend or DEVICE_BACKENDS[spec.topology.device],
         "widths": p.mesh.widths,
         "derived": p.mesh.derived,
         "model": _model(p),
@@ -66,13 +67,7 @@ def build_plan(p: Planning) -> Plan:
 
 def write_plan(plan: Plan, out_dir: str | Path) -> Path:
     """Write plan.json atomically (a temporary file renamed into place)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "plan.json"
-    tmp = out / ".plan.json.tmp"
-    tmp.write_text(plan.dumps())
-    tmp.replace(path)
-    return path
+    return write_atomic(Path(out_dir) / "plan.json", plan.dumps())
 
 
 def _model(p: Planning) -> dict:
@@ -126,11 +121,8 @@ def _site(p: Planning, name: str, e: dict) -> dict:
     for dname in e["decisions"]:
         d = p.method.decision(dname)
         dims = field_shape(p, d.shape)
-        n = 1
-        for x in dims:
-            n *= x
         decisions.append({"name": dname, "symbols": list(d.shape), "shape": dims, "dtype": d.dtype,
-                          "nature": d.nature, "bytes": n * DTYPE_BYTES[d.dtype]})
+                          "nature": d.nature, "bytes": nbytes(dims, d.dtype)})
     return {"name": name, "round": e["round"], "phase": e["phase"], "kind": e["kind"],
             "decisions": decisions, "family": e["family"], "source_member": e["source_member"],
             "readers": e["readers"], "converge": e["converge"], "reason": e["reason"],

@@ -15,7 +15,8 @@ import os
 from pathlib import Path
 
 from specplan.errors import Diagnostic, UserError
-from specplan.plan.artifact import ROUNDS, SCHEMA_VERSION, Plan, fingerprint
+from specplan.ir.nodes import ROUNDS
+from specplan.plan.artifact import SCHEMA_VERSION, Plan, fingerprint
 from specplan.plan.codec import ABSENT, Problem, decode
 
 

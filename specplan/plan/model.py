@@ -13,14 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
+from specplan.ir.nodes import Round
+from specplan.methods.base import Dtype
 from specplan.plan.codec import ABSENT, JsonObject, Min
 
 RELAY_ID_BASE = 1 << 16  # guard-header ids of relays, apart from boundary ids
 Count = Annotated[int, Min(1)]
 Index = Annotated[int, Min(0)]
 Bytes = Annotated[int, Min(0)]
-Round = Literal["startup", "prefill", "decode"]
-Dtype = Literal["bool", "int32", "int64", "float32"]
 Ops = tuple["Op", ...]
 
 

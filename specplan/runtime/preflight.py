@@ -21,12 +21,12 @@ import time
 import torch
 import torch.distributed as dist
 
+from specplan.ir.nodes import ROUNDS
 from specplan.plan import PlanFileError, load_plan
 from specplan.runtime import steps
 from specplan.runtime.errors import RuntimeDivergence, WireMismatch
 from specplan.runtime.runtime import DTYPES, Runtime, bind
 
-ROUNDS = ("startup", "prefill", "decode")
 
 
 def _values(rt: Runtime, b) -> dict:

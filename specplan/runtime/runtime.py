@@ -67,11 +67,6 @@ class Runtime:
         """The bytes one call of a boundary or relay sends (the buffer it was bound with)."""
         return self._prep[b.id].buf.numel()
 
-    def source_of(self, target) -> int:
-        """The global rank whose values a boundary (id or site name) hands to its group."""
-        b = self.plan.boundary_of(target)
-        return self.ranks[b.family][b.source_member]
-
     # -- converges -------------------------------------------------------------------------
     def converge(self, target, values: dict | None, *, round: int, live_rows: int,
                  requests=None, seq_lens=None) -> dict[str, torch.Tensor]:

@@ -24,7 +24,6 @@ from pathlib import Path
 from specplan.sim.setup import Prepared, foreign, prepare
 
 GRACE_S = 60.0
-INJECT = ("noise", "kill", "foreign-plan")
 
 
 @dataclass

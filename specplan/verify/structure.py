@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from specplan.mesh.pipeline import tap_owner
 from specplan.verify.findings import Finding
 from specplan.plan import PlanView
 
@@ -85,8 +86,7 @@ def _taps(view: PlanView) -> list[Finding]:
 
 
 def _owner(stages, tap: int) -> int:
-    """Stage r owns tap L when start_r < L <= end_r; tap 0 (the embedding) is stage 0's."""
-    return next((st.pp_rank for st in stages if st.start_layer < tap <= st.end_layer), 0)
+    return tap_owner(tap, [(st.start_layer, st.end_layer) for st in stages])
 
 
 def _widths(view: PlanView) -> list[Finding]:
