@@ -148,12 +148,12 @@ def compile_(spec: str, out_dir: str | None) -> None:
         click.echo("no plan written: the verifier found errors (see `specplan check`)", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
     path = write_plan(plan, out_dir or f"build/{loaded.name}")
-    click.echo(f"wrote {path} (fingerprint {plan['fingerprint'][:16]}, "
-               f"{len(plan['boundaries'])} converge boundaries, {len(plan['rank_classes'])} rank classes)")
+    click.echo(f"wrote {path} (fingerprint {plan.fingerprint[:16]}, "
+               f"{len(plan.boundaries)} converge boundaries, {len(plan.rank_classes)} rank classes)")
     click.echo(_write_runtime_module(plan, path.parent))
 
 
-def _write_runtime_module(plan: dict, out_dir) -> str:
+def _write_runtime_module(plan, out_dir) -> str:
     """The torch half of compile, imported only now that plan.json is written."""
     try:
         from specplan.lower.fx_module import write_runtime_module

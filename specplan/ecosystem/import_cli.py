@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from specplan.ecosystem.launch_import import (ImportProblem, build, ignored_env, model_shape,
                                               parse_script, read_launch)
 from specplan.ecosystem.yaml_out import reload, to_yaml
 from specplan.errors import UserError
+from specplan.files import write_atomic
 
 EXIT_BAD_INPUT = 2
 
@@ -47,7 +46,7 @@ def run_import(engine: str, line: list[str], environ: dict[str, str], script: st
     text = to_yaml(data, header=f"Imported from a {engine} launch line by `specplan import`.")
     if out is None:
         return 0, text, messages
-    _write_atomic(out, text)
+    write_atomic(out, text)
     return 0, "", messages + [f"wrote {out}"]
 
 
@@ -61,16 +60,3 @@ def _shape(model_config: str | None, model_path: str | None) -> dict:
         return model_shape(json.loads(Path(path).read_text()))
     except (OSError, json.JSONDecodeError) as exc:
         raise ImportProblem(f"cannot read the model config {path}: {exc}") from None
-
-
-def _write_atomic(path: str, text: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".specplan-", suffix=".yaml")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

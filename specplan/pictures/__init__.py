@@ -3,14 +3,18 @@ as SVG (written here, no graphviz and no browser), Mermaid or DOT text. Torch-fr
 
 from __future__ import annotations
 
-import os
-import tempfile
+from typing import TYPE_CHECKING
+
+from specplan.files import write_atomic
+
+if TYPE_CHECKING:
+    from specplan.plan import Plan
 
 KINDS = ("ranks", "round")
 FORMATS = ("svg", "mermaid", "dot")
 
 
-def render_picture(kind: str, fmt: str, data: dict, planning, plan: dict,
+def render_picture(kind: str, fmt: str, data: dict, planning, plan: Plan,
                    family: str | None = None) -> str:
     """The picture's text. `data` is explain_data's dict, `planning` the planner's result."""
     if kind == "ranks":
@@ -28,7 +32,7 @@ def render_picture(kind: str, fmt: str, data: dict, planning, plan: dict,
     return render(pic)
 
 
-def write_picture(spec_path: str, kind: str, fmt: str, data: dict, planning, plan: dict,
+def write_picture(spec_path: str, kind: str, fmt: str, data: dict, planning, plan: Plan,
                   family: str | None, out: str) -> str:
     """Validate --family, render, write `out` atomically; returns the path written."""
     from specplan.errors import Diagnostic, SpecError
@@ -41,18 +45,4 @@ def write_picture(spec_path: str, kind: str, fmt: str, data: dict, planning, pla
     return out
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write beside the target, then rename: a reader never sees half a picture."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".picture-", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-__all__ = ["FORMATS", "KINDS", "render_picture", "write_atomic", "write_picture"]
+__all__ = ["FORMATS", "KINDS", "render_picture", "write_picture"]

@@ -18,8 +18,8 @@ import torch.distributed as dist
 
 from specplan.runtime.errors import CollectiveTimeout, FingerprintMismatch, WorldSizeMismatch
 from specplan.runtime.plan_view import PlanView
+from specplan.schema.model import DEVICE_BACKENDS
 
-DEVICE_BACKENDS = {"cuda": "nccl", "rocm": "nccl", "npu": "hccl", "cpu": "gloo"}
 
 
 def backend_for(plan: PlanView) -> str:

@@ -19,6 +19,10 @@ class FingerprintMismatch(RuntimeDivergence):
     """Two ranks bound different plans."""
 
 
+class WireMismatch(RuntimeDivergence):
+    """What this rank would send differs from what plan.json states (size or header layout)."""
+
+
 class DesyncError(RuntimeDivergence):
     """A rank received a guard header other than the one it expected: ranks fell out of order."""
 

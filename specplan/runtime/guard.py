@@ -21,6 +21,9 @@ from specplan.runtime.errors import DesyncError
 from specplan.runtime.plan_view import HEADER_FIELDS, Boundary, RELAY_ID_BASE
 
 HEADER_BYTES = 32
+# What `_FORMAT` writes, as plan.json states a header: Runtime refuses a plan laid out otherwise.
+HEADER_SLOTS = (("boundary", "int32", 0), ("live_rows", "int32", 4), ("round", "int64", 8),
+                ("fingerprint", "int64", 16))
 
 
 _FORMAT = "=iiqq8x"  # native byte order, as the buffer's typed views read it

@@ -20,8 +20,9 @@ import torch
 import torch.distributed as dist
 
 from specplan.runtime import binding as _bind
-from specplan.runtime.errors import CollectiveTimeout
-from specplan.runtime.guard import GuardHeader, check_header, header_slot, read_header
+from specplan.runtime.errors import CollectiveTimeout, WireMismatch
+from specplan.runtime.guard import (HEADER_BYTES, HEADER_SLOTS, GuardHeader, check_header, header_slot,
+                                    read_header)
 from specplan.runtime.kernels import FusedLayout, finalize_accept
 from specplan.runtime.plan_view import Boundary, PlanView
 from specplan.runtime.probe import ProbeState, run_probe
@@ -62,10 +63,9 @@ class Runtime:
         fam = self.plan.families.get("replica")
         return fam.locate(self.rank)[0] if fam else 0
 
-    def source_of(self, target) -> int:
-        """The global rank whose values a boundary (id or site name) hands to its group."""
-        b = self.plan.boundary_of(target)
-        return self.ranks[b.family][b.source_member]
+    def wire_bytes(self, b: Boundary) -> int:
+        """The bytes one call of a boundary or relay sends (the buffer it was bound with)."""
+        return self._prep[b.id].buf.numel()
 
     # -- converges -------------------------------------------------------------------------
     def converge(self, target, values: dict | None, *, round: int, live_rows: int,
@@ -77,9 +77,9 @@ class Runtime:
         the plan does not converge (trivial group, or policy off) returns `values` unchanged.
         """
         site = self.plan.sites.get(target) if isinstance(target, str) else None
-        if site is not None and site["boundary"] is None:
+        if site is not None and site.boundary is None:
             out = dict(values or {})
-            self._trace(site["name"], out, round, requests, seq_lens)
+            self._trace(site.name, out, round, requests, seq_lens)
             return out
         b = self.plan.boundary_of(target)
         self.last_round = round
@@ -216,11 +216,13 @@ class _Prepared:
 
     def __init__(self, rt: Runtime, b: Boundary):
         self.rt, self.b = rt, b
-        guarded = b.op != "all_reduce_min"
-        full = rt.buffers[b.family]
-        # Guarded collectives send the family's whole buffer (one size per group); the MIN
-        # reduction reduces its own values only.
-        self.buf = full if guarded else full[: b.buffer_bytes]
+        # The plan states what each collective sends: a guarded one the family's whole buffer
+        # (one size per group), a MIN reduction its own values only.
+        self.buf = rt.buffers[b.family][: b.buffer_bytes]
+        if b.op != "all_reduce_min" and (b.header_bytes, b.header) != (HEADER_BYTES, HEADER_SLOTS):
+            raise WireMismatch(f"{b.label} (boundary {b.id}): plan.json lays the guard header out as "
+                               f"{list(b.header)} in {b.header_bytes} bytes; this runtime writes "
+                               f"{list(HEADER_SLOTS)} in {HEADER_BYTES}")
         self.slot = rt._slots[b.family]
         self.header = GuardHeader(b.id, rt.plan.fingerprint64)
         self.group, self.ranks = rt.groups[b.family], rt.ranks[b.family]

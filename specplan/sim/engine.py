@@ -55,22 +55,23 @@ def coins(seed: int, request: int, position: int, n: int) -> torch.Tensor:
 
 class Engine:
     def __init__(self, rt, sim: SimConfig):
-        view, p = rt.plan, rt.plan.raw
+        view, p = rt.plan, rt.plan.plan
         self.rt, self.sim, self.view, self.cfg = rt, sim, view, sim.model
-        self.method = p["speculative"]["method"]
-        self.sampling = p["speculative"]["sampling"] != "greedy"
-        self.steps, self.topk = p["speculative"]["num_steps"], p["speculative"]["topk"]
-        self.width = p["speculative"]["num_draft_tokens"]
-        stages = p["pipeline"]["stages"]
+        sp = p.speculative
+        self.method = sp.method
+        self.sampling = sp.sampling != "greedy"
+        self.steps, self.topk = sp.num_steps, sp.topk
+        self.width = sp.num_draft_tokens
+        stages = p.pipeline.stages
         self.stage, self.num_stages = view.stage_of(rt.rank), len(stages)
         me = stages[self.stage]
-        self.layers = range(me["start_layer"], me["end_layer"])
-        self.own_taps = tuple(me["taps"])
-        self.taps_before = sum(len(s["taps"]) for s in stages[: self.stage])
+        self.layers = range(me.start_layer, me.end_layer)
+        self.own_taps = tuple(me.taps)
+        self.taps_before = sum(len(s.taps) for s in stages[: self.stage])
         self.first, self.last = self.stage == 0, self.stage == self.num_stages - 1
         self.pp_ranks = rt.ranks["pp"]
         self.comm = Comm(rt)
-        dp_attn = (p.get("derived") or {}).get("attn_dp", 1) > 1
+        dp_attn = p.derived.get("attn_dp", 1) > 1
         self.shard = make_shard(rt, self.comm, dp_attn)
         self.w = init_weights(self.cfg)
         self.head = Head(self.w, standalone=self.method == "standalone")
@@ -102,12 +103,12 @@ class Engine:
         out, done = {}, set()
         for name in sites:
             site = self.view.sites[name]
-            mine = {d["name"] for d in site["decisions"]}
-            if site["boundary"] is None:
+            mine = {d.name for d in site.decisions}
+            if site.boundary is None:
                 out.update({k: v for k, v in (values or {}).items() if k in mine})
-            elif site["boundary"] not in done:
-                done.add(site["boundary"])
-                out.update(self._converge(site["boundary"], values))
+            elif site.boundary not in done:
+                done.add(site.boundary)
+                out.update(self._converge(site.boundary, values))
         for name in sites:
             relay = self.view.relay_of(name)
             if relay is not None:
@@ -147,7 +148,7 @@ class Engine:
 
     def _hold(self, sites, out: dict) -> None:
         """Decisions every rank of the replica holds feed the probe."""
-        if self.num_stages > 1 and any(self.view.sites[s]["family"] != "replica" for s in sites):
+        if self.num_stages > 1 and any(self.view.sites[s].family != "replica" for s in sites):
             return
         self.held.update(out)
 

@@ -21,7 +21,7 @@ from specplan.sim.model import causal
 def startup(e: Engine) -> None:
     """The free-memory MIN sites (DFlash, DSpark) once, before the prefill."""
     for name, site in e.view.sites.items():
-        if site["round"] == "startup":
+        if site.round == "startup":
             e.decide(name, {"free_mem_gb": torch.tensor(40.0 + e.rt.rank, dtype=torch.float32)})
 
 
