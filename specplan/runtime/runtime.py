@@ -42,10 +42,10 @@ class Accepted:
 
 
 class Runtime:
-    def __init__(self, plan: PlanView, device: torch.device, backend: str):
+    def __init__(self, plan: PlanView, device: torch.device, backend: str, adopted: dict | None = None):
         self.plan, self.device, self.backend = plan, device, backend
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
-        self.groups, self.ranks = _bind.create_groups(plan, backend)
+        self.groups, self.ranks = _bind.create_groups(plan, backend, adopted)
         self.buffers = {f: torch.zeros(n, dtype=torch.uint8, device=device)
                         for f, n in plan.family_buffer_bytes().items()}
         self._slots = {f: header_slot(buf) for f, buf in self.buffers.items()}
@@ -310,11 +310,19 @@ def _eagle_commit(dec: dict, by_prefix: dict, prefix: torch.Tensor) -> Accepted:
 
 
 def bind(plan, *, rank: int | None = None, world_size: int | None = None,
-         device: str | torch.device | None = None) -> Runtime:
-    """Bind a plan (path to plan.json, or its content) on this rank; see specplan.runtime.bind."""
+         device: str | torch.device | None = None, groups: dict | None = None) -> Runtime:
+    """Bind a plan (path to plan.json, or its content) on this rank.
+
+    `groups` maps family name -> the process group this rank already belongs to (an engine's
+    device group per coordinator): bind adopts it instead of creating that family's groups,
+    after every rank has checked that its ranks are the plan's group for it (else
+    `GroupMismatch` on every rank, naming family, rank and both rank lists). Every rank must
+    hand over the same families; the rest are created in plan order on every rank.
+    """
     view = PlanView(plan)
     backend = _bind.backend_for(view)
     dev = torch.device(device) if device is not None else _bind.default_device(view)
     _bind.start_process_group(view, rank, world_size, backend)
-    _bind.agree_on_plan(view, dev)
-    return Runtime(view, dev, backend)
+    adopted, problems = _bind.check_adopted(view, groups)
+    _bind.agree_on_plan(view, dev, adopted, problems)
+    return Runtime(view, dev, backend, adopted)

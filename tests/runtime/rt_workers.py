@@ -53,9 +53,16 @@ def schedule(rounds: int):
 def engine(plan_path: str, rounds: str, fault: str = "") -> dict:
     """Run the plan's programs for `rounds` decode rounds; check every converged value."""
     rt = bind(plan_path)
+    checks = run_rounds(rt, int(rounds), fault)
+    rt.close()
+    return {"rank": rt.rank, "checks": checks}
+
+
+def run_rounds(rt, rounds: int, fault: str = "") -> int:
+    """Every boundary and relay of the rank's programs, with every converged value checked."""
     view, f = rt.plan, faults(fault)
     stage, checks = view.stage_of(rt.rank), 0
-    for name, rnd in schedule(int(rounds)):
+    for name, rnd in schedule(rounds):
         if f.get("die", [-1])[0] == rt.rank and f["die"][1] == rnd:
             os.kill(os.getpid(), signal.SIGKILL)
         if f.get("stall", [-1])[0] == rt.rank and f["stall"][1] == rnd:
@@ -67,8 +74,45 @@ def engine(plan_path: str, rounds: str, fault: str = "") -> dict:
                 checks += converge_one(rt, view.boundaries[what], rnd)
             elif kind == "relay":
                 checks += relay_one(rt, view.relay_of(what), rnd)
+    return checks
+
+
+def adopt(plan_path: str, families: str, variant: str = "", rounds: str = "2") -> dict:
+    """An engine that made its own groups first hands `families` to bind, then runs rounds.
+
+    variant `strided`: the engine built the first family's groups transposed (wrong ranks);
+    `rank1-none`: rank 1 hands over nothing while the others adopt.
+    """
+    import torch.distributed as dist
+
+    from specplan.runtime.binding import group_ranks
+    from specplan.runtime.plan_view import PlanView
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    view, given = PlanView(plan_path), {}
+    for i, name in enumerate(filter(None, families.split(","))):
+        groups = view.families[name].groups() if name in view.families else [list(range(world))]
+        if variant == "strided" and i == 0:
+            groups = [list(g) for g in zip(*groups)]
+        for members in groups:
+            pg = dist.new_group(members)
+            given[name] = pg if rank in members else given.get(name)
+    if variant == "rank1-none" and rank == 1:
+        given = {}
+    created, real = [], dist.new_group
+    dist.new_group = lambda ranks=None, **kw: created.append(list(ranks)) or real(ranks, **kw)
+    try:
+        rt = bind(plan_path, groups=given)
+    finally:
+        dist.new_group = real
+    held = {f: group_ranks(g) for f, g in rt.groups.items()}
+    kept = sorted(f for f, g in rt.groups.items() if any(g is mine for mine in given.values()))
+    planned = dict(rt.ranks)
+    checks = run_rounds(rt, int(rounds))
     rt.close()
-    return {"rank": rt.rank, "checks": checks}
+    return {"rank": rank, "held": held, "plan": planned, "kept": kept, "created": created,
+            "checks": checks}
 
 
 def converge_one(rt, b, rnd: int) -> int:
