@@ -41,6 +41,18 @@ def default_device(plan: PlanView) -> torch.device:
     return torch.device(kind, local)
 
 
+HOT_PATHS = ("auto", "host", "device")
+
+
+def hot_path_for(hot_path: str, device: torch.device) -> str:
+    """"device" on CUDA / NPU (no host synchronisation per converge), "host" on a CPU."""
+    if hot_path not in HOT_PATHS:
+        raise ValueError(f"hot_path must be one of {HOT_PATHS}, found {hot_path!r}")
+    if hot_path != "auto":
+        return hot_path
+    return "device" if device.type in ("cuda", "npu") else "host"
+
+
 def start_process_group(plan: PlanView, rank, world_size, backend: str) -> None:
     """Initialize torch.distributed from arguments or the torchrun environment, if not done."""
     if dist.is_initialized():
