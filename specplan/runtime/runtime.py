@@ -21,6 +21,7 @@ converge can be captured in a CUDA graph.
 from __future__ import annotations
 
 import datetime
+import os
 
 import torch
 import torch.distributed as dist
@@ -62,7 +63,9 @@ class Runtime:
         self._prep = {b.id: Prepared(self, b) for b in plan.boundaries + plan.relays}
         self._probe = ProbeState(self)
         self.last_round = -1  # the latest round a converge ran, for errors at close
-        self.trace = TraceWriter(plan.trace_dir, self.rank, self.replica) if plan.trace_dir else None
+        trace_dir = plan.trace_dir or os.environ.get("SPECPLAN_TRACE_DIR")
+        self.trace = (TraceWriter(trace_dir, self.rank, self.replica, plan.fingerprint)
+                      if trace_dir else None)
 
     @property
     def replica(self) -> int:
@@ -219,7 +222,16 @@ class Runtime:
         if self.trace:
             self.trace.commit(round, requests, prefix, result.new_seq_lens, result.out_tokens,
                               result.commit_lens)
+            self.trace.acceptance(round, requests, result.commit_lens)
         return result
+
+    def record_acceptance(self, round: int, requests, accepted_lens) -> None:
+        """Trace, per request, the tokens it committed this round (accepted drafts + the bonus),
+        for an engine that derives its commit itself (`accept` records its own). `requests`:
+        the engine's request ids, in row order; `accepted_lens`: ints or a tensor, one per row.
+        Nothing happens (and nothing is read back) when tracing is off."""
+        if self.trace:
+            self.trace.acceptance(round, requests, accepted_lens)
 
     def probe(self, round: int, decisions: dict[str, torch.Tensor]) -> None:
         """All ranks of each replica compare a hash of every decision they hold; raises ProbeMismatch."""

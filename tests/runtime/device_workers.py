@@ -34,3 +34,29 @@ def nosync(plan_path: str, rounds: str) -> dict:
 
 def main(argv: list[str]) -> None:
     serve(globals(), argv)
+
+
+def traced(plan_path: str, rounds: str, mode: str) -> dict:
+    """An engine tracing to SPECPLAN_TRACE_DIR with its own request ids and accepted lengths.
+
+    mode `accept`: Runtime.accept over the DSpark accept site (it records commit_lens);
+    `record:S`: the engine derives its commit itself and calls record_acceptance with lengths
+    scaled by S (S < 1 plants an acceptance drop).
+    """
+    import torch
+
+    rt = bind(plan_path)
+    live, rids = 4, [f"rid-{i}-{rt.plan.name}" for i in range(4)]
+    for rnd in range(1, int(rounds) + 1):
+        correct = ((torch.arange(live) + rnd) % 4).to(torch.int32)  # 0..3 accepted drafts
+        if mode == "accept":
+            values = {"correct_len_greedy": correct, "bonus_greedy": torch.full((live,), 7),
+                      "cap_trim_lens_greedy": torch.zeros(live, dtype=torch.int32)}
+            rt.accept("dspark_accept_greedy", values, round=rnd, live_rows=live,
+                      prefix_lens=torch.full((live,), 10, dtype=torch.int32),
+                      draft_tokens=torch.arange(live * 3).reshape(live, 3), requests=rids)
+            continue
+        scale = float(mode.split(":")[1])
+        rt.record_acceptance(rnd, rids, [round((int(c) + 1) * scale) for c in correct])
+    rt.close()
+    return {"rank": rt.rank}
