@@ -12,10 +12,10 @@ engine), `activate`, `startup_check`, `bind_engine`, `EngineRefused`.
 """
 
 from specplan.plugins.common import (ENV_ALLOW_UNTESTED, ENV_PLAN, SUPPORTED_VERSIONS, ActivePlan,
-                                     EngineRefused, activate, bind_engine, check_version,
+                                     EngineRefused, activate, bind_engine, check_version, enabled,
                                      check_world, startup_check)
 from specplan.plugins.compare import SPEC_KEYS, compare, format_ranks, plan_settings
 
 __all__ = ["ENV_ALLOW_UNTESTED", "ENV_PLAN", "SPEC_KEYS", "SUPPORTED_VERSIONS", "ActivePlan",
-           "EngineRefused", "activate", "bind_engine", "check_version", "check_world", "compare",
+           "EngineRefused", "activate", "bind_engine", "check_version", "check_world", "compare", "enabled",
            "format_ranks", "plan_settings", "startup_check"]

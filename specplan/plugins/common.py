@@ -57,6 +57,11 @@ class ActivePlan:
         return self.plan["world_size"]
 
 
+def enabled() -> bool:
+    """Whether SPECPLAN_PLAN is set: read before anything else (the engine's version included)."""
+    return bool(os.environ.get(ENV_PLAN))
+
+
 def activate(engine: str, version: str) -> ActivePlan | None:
     """None when SPECPLAN_PLAN is unset; else the validated plan (the same object every call)."""
     path = os.environ.get(ENV_PLAN, "")
@@ -150,19 +155,12 @@ def bind_engine(active: ActivePlan, *, rank: int, world_size: int, groups: dict,
     Runs after the engine's torch.distributed is up, so bind's fingerprint agreement is an
     all-gather every rank joins: two ranks with different plans both raise, neither hangs.
     """
-    from specplan.runtime import FingerprintMismatch, WorldSizeMismatch, bind
+    from specplan.runtime import FingerprintMismatch, GroupMismatch, WorldSizeMismatch, bind
 
-    adopt = {"groups": groups} if _bind_adopts_groups(bind) else {}
     try:
-        rt = bind(active.plan, rank=rank, world_size=world_size, device=device, **adopt)
-    except (FingerprintMismatch, WorldSizeMismatch) as exc:
+        rt = bind(active.plan, rank=rank, world_size=world_size, device=device, groups=groups)
+    except (FingerprintMismatch, WorldSizeMismatch, GroupMismatch) as exc:
         raise EngineRefused(f"{ENV_PLAN}={active.path}: foreign plan: {exc}") from None
     active.runtime = rt
     return rt
 
-
-def _bind_adopts_groups(bind) -> bool:
-    # Until runtime.bind(groups=) lands, the plan's groups are created beside the engine's.
-    import inspect
-
-    return "groups" in inspect.signature(bind).parameters
