@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from specplan.runtime.errors import DesyncError
+from specplan.runtime.kernels.guard_check import guard_check, guard_write
 from specplan.runtime.plan_view import HEADER_FIELDS, Boundary, RELAY_ID_BASE
 
 HEADER_BYTES = 32
@@ -153,9 +154,9 @@ class DeviceGuard:
     """One boundary's expected header as a device tensor, checked on the device into a flag.
 
     `row` is this boundary's would-be record [1, expected words, received words, source]; the
-    expected header is a view into it, so a check copies only the received words in, compares
-    and, when it differs and the flag is still clear, moves the row into the flag: a handful
-    of small device ops, no host read.
+    expected header is a view into it. `write` and `matches` are one launch each on CUDA
+    (kernels/guard_check.py: the round word copied in, the header written, or compared and the
+    row moved into the flag when it differs and the flag is clear), no host read.
     """
 
     __slots__ = ("boundary", "flag", "row", "words", "halves", "got", "_live")
@@ -172,19 +173,16 @@ class DeviceGuard:
         self._live: int | None = None
 
     def set(self, live_rows: int, round_: int) -> None:
-        self.flag.set_round(round_)  # a device fill once per round, then copied by every guard
+        self.flag.set_round(round_)  # a device fill once per round; write / matches copy it
         if live_rows != self._live:
             self.halves[LIVE_HALF].fill_(live_rows)
             self._live = live_rows
-        self.words[ROUND_WORD: ROUND_WORD + 1].copy_(self.flag.round_word)
 
     def write(self, slot: torch.Tensor) -> None:
-        slot.copy_(self.words)
+        guard_write(slot, self.row, self.flag.round_word, round_index=ROUND_WORD, words=HEADER_WORDS)
 
     def matches(self, slot: torch.Tensor) -> bool:
         """Record a mismatch on the device; always True (the host learns at the flag's read)."""
-        record = self.flag.record
-        self.got.copy_(slot)
-        take = slot.ne(self.words).any().logical_and_(record[0].eq(0))
-        torch.where(take, self.row, record, out=record)
+        guard_check(slot, self.row, self.flag.round_word, self.flag.record, round_index=ROUND_WORD,
+                    words=HEADER_WORDS)
         return True

@@ -23,9 +23,20 @@ def engine(plan_path: str, rounds: str, fault: str = "") -> dict:
 
 def nosync(plan_path: str, rounds: str) -> dict:
     """Record host reads inside every converge / relay call, and inside one check_round."""
+    import torch
+
     rt = bind(plan_path, hot_path="device")
     hot = HostSyncRecorder()
     checks = run_rounds(rt, int(rounds), hot=hot)
+    if "dspark_accept_greedy" in rt.plan.sites:  # the accept's commit derivation too
+        values = {"correct_len_greedy": torch.ones(4, dtype=torch.int32),
+                  "bonus_greedy": torch.full((4,), 7),
+                  "cap_trim_lens_greedy": torch.zeros(4, dtype=torch.int32)}
+        prefix, drafts = torch.full((4,), 10, dtype=torch.int32), torch.zeros(4, 3, dtype=torch.int64)
+        with hot:
+            rt.accept("dspark_accept_greedy", values, round=99, live_rows=4, prefix_lens=prefix,
+                      draft_tokens=drafts)
+        checks += 1
     with HostSyncRecorder() as check:
         rt.check_round()
     rt.close()
