@@ -47,6 +47,8 @@ class ActivePlan:
     plan: dict
     runtime: object = None  # the bound specplan Runtime, once the engine's groups exist
     hooks: list[str] = field(default_factory=list)  # engine functions the plugin hooked
+    engine_groups: dict = field(default_factory=dict)  # family -> every group, as the engine built them
+    startup_s: dict = field(default_factory=dict)  # seconds spent in "check" and "bind"
 
     @property
     def name(self) -> str:

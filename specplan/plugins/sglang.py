@@ -22,10 +22,11 @@ DSPARK_ACCEPT_* broadcasts go over get_dp_tp_group(); the plugin's go over the p
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
-from specplan.plugins.common import (ActivePlan, activate, bind_engine, check_world, enabled,
-                                     startup_check)
+from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_engine,
+                                     check_world, enabled, startup_check)
 
 ENGINE = "sglang"
 PS = "sglang.srt.distributed.parallel_state"
@@ -36,7 +37,7 @@ COORDINATORS = {"tp": "_TP", "attn_cp": "_ATTN_CP", "attn_tp": "_ATTN_TP", "moe_
                 "moe_ep": "_MOE_EP", "moe_tp": "_MOE_TP", "pp": "_PP", "dcp": "_DCP"}
 # build_accept_outs' tensors, in the order of the accept site's decisions in the plan.
 ACCEPT_TENSORS = ("correct_len", "bonus", "cap_trim_lens")
-# SpecKeys -> ServerArgs field (aux layers and draft-layer ids live in the draft model's
+# SPEC_KEYS -> the field of SGLang's resolved "spec" config bag (aux layers and draft-layer ids live in the draft model's
 # config, read after initialize_model_parallel: not compared at start-up).
 SERVER_ARGS = {"method": "speculative_algorithm", "num_steps": "speculative_num_steps",
                "topk": "speculative_eagle_topk", "num_draft_tokens": "speculative_num_draft_tokens"}
@@ -77,6 +78,7 @@ class SGLangState:
     active: ActivePlan
     created: dict[int, list[list[int]]] = field(default_factory=dict)  # id(coordinator) -> groups
     round: int = 0  # decode rounds accepted so far: the guard header's round
+    _sites: dict = field(default_factory=dict)  # SpecTpSyncSite -> its plan site (or None)
 
     # -- start-up --------------------------------------------------------------------------
     def init_model_parallel_group(self, original, group_ranks, *args, **kwargs):
@@ -88,13 +90,24 @@ class SGLangState:
         result = original(*args, **kwargs)
         import torch.distributed as dist
 
-        rank, world = dist.get_rank(), dist.get_world_size()
-        check_world(self.active, world, rank)
+        rank, world, t0 = dist.get_rank(), dist.get_world_size(), time.perf_counter()
         coordinators = self._coordinators()
         groups = {fam: self.created[id(c)] for fam, c in coordinators.items() if id(c) in self.created}
-        startup_check(self.active, groups, self._engine_spec(), rank=rank)
+        self.active.engine_groups = groups
+        try:
+            check_world(self.active, world, rank)
+            startup_check(self.active, groups, self._engine_spec(), rank=rank)
+        except EngineRefused:
+            # Every rank reaches the same verdict; meet first, so no rank leaves while a peer
+            # still finishes SGLang's last group (its gloo pairs would be reset under it).
+            import sglang.srt.distributed.parallel_state as ps
+
+            dist.barrier(group=ps.get_world_group().cpu_group)
+            raise
+        t1 = time.perf_counter()
         bind_engine(self.active, rank=rank, world_size=world,
                     groups={fam: c.device_group for fam, c in coordinators.items()})
+        self.active.startup_s = {"check": t1 - t0, "bind": time.perf_counter() - t1}
         return result
 
     def _coordinators(self) -> dict:
@@ -104,28 +117,33 @@ class SGLangState:
         return {fam: c for fam, c in found.items() if c is not None}
 
     def _engine_spec(self) -> dict:
+        """The resolved speculative settings (SGLang's "spec" config bag), under SPEC_KEYS."""
         from specplan.ecosystem.flags import SGLANG_ALGORITHMS
-        from sglang.srt.runtime_context import get_context
+        from sglang.srt.runtime_context import get_spec
 
         try:
-            args = get_context().server_args
-        except ValueError:  # server args not published: a bare initialize_model_parallel
+            bag = get_spec()
+            spec = {key: getattr(bag, name, None) for key, name in SERVER_ARGS.items()}
+        except (ValueError, RuntimeError):  # nothing published: a bare initialize_model_parallel
             return {}
-        spec = {key: getattr(args, name, None) for key, name in SERVER_ARGS.items()}
         methods = {v: k for k, v in SGLANG_ALGORITHMS.items()}
         algo = spec["method"]
-        spec["method"] = None if algo is None else methods.get(str(algo).upper(), str(algo))
+        spec["method"] = None if algo is None else methods.get(str(algo).upper(), str(algo).lower())
         return spec
 
     # -- converges ----------------------------------------------------------------------------
     def plan_site(self, site) -> dict | None:
         """The plan's site for a SpecTpSyncSite (by its slug), or None when the plan has none."""
+        if site in self._sites:
+            return self._sites[site]
         from specplan.ecosystem.flags import SITE_SLUGS
 
         slug = site.name.lower().replace("_", "-")
         sites = {s["name"]: s for s in self.active.plan["sites"]}
-        return next((sites[name] for name, slugs in SITE_SLUGS.items()
-                     if slug in slugs and name in sites), None)
+        found = next((sites[name] for name, slugs in SITE_SLUGS.items()
+                      if slug in slugs and name in sites), None)
+        self._sites[site] = found
+        return found
 
     def enabled(self, original, sync, site) -> bool:
         ps = self.plan_site(site)
@@ -139,15 +157,14 @@ class SGLangState:
             return original(sync, site, values)
         if ps["boundary"] is None:
             return values  # the plan does not converge this site (policy)
-        decisions = ps["decisions"]
-        if len(rt.plan.boundary_of(ps["name"]).fields) == 1 and values.dim() == len(decisions[0]["shape"]):
-            out = rt.converge(ps["name"], {decisions[0]["name"]: values}, round=self.round,
-                              live_rows=values.shape[0])
-            return values.copy_(out[decisions[0]["name"]])
+        boundary = rt.plan.boundary_of(ps["name"])
+        whole = _whole_payload(boundary, values)
+        if whole is not None:
+            out = rt.converge(ps["name"], {whole: values}, round=self.round, live_rows=values.shape[0])
+            return values.copy_(out[whole])
         import torch.distributed as dist
 
-        family = rt.plan.boundary_of(ps["name"]).family
-        dist.broadcast(values, src=rt.source_of(ps["name"]), group=rt.groups[family])
+        dist.broadcast(values, src=rt.source_of(ps["name"]), group=rt.groups[boundary.family])
         return values
 
     def build_accept_outs(self, original, *args, **kwargs):
@@ -170,6 +187,16 @@ class SGLangState:
         for name, t in zip(names, tensors):
             t.copy_(out[name])
         self.round += 1
+
+
+def _whole_payload(boundary, values) -> str | None:
+    """The decision `values` is, when it is the boundary's whole payload (one field, same dtype
+    and rank); else None (the engine hands one part per call: DSpark's per-step drafts)."""
+    if len(boundary.fields) != 1:
+        return None
+    f = boundary.fields[0]
+    same = str(values.dtype).removeprefix("torch.") == f.dtype and values.dim() == len(f.shape) > 0
+    return f.decision if same else None
 
 
 class _Converged:

@@ -73,7 +73,12 @@ def accept(topology: str, speculative: str, group: str, site: str) -> dict:
     from sglang.srt.speculative.spec_tp_sync import SpecTpSync, SpecTpSyncSite
 
     out = start_engine(json.loads(topology), json.loads(speculative))
-    tp_sync = SpecTpSync(getattr(get_parallel(), group))
+    if group == "dp_tp":  # what SGLang's DSpark worker passes: attn_tp under DP-attention
+        from sglang.srt.layers.dp_attention import get_dp_tp_group
+
+        tp_sync = SpecTpSync(get_dp_tp_group())
+    else:
+        tp_sync = SpecTpSync(getattr(get_parallel(), group))
     rank, bs, gamma = int(os.environ["RANK"]), 4, json.loads(speculative)["speculative_num_steps"]
     rounds = []
     for rnd in range(3):  # three decode rounds: the guard header's round advances
@@ -92,4 +97,19 @@ def accept(topology: str, speculative: str, group: str, site: str) -> dict:
     return dict(out, rounds=rounds)
 
 
-WORKERS = {"startup": startup, "accept": accept}
+def plugins(dist_dir: str = "") -> dict:
+    """Only SGLang's plugin loader: which hooks specplan registered, what it imported."""
+    if dist_dir:  # another installed sglang version, found first
+        sys.path.insert(0, dist_dir)
+    from sglang.srt.plugins import load_plugins
+    from sglang.srt.plugins.hook_registry import HookRegistry
+
+    before = set(sys.modules)
+    load_plugins()
+    hooks = sorted(t for t, hs in HookRegistry._hooks.items()
+                   if any(src and src.plugin_name == "specplan" for _, _, src in hs))
+    imported = sorted(m for m in set(sys.modules) - before if m.startswith("specplan"))
+    return {"hooks": hooks, "imported": imported}
+
+
+WORKERS = {"startup": startup, "accept": accept, "plugins": plugins}
