@@ -4,9 +4,9 @@ Entry point `sglang.srt.plugins` -> `register`. SGLang calls it in every process
 engine starts and then applies the hooks (HookRegistry); docs/engines.md lists each hook.
 
 - initialize_model_parallel (AROUND): while it runs, every init_model_parallel_group call is
-  recorded (group_name, every group's ranks, the coordinator it returns); after it returns,
+  recorded (every group's ranks, by the coordinator it returns); after it returns,
   each family's groups are read off the coordinator SGLang stored for it (an alias such as
-  attn_tp == tp is the same coordinator), compared with the plan with the server's
+  attn_tp == tp is the same coordinator), compared with the plan together with the resolved
   speculative settings, and the plan's runtime is bound on the coordinators' device groups.
 - dspark_verify.build_accept_outs (AROUND): the accept's three broadcasts (correct_len, bonus,
   cap_trim_lens) become the plan boundary's one guarded collective, over the plan's replica
@@ -37,9 +37,9 @@ COORDINATORS = {"tp": "_TP", "attn_cp": "_ATTN_CP", "attn_tp": "_ATTN_TP", "moe_
                 "moe_ep": "_MOE_EP", "moe_tp": "_MOE_TP", "pp": "_PP", "dcp": "_DCP"}
 # build_accept_outs' tensors, in the order of the accept site's decisions in the plan.
 ACCEPT_TENSORS = ("correct_len", "bonus", "cap_trim_lens")
-# SPEC_KEYS -> the field of SGLang's resolved "spec" config bag (aux layers and draft-layer ids live in the draft model's
-# config, read after initialize_model_parallel: not compared at start-up).
-SERVER_ARGS = {"method": "speculative_algorithm", "num_steps": "speculative_num_steps",
+# SPEC_KEYS -> the field of SGLang's resolved "spec" config bag. Aux layers and draft-layer
+# ids live in the draft model's config, read after initialize_model_parallel: not compared.
+SPEC_FIELDS = {"method": "speculative_algorithm", "num_steps": "speculative_num_steps",
                "topk": "speculative_eagle_topk", "num_draft_tokens": "speculative_num_draft_tokens"}
 
 
@@ -123,7 +123,7 @@ class SGLangState:
 
         try:
             bag = get_spec()
-            spec = {key: getattr(bag, name, None) for key, name in SERVER_ARGS.items()}
+            spec = {key: getattr(bag, name, None) for key, name in SPEC_FIELDS.items()}
         except (ValueError, RuntimeError):  # nothing published: a bare initialize_model_parallel
             return {}
         methods = {v: k for k, v in SGLANG_ALGORITHMS.items()}

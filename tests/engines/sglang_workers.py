@@ -62,6 +62,9 @@ def startup(topology: str, speculative: str) -> dict:
     active = next(iter(common._ACTIVE.values()), None)
     rt = active.runtime if active else None
     out["bound"] = None if rt is None else {"replica": rt.ranks["replica"], "source": rt.source_of(0)}
+    import torch.distributed as dist
+
+    dist.barrier()  # no rank leaves while a peer still builds a group with it
     return out
 
 
@@ -94,6 +97,7 @@ def accept(topology: str, speculative: str, group: str, site: str) -> dict:
             sync_site=SpecTpSyncSite[site])
         rounds.append({"correct_len": res.correct_len.tolist(), "bonus": res.bonus.tolist(),
                        "commit_lens": res.commit_lens.tolist(), "new_seq_lens": res.new_seq_lens.tolist()})
+    torch.distributed.barrier()  # no rank leaves while a peer still talks to it
     return dict(out, rounds=rounds)
 
 
@@ -106,10 +110,12 @@ def plugins(dist_dir: str = "") -> dict:
 
     before = set(sys.modules)
     load_plugins()
-    hooks = sorted(t for t, hs in HookRegistry._hooks.items()
-                   if any(src and src.plugin_name == "specplan" for _, _, src in hs))
     imported = sorted(m for m in set(sys.modules) - before if m.startswith("specplan"))
-    return {"hooks": hooks, "imported": imported}
+    from specplan.plugins.sglang import register
+
+    register()  # a second call (vLLM-style repeated loading) must add nothing
+    counts = {t: len(hs) for t, hs in HookRegistry._hooks.items()}
+    return {"hooks": sorted(counts), "per_target": sorted(set(counts.values())), "imported": imported}
 
 
 WORKERS = {"startup": startup, "accept": accept, "plugins": plugins}

@@ -68,6 +68,11 @@ def start(world: int, name: str, tmp: Path, engine: dict | None = None, spec: di
     return plan, run(world, "startup", json.dumps(eng), json.dumps(spec or SPECULATIVE), plan=plan)
 
 
+def test_set_installs_each_hook_once_however_often_registered(tmp_path):
+    [out] = ok(run(1, "plugins", plan=plan_for(tmp_path, "tp2")))
+    assert len(out["hooks"]) == 5 and out["per_target"] == [1]
+
+
 def test_unset_installs_no_hook_and_imports_no_runtime():
     [out] = ok(run(1, "plugins", plan=None))
     assert out["hooks"] == []
