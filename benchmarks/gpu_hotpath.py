@@ -14,6 +14,8 @@ wall ms per round, median host ms until the round's last converge returned (how 
 ahead), host reads recorded by HostSyncRecorder during the converges (device path: must be 0),
 and whether one device-path converge can be captured in a CUDA graph and replayed.
 Nothing is asserted: the output is the report. Run time well under a minute.
+`--cpu-dry-run` runs the same code on a CPU over gloo (no graph capture): it checks the script,
+its numbers mean nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import datetime
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,13 +37,18 @@ from specplan.runtime.host_sync import HostSyncRecorder
 SPEC = """
 name: gpu-hotpath-tp{n}
 engine: sglang
-topology: {{tp: {n}, device: cuda}}
+topology: {{tp: {n}, device: {device}}}
 model: {{num_layers: 8, hidden_size: 64, vocab_size: 1000}}
 speculative: {{method: dspark, num_steps: 3}}
 sync: {{policy: all}}
 runtime: {{max_batch: 256, timeout_s: 60}}
 """
 ROUNDS, LIVE, CONVERGES = 50, 64, 5
+
+
+def sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
 
 
 def forward(x: torch.Tensor) -> torch.Tensor:
@@ -52,13 +60,13 @@ def forward(x: torch.Tensor) -> torch.Tensor:
 def run_rounds(step, work: torch.Tensor, check) -> tuple[float, float]:
     walls, aheads = [], []
     for r in range(ROUNDS):
-        torch.cuda.synchronize()
+        sync()
         start = time.perf_counter()
         forward(work)
         for _ in range(CONVERGES):
             step(r)
         ahead = time.perf_counter() - start
-        torch.cuda.synchronize()
+        sync()
         check()
         walls.append(time.perf_counter() - start)
         aheads.append(ahead)
@@ -99,7 +107,7 @@ def multi_gpu(device, n: int) -> None:
     from specplan.runtime.runtime import Runtime
 
     with tempfile.TemporaryDirectory() as tmp:
-        plan = _plan(Path(tmp), n)
+        plan = _plan(Path(tmp), n, device.type)
     host = bind(plan, hot_path="host", device=device)
     dev = Runtime(host.plan, host.device, host.backend, None, "device")
     inputs = {rt: [(b, {k: v.to(device) for k, v in vals.items()}) for b, vals in decode_inputs(rt, LIVE)]
@@ -115,29 +123,31 @@ def multi_gpu(device, n: int) -> None:
     host.close()
 
 
-def _plan(tmp: Path, n: int) -> dict:
+def _plan(tmp: Path, n: int, device: str) -> dict:
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
     from specplan.schema import load_spec
 
     src = tmp / "spec.yaml"
-    src.write_text(SPEC.format(n=n))
+    src.write_text(SPEC.format(n=n, device=device))
     return build_plan(run_passes(load_spec(str(src))))
 
 
 def report(host_step, dev_step, host_check, dev_check, device) -> None:
-    work = torch.randn(2048, 2048, device=device, dtype=torch.bfloat16) * 0.01
+    size = 2048 if device.type == "cuda" else 64
+    work = torch.randn(size, size, device=device, dtype=torch.bfloat16) * 0.01
     for name, step, check in (("host", host_step, host_check), ("device", dev_step, dev_check)):
         run_rounds(step, work, check)  # warm
         wall, ahead = run_rounds(step, work, check)
         with HostSyncRecorder() as rec:
             for r in range(3):
                 step(r)
-        torch.cuda.synchronize()
+        sync()
         if dist.get_rank() == 0:
             print(f"{name:>6} path: {wall:7.3f} ms/round wall, host returned after {ahead:7.3f} ms, "
                   f"host reads in {3} converges: {len(rec.events)} {sorted({e[0] for e in rec.events})}")
-    graph_check(dev_step, dev_check)
+    if device.type == "cuda":
+        graph_check(dev_step, dev_check)
 
 
 def graph_check(dev_step, dev_check) -> None:
@@ -168,18 +178,23 @@ def main() -> None:
     os.environ.setdefault("RANK", "0")
     os.environ.setdefault("WORLD_SIZE", "1")
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    torch.cuda.set_device(local)
-    device = torch.device("cuda", local)
     n = int(os.environ["WORLD_SIZE"])
-    dist.init_process_group("nccl", device_id=device)
+    if "--cpu-dry-run" in sys.argv:
+        device, name = torch.device("cpu"), "cpu dry run"
+        dist.init_process_group("gloo")
+    else:
+        torch.cuda.set_device(local)
+        device, name = torch.device("cuda", local), torch.cuda.get_device_name(local)
+        dist.init_process_group("nccl", device_id=device)
     if dist.get_rank() == 0:
-        print(f"NCCL, {n} rank(s), {torch.cuda.get_device_name(device)}, torch {torch.__version__}, "
+        print(f"{dist.get_backend()}, {n} rank(s), {name}, torch {torch.__version__}, "
               f"{ROUNDS} rounds x {CONVERGES} converges behind ~8 bf16 2048^2 matmuls")
     if n == 1:
         single_gpu(device)
     else:
-        multi_gpu(device, n)
-    dist.destroy_process_group()
+        multi_gpu(device, n)  # closes the runtime, which leaves the process group
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
