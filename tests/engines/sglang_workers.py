@@ -61,7 +61,10 @@ def startup(topology: str, speculative: str) -> dict:
 
     active = next(iter(common._ACTIVE.values()), None)
     rt = active.runtime if active else None
-    out["bound"] = None if rt is None else {"replica": rt.ranks["replica"], "source": rt.source_of(0)}
+    out["bound"] = None
+    if rt is not None:  # the first boundary over the replica: its source on this rank
+        first = next(b.id for b in rt.plan.boundaries if b.family == "replica")
+        out["bound"] = {"replica": rt.ranks["replica"], "source": rt.source_of(first)}
     import torch.distributed as dist
 
     dist.barrier()  # no rank leaves while a peer still builds a group with it

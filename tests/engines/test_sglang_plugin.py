@@ -90,9 +90,10 @@ def test_the_plans_topology_passes_and_binds_on_sglangs_groups(tmp_path, world, 
     from specplan.mesh.family import from_rule
 
     fam = from_rule("replica", replica["rule"])
+    first = next(b for b in view["boundaries"] if b["family"] == "replica")
     for rank, out in enumerate(outs):
-        group = fam.groups()[fam.locate(rank)[0]]
-        assert out["bound"] == {"replica": group, "source": group[0]}
+        group = fam.groups()[fam.locate(rank)[0]]  # the source decides on the last stage
+        assert out["bound"] == {"replica": group, "source": group[first["source_member"]]}
 
 
 def test_another_topology_is_refused_on_every_rank_naming_family_rank_and_values(tmp_path):
