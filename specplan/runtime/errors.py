@@ -33,3 +33,7 @@ class CollectiveTimeout(RuntimeDivergence):
 
 class ProbeMismatch(RuntimeDivergence):
     """The agreement probe found a decision whose hash differs between ranks of one replica."""
+
+
+class GroupMismatch(RuntimeDivergence):
+    """A process group the caller asked bind to adopt is not the plan's group for this rank."""

@@ -6,57 +6,66 @@ size. Everything a converge needs that does not change per call is prepared at b
 boundary: its group and source, its expected guard header (id and fingerprint written once),
 and per live-rows count a `FusedLayout` (typed views of every field into the buffer, checked
 once). A converge then writes the header in place, packs with one `copy_` per field (one Triton
-launch on CUDA), runs one collective, compares the header with one equality and returns views
-of one private copy of the bytes the fields span. Collectives run async and are waited on with
-`runtime.timeout_s`, so a dead or stalled peer becomes a `CollectiveTimeout`, not a hang.
+launch on CUDA), runs one collective, checks the header and returns one private copy of each
+field.
+
+Two hot paths (`bind(hot_path=...)`): on the host path (a CPU's default) the header is compared
+on the host right after the collective, which is waited on with `runtime.timeout_s`, so a desync
+raises within its round and a dead or stalled peer becomes a `CollectiveTimeout`, not a hang. On
+the device path (CUDA / NPU's default) nothing is read back per converge: the header is compared
+on the device into a flag that `check_round` reads once, the wait is the backend's own (NCCL
+watchdog), packing is one device copy per field and every buffer is made at bind, so a
+converge can be captured in a CUDA graph.
 """
 
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+import os
 
 import torch
 import torch.distributed as dist
 
 from specplan.runtime import binding as _bind
-from specplan.runtime.errors import CollectiveTimeout, WireMismatch
-from specplan.runtime.guard import (HEADER_BYTES, HEADER_SLOTS, GuardHeader, check_header, header_slot,
-                                    read_header)
-from specplan.runtime.kernels import FusedLayout, finalize_accept
+from specplan.runtime.commit import Accepted, derive_commit
+from specplan.runtime.errors import CollectiveTimeout
+from specplan.runtime.guard import (HEADER_WORDS, DeviceFlag, check_header, header_slot, read_header,
+                                    words_header)
 from specplan.runtime.plan_view import Boundary, PlanView
+from specplan.runtime.prepared import DTYPES, Prepared
 from specplan.runtime.probe import ProbeState, run_probe
 from specplan.runtime.tracing import TraceWriter
 
-DTYPES = {"bool": torch.bool, "int32": torch.int32, "int64": torch.int64, "float32": torch.float32}
-
-
-@dataclass
-class Accepted:
-    """What an accept boundary commits: the converged decisions and the layout derived from them."""
-
-    decisions: dict[str, torch.Tensor]
-    commit_lens: torch.Tensor  # [bs] int32: accepted drafts + the bonus
-    new_seq_lens: torch.Tensor  # [bs] int32
-    out_tokens: torch.Tensor  # [bs, num_steps + 1] int64, -1 or stale past commit_lens
-    cap_trim_lens: torch.Tensor | None = None
+__all__ = ["Accepted", "DTYPES", "Runtime", "bind", "derive_commit", "wait_for"]
 
 
 class Runtime:
-    def __init__(self, plan: PlanView, device: torch.device, backend: str):
+    """A plan bound on this rank. `hot_path` is "host" (a header mismatch raises right after
+    its collective; waits are timed from the host) or "device" (compared on the device, raised
+    by `check_round`; waits are the backend's own, see specplan.runtime.guard)."""
+
+    def __init__(self, plan: PlanView, device: torch.device, backend: str, adopted: dict | None = None,
+                 hot_path: str = "host"):
         self.plan, self.device, self.backend = plan, device, backend
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
-        self.groups, self.ranks = _bind.create_groups(plan, backend)
+        self.groups, self.ranks = _bind.create_groups(plan, backend, adopted)
+        self.hot_path = hot_path
+        on_device = hot_path == "device"
+        self.device_flag = DeviceFlag(device) if on_device else None
+        # The Triton pack builds its address table on the host per call: not capturable.
+        self.pack_impl = "torch" if on_device else "auto"
         self.buffers = {f: torch.zeros(n, dtype=torch.uint8, device=device)
                         for f, n in plan.family_buffer_bytes().items()}
-        self._slots = {f: header_slot(buf) for f, buf in self.buffers.items()}
+        self._slots = {f: header_slot(buf, device_path=on_device) for f, buf in self.buffers.items()}
         self.names = {b.id: b.label for b in plan.boundaries + plan.relays}
         # Layouts are fixed by the plan: checked once here (at capacity), so the hot path is
         # a few copies into views made once per boundary and live-rows count.
-        self._prep = {b.id: _Prepared(self, b) for b in plan.boundaries + plan.relays}
+        self._prep = {b.id: Prepared(self, b) for b in plan.boundaries + plan.relays}
         self._probe = ProbeState(self)
         self.last_round = -1  # the latest round a converge ran, for errors at close
-        self.trace = TraceWriter(plan.trace_dir, self.rank, self.replica) if plan.trace_dir else None
+        trace_dir = plan.trace_dir or os.environ.get("SPECPLAN_TRACE_DIR")
+        self.trace = (TraceWriter(trace_dir, self.rank, self.replica, plan.fingerprint)
+                      if trace_dir else None)
 
     @property
     def replica(self) -> int:
@@ -109,7 +118,7 @@ class Runtime:
             header.write(p.slot)
             lane.pack(p.fit(lane, values), check=False)
         work = dist.broadcast(p.buf, src=p.source, group=p.group, async_op=True)
-        self._wait(work, b, round_)
+        self._hot_wait(work, b, round_)
         if self.rank != p.source and not header.matches(p.slot):
             self._desync(p, p.source)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
@@ -126,15 +135,15 @@ class Runtime:
             lane.pack(p.fit(lane, values), check=False)
         else:
             sender = ranks[last] if me == 0 else ranks[me - 1]
-            self._wait(dist.irecv(buf, src=sender, group=p.group), r, round_)
+            self._hot_wait(dist.irecv(buf, src=sender, group=p.group), r, round_)
             if not p.header.matches(p.slot):
                 self._desync(p, sender)
         nxt = 0 if me == last else me + 1
         if nxt < last:
-            self._wait(dist.isend(buf, dst=ranks[nxt], group=p.group), r, round_)
+            self._hot_wait(dist.isend(buf, dst=ranks[nxt], group=p.group), r, round_)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
 
-    def _min(self, p: "_Prepared", values, round_: int) -> dict:
+    def _min(self, p: Prepared, values, round_: int) -> dict:
         """A MIN reduction over host values (free memory): no header, one dtype per boundary."""
         b = p.b
         dtypes = {f.dtype for f in b.fields}
@@ -144,18 +153,56 @@ class Runtime:
         lane.pack(p.fit(lane, values), check=False)
         work = dist.all_reduce(p.buf.view(DTYPES[dtypes.pop()]), op=dist.ReduceOp.MIN,
                                group=p.group, async_op=True)
-        self._wait(work, b, round_)
+        self._hot_wait(work, b, round_)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
 
-    def _desync(self, p: "_Prepared", source: int) -> None:
+    def _desync(self, p: Prepared, source: int) -> None:
         check_header(read_header(p.buf), p.header.expected(), p.b, rank=self.rank, source=source,
                      names=self.names)
 
-    def _wait(self, work, b: Boundary, round_: int) -> None:
+    def _what(self, b: Boundary, round_: int) -> str:
         what = (f"collective for site {b.label} (boundary {b.id}, {b.op}) at round {round_}"
                 if b.id >= 0 else f"{b.label} at round {round_}")
-        wait_for(work, what=f"{what} on group {b.family} {self.ranks[b.family]}",
-                 timeout_s=self.plan.timeout_s, rank=self.rank)
+        return f"{what} on group {b.family} {self.ranks[b.family]}"
+
+    def _wait(self, work, b: Boundary, round_: int) -> None:
+        wait_for(work, what=self._what(b, round_), timeout_s=self.plan.timeout_s, rank=self.rank)
+
+    def _hot_wait(self, work, b: Boundary, round_: int) -> None:
+        """A converge's wait. Device path: no host timer (NCCL's wait with a timeout polls from
+        the host); `wait()` orders the current stream after the collective and the backend's
+        own timeout (NCCL watchdog, gloo's) ends a stalled one."""
+        if self.device_flag is None:
+            self._wait(work, b, round_)
+            return
+        try:
+            work.wait()
+        except RuntimeError as exc:
+            raise CollectiveTimeout(
+                f"{self._what(b, round_)} failed or timed out in the backend (this is rank "
+                f"{self.rank}): {str(exc).splitlines()[0]}") from exc
+
+    # -- the device path's one read per round ------------------------------------------------
+    def set_round(self, round: int) -> None:
+        """Device path: write the round every guard compares (a converge does it itself; an
+        engine replaying a captured converge calls this before the replay)."""
+        if self.device_flag is not None:
+            self.device_flag.set_round(round)
+
+    def check_round(self) -> None:
+        """Raise DesyncError for a header mismatch recorded on the device since the last check.
+
+        Device path: the one host read of a round (a few bytes); call it where the engine
+        synchronises anyway. The probe and close call it too. Host path: nothing to do, a
+        mismatch already raised within its round.
+        """
+        hit = self.device_flag.read() if self.device_flag is not None else None
+        if hit is None:
+            return
+        n = HEADER_WORDS
+        expected, got = words_header(hit[1: 1 + n]), words_header(hit[1 + n: 1 + 2 * n])
+        check_header(got, expected, self._prep[expected[0]].b, rank=self.rank, source=hit[-1],
+                     names=self.names, when=" (compared on the device, read at check_round)")
 
     # -- accept, probe, trace ----------------------------------------------------------------
     def accept(self, target, values: dict | None, *, round: int, live_rows: int,
@@ -174,7 +221,16 @@ class Runtime:
         if self.trace:
             self.trace.commit(round, requests, prefix, result.new_seq_lens, result.out_tokens,
                               result.commit_lens)
+            self.trace.acceptance(round, requests, result.commit_lens)
         return result
+
+    def record_acceptance(self, round: int, requests, accepted_lens) -> None:
+        """Trace, per request, the tokens it committed this round (accepted drafts + the bonus),
+        for an engine that derives its commit itself (`accept` records its own). `requests`:
+        the engine's request ids, in row order; `accepted_lens`: ints or a tensor, one per row.
+        Nothing happens (and nothing is read back) when tracing is off."""
+        if self.trace:
+            self.trace.acceptance(round, requests, accepted_lens)
 
     def probe(self, round: int, decisions: dict[str, torch.Tensor]) -> None:
         """All ranks of each replica compare a hash of every decision they hold; raises ProbeMismatch."""
@@ -199,76 +255,15 @@ class Runtime:
         self._wait(dist.barrier(async_op=True), world, self.last_round)
 
     def close(self) -> None:
-        """Flush the trace, meet every rank once more, and leave the process group."""
+        """Flush the trace, raise a desync still on the device, meet every rank once more, and
+        leave the process group."""
         if self.trace:
             self.trace.close()
         try:
+            self.check_round()
             self.barrier()
         finally:
             dist.destroy_process_group()
-
-
-class _Prepared:
-    """What one boundary (or relay) needs per call, made once at bind."""
-
-    __slots__ = ("rt", "b", "buf", "slot", "header", "group", "ranks", "source", "decisions",
-                 "lanes", "_shapes")
-
-    def __init__(self, rt: Runtime, b: Boundary):
-        self.rt, self.b = rt, b
-        # The plan states what each collective sends: a guarded one the family's whole buffer
-        # (one size per group), a MIN reduction its own values only.
-        self.buf = rt.buffers[b.family][: b.buffer_bytes]
-        if b.op != "all_reduce_min" and (b.header_bytes, b.header) != (HEADER_BYTES, HEADER_SLOTS):
-            raise WireMismatch(f"{b.label} (boundary {b.id}): plan.json lays the guard header out as "
-                               f"{list(b.header)} in {b.header_bytes} bytes; this runtime writes "
-                               f"{list(HEADER_SLOTS)} in {HEADER_BYTES}")
-        self.slot = rt._slots[b.family]
-        self.header = GuardHeader(b.id, rt.plan.fingerprint64)
-        self.group, self.ranks = rt.groups[b.family], rt.ranks[b.family]
-        self.source = self.ranks[b.source_member]
-        self.decisions = b.decisions
-        self.lanes: dict[int, FusedLayout] = {}
-        self._shapes: dict[int, list[tuple[int, ...]]] = {}
-        FusedLayout(self.buf, [(DTYPES[f.dtype], f.shape, f.offset) for f in b.fields])  # checks
-
-    def lane(self, live_rows: int) -> FusedLayout:
-        """The layout at `live_rows` (made on first use, then reused every round)."""
-        plan = self.rt.plan
-        if not 0 <= live_rows <= plan.max_batch:
-            raise ValueError(f"{self.b.label}: live_rows {live_rows} is outside 0 .. max_batch "
-                             f"{plan.max_batch} (runtime.max_batch fixes the capacity)")
-        shapes = [plan.live_shape(f, live_rows) for f in self.b.fields]
-        lane = FusedLayout(self.buf, [(DTYPES[f.dtype], s, f.offset) for f, s in zip(self.b.fields, shapes)])
-        self.lanes[live_rows] = lane
-        return lane
-
-    def fit(self, lane: FusedLayout, values) -> list[torch.Tensor]:
-        """The source's tensors for the lane, in field order: each of the field's dtype and live
-        shape (capacity rows are cut to the live prefix), on the runtime's device."""
-        try:
-            tensors = [values[d] for d in self.decisions]
-        except (KeyError, TypeError):
-            values = values or {}
-            missing = [d for d in self.decisions if d not in values]
-            raise ValueError(f"{self.b.label} (boundary {self.b.id}): the source must hand over every "
-                             f"decision of the boundary; missing {missing}, given {sorted(values)}") from None
-        device = self.rt.device
-        for i, (t, dtype, shape) in enumerate(zip(tensors, lane.dtypes, lane.shapes)):
-            if t.dtype is not dtype or t.shape != shape or (lane.impl == "triton" and t.device != device):
-                tensors[i] = _live(t, self.b.fields[i], tuple(shape)).to(device)
-        return tensors
-
-
-def _live(t: torch.Tensor, f, shape: tuple[int, ...]) -> torch.Tensor:
-    if t.dtype != DTYPES[f.dtype]:
-        raise TypeError(f"{f.site}.{f.decision}: expected dtype {f.dtype}, found {t.dtype}")
-    if tuple(t.shape) == shape:
-        return t
-    if shape and t.dim() == len(shape) and tuple(t.shape[1:]) == shape[1:] and t.shape[0] >= shape[0]:
-        return t[: shape[0]]  # capacity rows: the live prefix is the payload
-    raise ValueError(f"{f.site}.{f.decision}: expected shape {list(shape)} for these live rows, "
-                     f"found {list(t.shape)}")
 
 
 def wait_for(work, *, what: str, timeout_s: float, rank: int) -> None:
@@ -283,40 +278,24 @@ def wait_for(work, *, what: str, timeout_s: float, rank: int) -> None:
         raise CollectiveTimeout(f"{what} timed out after {timeout_s:g}s (this is rank {rank})")
 
 
-def derive_commit(site: str, dec: dict, prefix: torch.Tensor, draft_tokens: torch.Tensor | None = None,
-                  verify_lens: torch.Tensor | None = None) -> Accepted:
-    """What an accept site commits, from converged decisions only, so every rank commits the same.
-
-    DSpark / DFlash style (correct_len, bonus): `finalize_accept` with the round's drafts.
-    EAGLE style (predict, accept_index, num_correct_drafts): tokens gathered along the path.
-    """
-    by_prefix = {k.rsplit("_", 1)[0] if k.endswith(("_greedy", "_sample")) else k: v
-                 for k, v in dec.items()}
-    if "num_correct_drafts" in by_prefix:
-        return _eagle_commit(dec, by_prefix, prefix)
-    if draft_tokens is None:
-        raise ValueError(f"{site}: finalizing a chain accept needs this round's draft_tokens")
-    correct = by_prefix.get("correct_len", by_prefix.get("accept_len"))
-    commit, seq, trim, out = finalize_accept(correct, by_prefix["bonus"], prefix, draft_tokens,
-                                             verify_lens)
-    return Accepted(dec, commit, seq, out, by_prefix.get("cap_trim_lens", trim))
-
-
-def _eagle_commit(dec: dict, by_prefix: dict, prefix: torch.Tensor) -> Accepted:
-    correct = by_prefix["num_correct_drafts"].to(torch.int32)
-    index = by_prefix["accept_index"].to(torch.int64)  # [bs, num_steps + 1], -1 past the path
-    predict = by_prefix["predict"].to(torch.int64)
-    out = torch.where(index >= 0, predict[index.clamp(min=0)], torch.full_like(index, -1))
-    commit = correct + 1
-    return Accepted(dec, commit, (prefix + commit).to(torch.int32), out)
-
-
 def bind(plan, *, rank: int | None = None, world_size: int | None = None,
-         device: str | torch.device | None = None) -> Runtime:
-    """Bind a plan (path to plan.json, or its content) on this rank; see specplan.runtime.bind."""
+         device: str | torch.device | None = None, groups: dict | None = None,
+         hot_path: str = "auto") -> Runtime:
+    """Bind a plan (path to plan.json, or its content) on this rank.
+
+    `groups` maps family name -> the process group this rank already belongs to (an engine's
+    device group per coordinator): bind adopts it instead of creating that family's groups,
+    after every rank has checked that its ranks are the plan's group for it (else
+    `GroupMismatch` on every rank, naming family, rank and both rank lists). Every rank must
+    hand over the same families; the rest are created in plan order on every rank.
+
+    `hot_path`: "auto" (device on CUDA / NPU, host on a CPU), "host" or "device" (forced, e.g.
+    on a CPU to test the device path); see `Runtime.check_round`.
+    """
     view = PlanView(plan)
     backend = _bind.backend_for(view)
     dev = torch.device(device) if device is not None else _bind.default_device(view)
     _bind.start_process_group(view, rank, world_size, backend)
-    _bind.agree_on_plan(view, dev)
-    return Runtime(view, dev, backend)
+    adopted, problems = _bind.check_adopted(view, groups)
+    _bind.agree_on_plan(view, dev, adopted, problems)
+    return Runtime(view, dev, backend, adopted, _bind.hot_path_for(hot_path, dev))

@@ -45,6 +45,10 @@ NOT_PLAN = {
     "sim/engine.py::Engine.decide": "timings",
     "sim/comm.py::*": "rank lists by family",
     "trace.py::*": "trace records",
+    "runtime/host_sync.py::_device_to_host": "a torch op's keyword arguments",
+    # Not yet migrated: the engine plugins were written beside the typed plan and still read it
+    # through its read-only mapping view (and index engine dicts with the same key names).
+    "plugins/*": "pending migration to Plan attributes",
     "runtime/guard.py::describe": "the guard header's fields",
 }
 
