@@ -37,7 +37,7 @@ runtime: {{max_batch: 256, timeout_s: 60}}
 """
 
 
-def compile_plan(tmp: Path, method: str, n: int) -> dict:
+def compile_plan(tmp: Path, method: str, n: int):
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
     from specplan.schema import load_spec

@@ -15,7 +15,7 @@ import specplan.runtime as spr
 from specplan.runtime.kernels import greedy_accept
 
 rt = spr.bind(sys.argv[1])  # torch.distributed from the torchrun env; fingerprints agreed
-gamma = rt.plan.raw["speculative"]["num_steps"]
+gamma = rt.plan.plan.speculative.num_steps
 bs = 4
 seq_lens = torch.full((bs,), 10, dtype=torch.int32)
 noise = torch.Generator().manual_seed(rt.rank)

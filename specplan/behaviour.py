@@ -4,7 +4,8 @@
 what the named engine does by default for the method (SGLang 0.5.23, vLLM 0.33.0 model
 runner V2; reference/decisions.md), so `specplan check` reports that engine's risks. Knobs
 the user writes in the YAML (sync.policy, sync.group, pipeline.*) override single choices
-either way. This module is the one place engine behaviour is selected.
+either way. The engine profiles themselves live with each engine's conventions
+(specplan/engines/, Convention.behaviour); this module owns the choices and the knobs.
 """
 
 from __future__ import annotations
@@ -34,80 +35,17 @@ class Choices:
 
 
 def resolve(spec: Spec, method: Method) -> Choices:
-    base = _specplan(spec) if spec.behaviour == "specplan" else _ENGINES[spec.engine](spec, method)
-    return _apply_knobs(spec, base)
+    from specplan.engines import convention  # the engines' profiles build Choices
+
+    if spec.behaviour == "specplan":
+        return _apply_knobs(spec, _specplan(spec))
+    return _apply_knobs(spec, convention(spec.engine).behaviour(spec, method))
 
 
 def _specplan(spec: Spec) -> Choices:
     greedy = "greedy decoding draws no random numbers" if spec.speculative.sampling == "greedy" else None
     return Choices("specplan", None, "replica", "broadcast", True, "pinned", "global", "global",
                    "chain", "dummy", greedy)
-
-
-# SpecTpSync methods: which SGLANG_SPEC_TP_SYNC preset a written sync.policy names.
-_SGLANG_PRESETS = ("all", "rng", "init", "off")
-# SGLang converges these without SpecTpSync, under every preset: DFlash's greedy draft head
-# all-gathers (max, id) over tp and takes the first max (decisions.md §0.4).
-_HARDCODED = frozenset({"dflash_draft"})
-
-
-def _sglang(spec: Spec, method: Method) -> Choices:
-    """SGLang 0.5.23 defaults (reference/decisions.md §0, §7; sglang.md §7).
-
-    DSpark and DFlash converge through SpecTpSync, whose preset is SGLANG_SPEC_TP_SYNC
-    (default all; `sync.policy: all | rng | init | off` names another); only sites SGLang
-    has (Site.sglang) exist there, so DSpark's host verify budget stays unconverged. The
-    EAGLE family and n-gram broadcast only the accept triple, in eagle_sample: on sampling
-    paths (not on CPU/XPU, which verify greedily) and on ROCm greedy; never their drafts,
-    proposals or first token. DFlash syncs over the full tp group, the others over attn_tp
-    under DP-attention, else tp.
-    """
-    device, sampling = spec.topology.device, spec.speculative.sampling
-    written = "policy" in spec.sync.model_fields_set and spec.sync.policy in _SGLANG_PRESETS
-    preset = spec.sync.policy if written else "all"
-    spec_tp_sync = method.name in ("dspark", "dflash")
-    sites = {}
-    for site in method.sites:
-        if spec_tp_sync:
-            sites[site.name] = site.name in _HARDCODED or site.sglang and (
-                preset == "all" or preset in site.presets)
-        elif site.name.endswith("_accept"):
-            sites[site.name] = device == "rocm" or (sampling != "greedy" and device != "cpu")
-        else:
-            sites[site.name] = False
-    group = "tp" if method.name == "dflash" or not spec.topology.dp_attention else "attn_tp"
-    greedy = None
-    if sampling == "greedy":
-        greedy = "greedy decoding draws no random numbers"
-    elif device == "cpu" and not spec_tp_sync:
-        greedy = "SGLang verifies greedily (argmax) on CPU even for sampling requests"
-    how = (f"SpecTpSync preset {preset}" if spec_tp_sync else
-           "eagle_sample broadcasts the accept triple on sampling paths and on ROCm greedy")
-    notes = [f"SGLang 0.5.23: {how} over {group}; PP relays ring stage to stage with widths "
-             "pinned to num_draft_tokens; aux hidden states are not relayed across stages."]
-    if sampling == "mixed" and not spec_tp_sync and device not in ("rocm",):
-        notes.append("mixed sampling: all-greedy batches take the greedy path, which SGLang does "
-                     "not broadcast on this device")
-    # The generic sampler draws the first token with the same seed and generator on every
-    # rank (reference/sglang.md §2.1): lockstep rng, a soft gap, unlike the accept coins.
-    lockstep = frozenset(s.name for s in method.sites if s.name.endswith("_target"))
-    return Choices("engine", sites, group, "ring", True, "pinned", "global", "global", "dropped",
-                   "dummy", greedy, lockstep, tuple(notes), policy_modelled=written)
-
-
-def _vllm(spec: Spec, method: Method) -> Choices:
-    # No convergence inside TP; vLLM has no free-memory gate on draft graphs (its KV-cache
-    # sizing already takes the minimum over workers), so start-up MIN sites hold trivially.
-    sites = {site.name: site.kind == "min" for site in method.sites}
-    notes = ("vLLM 0.33.0 (model runner V2): no convergence inside TP (identical logits and "
-             "counter-based RNG keyed by seed and position); the last PP rank broadcasts sampled "
-             "tokens and drafts down each PP column; aux taps chain through the stage handoff.",)
-    return Choices("engine", sites, "tp", "column", True, "agreed", "global", "global", "chain",
-                   "dummy", "counter-based RNG keyed by (seed, position) makes draws rank-deterministic",
-                   frozenset(), notes)
-
-
-_ENGINES = {"sglang": _sglang, "vllm": _vllm}
 
 
 def _apply_knobs(spec: Spec, c: Choices) -> Choices:

@@ -182,12 +182,12 @@ def compile_(spec: str, out_dir: str | None) -> None:
     with staged_dir(out) as stage:  # every file or none: a failure leaves `out` as it was
         write_plan(plan, stage)
         note = _write_runtime_module(plan, stage)
-    click.echo(f"wrote {out / 'plan.json'} (fingerprint {plan['fingerprint'][:16]}, "
-               f"{len(plan['boundaries'])} converge boundaries, {len(plan['rank_classes'])} rank classes)")
+    click.echo(f"wrote {out / 'plan.json'} (fingerprint {plan.fingerprint[:16]}, "
+               f"{len(plan.boundaries)} converge boundaries, {len(plan.rank_classes)} rank classes)")
     click.echo(note.format(out=out))
 
 
-def _write_runtime_module(plan: dict, out_dir) -> str:
+def _write_runtime_module(plan, out_dir) -> str:
     """The torch half of compile, imported only after plan.json is written."""
     try:
         from specplan.lower.fx_module import write_runtime_module
@@ -272,14 +272,26 @@ def terminal_width() -> int:
 
 @main.command(name="diff")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--acceptance", is_flag=True,
+              help="Compare two runs (RUN_A RUN_B, their trace dirs): exit 3 when B's mean "
+                   "accepted length per request and round falls short of A's by more than "
+                   "--threshold.")
+@click.option("--threshold", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="--acceptance: the shortfall of B against A, in percent, that fails.")
 @user_errors
-def diff_(traces: tuple[str, ...]) -> None:
+def diff_(traces: tuple[str, ...], acceptance: bool, threshold: float) -> None:
     """Find the first divergence across per-rank traces (runtime.trace_dir files or dirs).
 
-    Prints round, site, decision, requests, ranks and values; exit 3 when ranks diverge.
+    Prints round, site, decision, requests, ranks and values; exit 3 when ranks diverge, exit 2
+    when the traces were written under different plans (fingerprints).
 
     Example: specplan diff /tmp/trace/rank0.jsonl /tmp/trace/rank1.jsonl
+
+    Example: specplan diff --acceptance runs/pp1 runs/pp2 --threshold 3
     """
+    if acceptance:
+        _diff_acceptance(traces, threshold)
+        return
     from specplan.trace import first_divergence
     from specplan.trace_input import load_traces
 
@@ -291,6 +303,35 @@ def diff_(traces: tuple[str, ...]) -> None:
         return
     click.echo(found.render())
     sys.exit(EXIT_FOUND_PROBLEM)
+
+
+def _diff_acceptance(runs: tuple[str, ...], threshold: float) -> None:
+    from specplan.trace import acceptance, mixed_plans, shortfall
+
+    if len(runs) != 2:
+        click.echo(f"diff --acceptance: takes two runs, RUN_A RUN_B (their trace dirs); "
+                   f"given {len(runs)}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    found = []
+    for run in runs:
+        mixed = mixed_plans([run])
+        if mixed:
+            click.echo(mixed, err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        acc = acceptance(run)
+        if acc is None:
+            click.echo(f"{run}: no accepted-length records (a trace written by Runtime.accept "
+                       f"or Runtime.record_acceptance with runtime.trace_dir set)", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        found.append(acc)
+    a, b = found
+    short = shortfall(a, b)
+    click.echo(a.render("A"))
+    click.echo(b.render("B"))
+    if short * 100 > threshold:
+        click.echo(f"acceptance drop: B falls short of A by {short:.2%} (threshold {threshold:g}%)")
+        sys.exit(EXIT_FOUND_PROBLEM)
+    click.echo(f"acceptance holds: B is within {threshold:g}% of A ({-short:+.2%})")
 
 
 @main.command()

@@ -30,6 +30,7 @@ def explain_data(spec: Spec, mesh: Mesh) -> dict[str, Any]:
         "num_worlds": mesh.num_worlds,
         "nodes": spec.topology.nodes,
         "gpus_per_node": mesh.gpus_per_node,
+        "warnings": [w for w in (mesh.convention.world_warning(mesh.world_size, mesh.num_worlds),) if w],
         "widths": mesh.widths,
         "derived": mesh.derived,
         "groups": {fam.name: fam.groups() for fam in mesh.families},
@@ -70,6 +71,8 @@ def _header(data: dict, console: Console) -> None:
     console.print(Text.assemble((data["name"], "bold"), f"  engine {data['engine']}  world "
                                 f"{data['world_size']}{worlds}  nodes {data['nodes']} x "
                                 f"{data['gpus_per_node']} GPUs"))
+    for warning in data["warnings"]:
+        console.print(f"WARN {warning}", markup=False)
     console.print("widths   " + ", ".join(f"{k} {v}" for k, v in data["widths"].items()))
     console.print("derived  " + ", ".join(f"{k} {v}" for k, v in data["derived"].items()))
     sp = data["speculative"]

@@ -1,5 +1,5 @@
 """The round view `specplan explain` adds: sites with group and bytes, collectives and bytes
-per rank per round, taps and relays per stage. Built from the plan dict alone."""
+per rank per round, taps and relays per stage. Built from the Plan alone."""
 
 from __future__ import annotations
 
@@ -8,35 +8,39 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from specplan.plan import ABSENT, Plan
+from specplan.plan.codec import encode
+
 COLLECTIVES = ("broadcast", "all_reduce_min", "all_gather", "all_reduce_sum", "all_to_all", "ring")
 
 
-def round_data(plan: dict) -> dict[str, Any]:
+def round_data(plan: Plan) -> dict[str, Any]:
     per_class = []
-    for cls in plan["rank_classes"]:
+    for cls in plan.rank_classes:
         rounds = {}
-        for rnd, ops in cls["program"].items():
-            coll = [o for o in ops if o["op"] in COLLECTIVES or o["op"] in ("send", "recv")]
-            fused = [o for o in coll if not o.get("per_layer")]
+        for rnd, ops in cls.program.items():
+            coll = [o for o in ops if o.op in COLLECTIVES or o.op in ("send", "recv")]
+            fused = [o for o in coll if not o.per_layer]
             # payload_width: dynamic leaves the sender's bytes unknown until run time (None)
             rounds[rnd] = {"collectives": len(fused),
                            "per_layer_collectives": len(coll) - len(fused),
-                           "bytes": sum(o.get("bytes") or 0 for o in fused),
-                           "dynamic_collectives": sum(1 for o in fused if o.get("bytes", 0) is None)}
-        per_class.append({"class": cls["id"], "rule": cls["rule"], "rounds": rounds})
+                           "bytes": sum(o.bytes or 0 for o in fused if o.bytes is not ABSENT),
+                           "dynamic_collectives": sum(1 for o in fused if o.bytes is None)}
+        per_class.append({"class": cls.id, "rule": dict(cls.rule), "rounds": rounds})
+    pipe = plan.pipeline
     return {
-        "fingerprint": plan["fingerprint"],
-        "sites": [{"site": s["name"], "round": s["round"], "family": s["family"],
-                   "source_member": s["source_member"], "converge": s["converge"],
-                   "trivial": s["trivial"], "boundary": s["boundary"],
-                   "bytes": sum(d["bytes"] for d in s["decisions"]), "reason": s["reason"]}
-                  for s in plan["sites"]],
-        "boundaries": [{"id": b["id"], "round": b["round"], "family": b["family"], "op": b["op"],
-                        "sites": b["sites"], "bytes": b["buffer_bytes"]} for b in plan["boundaries"]],
+        "fingerprint": plan.fingerprint,
+        "sites": [{"site": s.name, "round": s.round, "family": s.family,
+                   "source_member": s.source_member, "converge": s.converge,
+                   "trivial": s.trivial, "boundary": s.boundary,
+                   "bytes": sum(d.bytes for d in s.decisions), "reason": s.reason}
+                  for s in plan.sites],
+        "boundaries": [{"id": b.id, "round": b.round, "family": b.family, "op": b.op,
+                        "sites": list(b.sites), "bytes": b.buffer_bytes} for b in plan.boundaries],
         "per_rank_class": per_class,
-        "pipeline": {"drafter": plan["pipeline"]["drafter"], "aux_routing": plan["pipeline"]["aux_routing"],
-                     "routing": plan["pipeline"]["routing"], "relay": plan["pipeline"]["relay"]},
-        "dp_agreement": plan["dp_agreement"],
+        "pipeline": {"drafter": encode(pipe.drafter), "aux_routing": pipe.aux_routing,
+                     "routing": encode(pipe.routing), "relay": encode(pipe.relay)},
+        "dp_agreement": encode(plan.dp_agreement),
     }
 
 

@@ -79,3 +79,69 @@ def first_divergence(traces: dict[int, list[dict]]) -> Divergence | None:
     same = [k for k in bad if k[:4] == first[:4]]
     requests = [json.loads(k[4]) for k in sorted(same, key=lambda k: order[k])]
     return Divergence(first[1], first[2], first[3], first[0], requests, table[first])
+
+
+# -- one plan per comparison; acceptance between two runs ---------------------------------------
+
+def plans(paths: list[str]) -> dict[str, list[str]]:
+    """Plan fingerprint -> the trace files stamped with it (from each file's first record;
+    files of traces older than the stamp are left out)."""
+    out: dict[str, list[str]] = {}
+    for f in trace_files(paths):
+        first = next((l for l in f.read_text().splitlines() if l.strip()), None)
+        try:
+            fingerprint = json.loads(first).get("fingerprint") if first else None
+        except (json.JSONDecodeError, AttributeError):
+            continue  # malformed files are the reader's to report
+        if fingerprint:
+            out.setdefault(fingerprint, []).append(str(f))
+    return out
+
+
+def mixed_plans(paths: list[str]) -> str | None:
+    """A `file: message` line when the traces were written under different plans, else None."""
+    found = plans(paths)
+    if len(found) < 2:
+        return None
+    (fa, files_a), (fb, files_b) = list(found.items())[:2]
+    return (f"{files_b[0]}: written under plan fingerprint {fb}, but {files_a[0]} under plan "
+            f"fingerprint {fa}; diff compares the ranks of one run of one plan (compare two runs "
+            f"of different plans with --acceptance)")
+
+
+@dataclass
+class Acceptance:
+    """One run's accepted lengths: tokens committed per request per round (drafts + bonus)."""
+
+    run: str
+    mean: float
+    samples: int  # (request, round) pairs
+    rounds: int
+    fingerprint: str | None
+
+    def render(self, label: str) -> str:
+        plan = f", plan {self.fingerprint[:16]}" if self.fingerprint else ""
+        return (f"{label} {self.run}: mean accepted length {self.mean:.4f} per request per round "
+                f"({self.samples} request-rounds, {self.rounds} rounds{plan})")
+
+
+def acceptance(run: str) -> Acceptance | None:
+    """The mean over every (replica, request, round) a run's traces record an accepted length
+    for; a replica's ranks record the same requests, so each is counted once."""
+    seen: dict[tuple, int] = {}
+    for records in read([run]).values():
+        for rec in records:
+            if rec.get("decision") != "accepted_len" or "accepted" not in rec:
+                continue
+            key = (rec.get("replica", 0), rec["round"], json.dumps(rec["request"]))
+            seen.setdefault(key, int(rec["accepted"]))
+    if not seen:
+        return None
+    prints = list(plans([run]))
+    return Acceptance(run, sum(seen.values()) / len(seen), len(seen), len({k[1] for k in seen}),
+                      prints[0] if len(prints) == 1 else None)
+
+
+def shortfall(a: Acceptance, b: Acceptance) -> float:
+    """How far B's mean falls short of A's, as a fraction of A's (negative: B is higher)."""
+    return (a.mean - b.mean) / a.mean if a.mean else 0.0

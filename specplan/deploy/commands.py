@@ -77,12 +77,12 @@ def compile_(dep: Deployment, out_dir: str | None, console, write_runtime) -> in
     out = Path(out_dir or f"build/{dep.name}")
     for role, (built, _) in own.items():
         path = write_plan(built, out / role)
-        print(f"wrote {path} ({role}: fingerprint {built['fingerprint'][:16]}, "
-              f"{len(built['rank_classes'])} rank classes)")
+        print(f"wrote {path} ({role}: fingerprint {built.fingerprint[:16]}, "
+              f"{len(built.rank_classes)} rank classes)")
         print(write_runtime(built, path.parent))
     path = _write_json(out / "kv_handoff.json", {
         "name": dep.name, "connector": dep.connector, "rules": handoff.rules.function,
-        "fingerprints": {role: built["fingerprint"] for role, (built, _) in own.items()},
+        "fingerprints": {role: built.fingerprint for role, (built, _) in own.items()},
         "kv_handoff": handoff.entries})
     print(f"wrote {path} ({len(handoff.entries)} decode ranks)")
     return 0

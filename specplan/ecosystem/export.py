@@ -47,10 +47,10 @@ def export(spec: Spec, engine: str | None = None) -> Launch:
 
     sites = plan(target).graph.sections["sites"]
     title = f"{spec.name} on {ENGINE_NAMES[engine]}"
-    if engine != spec.engine:
+    if target is not spec:
         title += f" (translated from engine {spec.engine}; layouts differ where noted)"
     launch = Launch(engine, title, notes=notes)
-    (_sglang if engine == "sglang" else _vllm)(target, sites, launch)
+    _WRITERS[engine](target, sites, launch)
     if spec.disaggregation is not None:
         from specplan.deploy.launch import FLAGS
         from specplan.deploy.rules import DEFAULT_CONNECTOR
@@ -241,3 +241,6 @@ def render(launch: Launch) -> str:
     out.append(")")
     out.append(f'{PROGRAMS[launch.engine]} "${{args[@]}}"')
     return "\n".join(out) + "\n"
+
+
+_WRITERS = {"sglang": _sglang, "vllm": _vllm}  # each engine's launch line, from flags.py

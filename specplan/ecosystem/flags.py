@@ -207,7 +207,7 @@ DRAFT_PLACEHOLDER = "DRAFT_MODEL_PATH"
 
 def table(engine: str) -> dict[str, Flag]:
     """Every spelling (name and aliases) of the engine's known flags -> its Flag."""
-    flags = (SGLANG_FLAGS + SGLANG_IGNORED) if engine == "sglang" else (VLLM_FLAGS + VLLM_IGNORED)
+    flags = {"sglang": SGLANG_FLAGS + SGLANG_IGNORED, "vllm": VLLM_FLAGS + VLLM_IGNORED}[engine]
     out: dict[str, Flag] = {}
     for f in flags:
         for spelling in (f.name, *f.aliases):

@@ -121,7 +121,7 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
     env_here, argv = split_command(engine, argv)
     env = {**env, **env_here}
     flags, positional = parse_flags(engine, argv)
-    out = (_sglang if engine == "sglang" else _vllm)(flags, positional, env)
+    out = _READERS[engine](flags, positional, env)
     out["disaggregation"] = _disaggregation(engine, flags)
     model = out["model"]
     dtype = flags.get("--dtype")
@@ -273,7 +273,7 @@ def _vllm_speculative(text: str | None) -> dict:
 
 def ignored_env(engine: str, env: dict[str, str]) -> list[str]:
     """The engine's variables in `env` that import does not read."""
-    prefix, known = ("SGLANG_", SGLANG_ENV) if engine == "sglang" else ("VLLM_", VLLM_ENV)
+    prefix, known = _ENV[engine]
     return sorted(k for k in env if k.startswith(prefix) and k not in known)
 
 
@@ -300,13 +300,13 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
     data["engine"] = engine
     data["name"] = name or data.get("name") or _name(launch["model"].get("path"))
     keep = {k: v for k, v in data.get("topology", {}).items()
-            if k == "backend" or k == "device" and engine == "vllm"}
+            if k in _UNSTATED[engine]}
     data["topology"] = {**keep, **launch["topology"]}
     model = {k: v for k, v in data.get("model", {}).items()
              if k not in ("path", "dtype", "pp_partition")}
     data["model"] = {**model, **shape, **launch["model"]}
     spec = {k: v for k, v in data.get("speculative", {}).items()
-            if k in ("sampling", "aux_layers") or k == "draft_tp" and engine == "sglang"}
+            if k in _UNSTATED[engine]}
     if launch["speculative"]:
         data["speculative"] = {**spec, **launch["speculative"]}
     else:
@@ -353,3 +353,12 @@ def _base_agrees(data: dict, slugs: frozenset[str]) -> bool:
     states = {n: e["converge"] for n, e in sites.items()}
     care = spec_tp_sync.slugs_of(states, only_on=False)
     return spec_tp_sync.slugs_of(states) == slugs & care
+
+
+_READERS = {"sglang": _sglang, "vllm": _vllm}
+_ENV = {"sglang": ("SGLANG_", SGLANG_ENV), "vllm": ("VLLM_", VLLM_ENV)}
+# Spec keys a launch line cannot state, kept from the base spec: topology.backend (and the
+# device, which vLLM's line does not name), speculative.sampling / aux_layers (and SGLang's
+# draft_tp, which it has no flag for).
+_UNSTATED = {"sglang": {"backend", "sampling", "aux_layers", "draft_tp"},
+             "vllm": {"backend", "device", "sampling", "aux_layers"}}

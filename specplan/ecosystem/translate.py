@@ -1,9 +1,8 @@
 """Whether an engine can run a spec, and how a spec of one engine reads on the other.
 
-`refusal(spec)` names why the spec's own engine cannot run it (SGLang 0.5.23's PP gates in
-arg_groups/validation_hook.py, its DSpark MoE-draft gate in dspark_worker_v2.py; vLLM 0.33.0's
-chain-only verify and all-or-nothing expert parallel). `translate(spec, engine)` rewrites the
-layout for the other engine with the same ranks, and says where the two layouts differ.
+`refusal(spec)` names why the spec's own engine cannot run it (the engine convention's
+launch_refusal, specplan/engines/). `translate(spec, engine)` rewrites the layout for the
+other engine with the same ranks, and says where the two layouts differ.
 
 Worked example, 16 ranks: SGLang tp=16, dp=8 with DP-attention, ep=16 is one TP block read as
 attn_dp 8 x attn_tp 2 with experts over all 16 ranks; vLLM has no DP-attention, so it becomes
@@ -12,15 +11,12 @@ dp=8 replicas of tp=2 with --enable-expert-parallel (experts over dp * tp = 16 r
 
 from __future__ import annotations
 
-from specplan.ecosystem.flags import VLLM_METHODS
 from specplan.ecosystem.yaml_out import reload, spec_data
+from specplan.engines import ENGINES, convention
 from specplan.errors import UserError
-from specplan.mesh.pipeline import split_sglang, split_vllm
 from specplan.schema import Spec
 
-ENGINE_NAMES = {"sglang": "SGLang 0.5.23", "vllm": "vLLM 0.33.0"}
-_SPLIT = {"sglang": split_sglang, "vllm": split_vllm}
-_PP_EAGLE = ("eagle", "mtp")
+ENGINE_NAMES = {name: conv.title for name, conv in ENGINES.items()}
 
 
 class Refusal(Exception):
@@ -29,57 +25,18 @@ class Refusal(Exception):
 
 def refusal(spec: Spec) -> str | None:
     """Why spec.engine cannot run `spec`, or None when it can."""
-    return (_sglang_refusal if spec.engine == "sglang" else _vllm_refusal)(spec)
-
-
-def _sglang_refusal(spec: Spec) -> str | None:
-    t, s = spec.topology, spec.speculative
-    if t.pp > 1 and s.method == "dspark":
-        return ("SGLang runs DSpark under pipeline parallel only on PD prefill nodes "
-                "(--disaggregation-mode prefill), which make no decode rounds "
-                "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")
-    if t.pp > 1 and s.method not in ("none", *_PP_EAGLE):
-        return (f"SGLang runs speculative decoding under pipeline parallel (pp={t.pp}) only "
-                f"with EAGLE or NEXTN (single-layer), not {s.method} "
-                "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")
-    if t.pp > 1 and s.method in _PP_EAGLE and t.dp_attention:
-        return ("SGLang runs EAGLE/NEXTN decode rounds under pipeline parallel only with "
-                "SGLANG_ENABLE_PP_SPEC=1, which is not compatible with DP-attention "
-                "(--attn-dp-size)")
-    attn_tp = t.tp // (t.dp if t.dp_attention else 1) // t.cp
-    if s.method == "dspark" and t.dp_attention and spec.model.moe and attn_tp > 1:
-        return (f"SGLang's DSpark worker requires attn_tp == 1 under DP-attention with a MoE "
-                f"(DeepSeek-V4) draft; here attn_tp = tp {t.tp} / dp {t.dp} / cp {t.cp} = "
-                f"{attn_tp} (set dp == tp; seed 000 section 2, dspark_worker_v2.py)")
-    return None
-
-
-def _vllm_refusal(spec: Spec) -> str | None:
-    t, s = spec.topology, spec.speculative
-    if s.method != "none" and s.method not in VLLM_METHODS:
-        return f"vLLM has no speculative method {s.method!r}"
-    if s.topk > 1:
-        return (f"vLLM has no tree verify: speculative.topk must be 1, found {s.topk}")
-    if s.method != "none" and s.verify_width != s.num_steps + 1:
-        return (f"vLLM verifies num_speculative_tokens + 1 = {s.num_steps + 1} tokens; "
-                f"speculative.num_draft_tokens={s.num_draft_tokens} has no vLLM spelling")
-    if t.ep not in (1, t.dp * t.cp * t.tp):
-        return (f"vLLM expert parallel is all or nothing: ep must be 1 or dp * cp * tp = "
-                f"{t.dp * t.cp * t.tp}, found {t.ep}")
-    if s.draft_tp not in (None, 1, t.tp):
-        return (f"vLLM's draft_tensor_parallel_size is 1 or the target's tp {t.tp}, "
-                f"found speculative.draft_tp={s.draft_tp}")
-    return None
+    return convention(spec.engine).launch_refusal(spec)
 
 
 def translate(spec: Spec, engine: str) -> tuple[Spec, list[str]]:
     """`spec` rewritten for `engine` on the same ranks, and notes on where layouts differ.
 
     Refusal when the other engine has no spelling for the layout."""
-    if engine == spec.engine:
+    rewrite = _REWRITES.get((spec.engine, engine))
+    if rewrite is None:  # the spec's own engine
         return spec, []
     data = spec_data(spec)
-    topo, notes = (_to_vllm if engine == "vllm" else _to_sglang)(spec)
+    topo, notes = rewrite(spec)
     # Sizes of 1 and a false dp_attention are the defaults: leave them unwritten.
     topo = {k: v for k, v in topo.items() if k == "tp" or v is True or type(v) is int and v > 1}
     data["topology"] = {k: v for k, v in {**data["topology"], **topo}.items()
@@ -140,15 +97,20 @@ def _to_sglang(spec: Spec) -> tuple[dict, list[str]]:
             "ep": block if t.ep > 1 else 1}, notes
 
 
+# (from, to) -> the layout rewritten for the other engine
+_REWRITES = {("sglang", "vllm"): _to_vllm, ("vllm", "sglang"): _to_sglang}
+
+
 def _partition(spec: Spec, engine: str, data: dict) -> list[str]:
     """Keep the source engine's layer split: the two engines place remainder layers apart."""
     m, pp = spec.model, spec.topology.pp
     if pp == 1 or m.pp_partition:
         return []
-    mine, theirs = _SPLIT[spec.engine](m.num_layers, pp), _SPLIT[engine](m.num_layers, pp)
+    source, target = convention(spec.engine), convention(engine)
+    mine, theirs = source.split_layers(m.num_layers, pp), target.split_layers(m.num_layers, pp)
     if mine == theirs:
         return []
     data["model"]["pp_partition"] = mine
-    where = "last stages" if spec.engine == "sglang" else "stages before the last"
+    where = source.remainder_stages
     return [f"layout: {spec.engine} gives remainder layers to the {where} ({mine}), "
             f"{engine} would split {theirs}; the layer partition variable keeps {mine}"]

@@ -7,7 +7,6 @@ verifier's job (`specplan check`).
 
 from __future__ import annotations
 
-from specplan.errors import PlanError
 from specplan.ir.graph import StageGraph
 
 
@@ -35,4 +34,4 @@ def check_ir(graph: StageGraph, after: str) -> None:
         raise IRError(f"after pass {after!r}: " + "; ".join(problems))
 
 
-__all__ = ["IRError", "PlanError", "check_ir"]
+__all__ = ["IRError", "check_ir"]

@@ -9,9 +9,9 @@ from typing import Any, Iterator
 
 import networkx as nx
 
-from specplan.ir.nodes import KINDS, Kind, Node
+from specplan.ir.nodes import KINDS, ROUNDS, Kind, Node
 
-ROUND_ORDER = {"startup": 0, "prefill": 1, "decode": 2}
+ROUND_ORDER = {r: i for i, r in enumerate(ROUNDS)}
 
 
 class StageGraph:

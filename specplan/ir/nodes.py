@@ -13,6 +13,7 @@ from typing import Any, Literal
 Kind = Literal["decision", "converge", "materialize", "compute", "commit"]
 KINDS: tuple[Kind, ...] = ("decision", "converge", "materialize", "compute", "commit")
 Round = Literal["startup", "prefill", "decode"]
+ROUNDS: tuple[Round, ...] = ("startup", "prefill", "decode")  # the one round order
 
 
 @dataclass(frozen=True)

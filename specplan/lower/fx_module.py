@@ -4,9 +4,10 @@
 prefill or decode round of one pipeline stage) into a `torch.fx.GraphModule`: placeholders
 `rt`, `round_`, `live_rows` and one per decision the engine hands in (by decision name,
 default None), then one call_function node per planned collective, in program order, calling
-`specplan.runtime.steps` with the plan's constants as arguments (boundary ids, families,
-source members, packed layouts), and a `finalize` node after the collective that completes an
-accept site. Forwards and stage handoffs stay the engine's: an engine composes them in by
+`specplan.runtime.steps` with the boundary id or relayed site as argument, and a `finalize`
+node after the collective that completes an accept site. Families, sources and packed layouts
+are not arguments: the runtime reads them from the plan it bound, which the fingerprint check
+at the head of every program proves to be the plan the module was generated from. Forwards and stage handoffs stay the engine's: an engine composes them in by
 splitting or wrapping the graph. `render_module(plan)` emits every graph's code with jinja2
 as one module; `write_runtime_module` writes it beside plan.json. Same plan, same bytes.
 
@@ -24,6 +25,9 @@ import jinja2
 import torch
 import torch.fx
 
+from specplan.files import write_atomic
+from specplan.plan import Plan, load_plan
+from specplan.plan.codec import encode
 from specplan.runtime import steps
 from specplan.runtime.plan_view import Boundary, PlanView
 
@@ -61,37 +65,30 @@ class _Builder:
         for d in decisions:
             self.held[d] = self.out[d] = self.call(operator.getitem, (node, d), {}, d)
 
-    def collective(self, fn, key, b: Boundary, name: str, **consts) -> None:
-        kwargs = dict(round=self.round, live_rows=self.live, **consts, family=b.family,
-                      source_member=b.source_member, fields=_fields(b))
+    def collective(self, fn, key, b: Boundary, name: str) -> None:
+        kwargs = dict(round=self.round, live_rows=self.live)
         kwargs.update({d: self.value(d) for d in b.decisions})
         self.take(self.call(fn, (self.rt, key), kwargs, name), b.decisions)
 
-    def token_counts(self, op: dict) -> None:
-        ints = op["bytes"] // 4 // self.view.families[op["family"]].group_size
-        kwargs = dict(round=self.round, op=op["op"], family=op["family"], ints_per_rank=ints)
+    def token_counts(self) -> None:
+        kwargs = dict(round=self.round)
         counts = self.value("token_counts")
         self.held["token_counts"] = self.out["token_counts"] = self.call(
             steps.exchange_token_counts, (self.rt, counts), kwargs, "token_counts")
 
-    def finalize(self, sites: list[dict]) -> None:
+    def finalize(self, sites: list) -> None:
         """One finalize per round. Several accept sites are alternatives (a mixed batch: the
         greedy site when every row is greedy, else the sampled one): the engine names the one
         that fired in the `accept_site` input, and finalize reads that site's decisions."""
-        names = [d["name"] for site in sites for d in site["decisions"]]
+        names = [d.name for site in sites for d in site.decisions]
         kwargs = dict(live_rows=self.live, prefix_lens=self.value("prefix_lens"))
         if "num_correct_drafts" not in names:
             kwargs["draft_tokens"] = self.value("draft_tokens")
         kwargs.update({d: self.value(d) for d in names})
         one = len(sites) == 1
-        which = sites[0]["name"] if one else self.value("accept_site")
+        which = sites[0].name if one else self.value("accept_site")
         self.out["accepted"] = self.call(steps.finalize, (self.rt, which), kwargs,
-                                         f"finalize_{sites[0]['name'] if one else 'fired'}")
-
-
-def program_ops(view: PlanView, stage: int, kind: str) -> list[tuple[str, object]]:
-    """The collectives of one program in plan order (the plan_view reading of rank_classes)."""
-    return view.program(stage, kind)
+                                         f"finalize_{sites[0].name if one else 'fired'}")
 
 
 def build_graph(plan, stage: int, kind: str) -> torch.fx.GraphModule:
@@ -99,17 +96,17 @@ def build_graph(plan, stage: int, kind: str) -> torch.fx.GraphModule:
     view = plan if isinstance(plan, PlanView) else PlanView(plan)
     bld = _Builder(view, stage, kind)
     bld.call(steps.check_plan, (bld.rt, view.fingerprint), {}, "plan_checked")
-    ops = program_ops(view, stage, kind)
+    ops = view.program(stage, kind)
     point, accepts = _accept_point(view, ops)
     for i, (what, key) in enumerate(ops):
         if what == "boundary":
             b = view.boundaries[key]
-            bld.collective(steps.converge_boundary, b.id, b, f"b{b.id}_{b.sites[0]}", op=b.op)
+            bld.collective(steps.converge_boundary, b.id, b, f"b{b.id}_{b.sites[0]}")
         elif what == "relay":
             r = view.relay_of(key)
-            bld.collective(steps.relay_site, key, r, f"relay_{key}", mode=r.op)
+            bld.collective(steps.relay_site, key, r, f"relay_{key}")
         else:
-            bld.token_counts(key)
+            bld.token_counts()
         if i == point:
             bld.finalize([view.sites[site] for site in accepts])
     bld.graph.output(bld.out)
@@ -122,7 +119,7 @@ def build_graph(plan, stage: int, kind: str) -> torch.fx.GraphModule:
 def build_graphs(plan) -> dict[tuple[int, str], torch.fx.GraphModule]:
     """Every (stage, round kind) program of the plan, stages in order."""
     view = plan if isinstance(plan, PlanView) else PlanView(plan)
-    stages = sorted(c["rule"].get("pp", 0) for c in view.raw["rank_classes"])
+    stages = sorted(c.stage for c in view.plan.rank_classes)
     return {(s, k): build_graph(view, s, k) for s in stages for k in ROUND_KINDS}
 
 
@@ -133,14 +130,10 @@ def _accept_point(view: PlanView, ops) -> tuple[int, list[str]]:
     for i, (what, key) in enumerate(ops):
         sites = view.boundaries[key].sites if what == "boundary" else (key,) if what == "relay" else ()
         for s in sites:
-            if view.sites[s]["phase"] == "accept":
+            if view.sites[s].phase == "accept":
                 last[s] = i
     ordered = [s for s in view.sites if s in last]
     return (max(last.values()), ordered) if last else (-1, [])
-
-
-def _fields(b: Boundary) -> tuple:
-    return tuple((f.site, f.decision, f.dtype, f.offset, f.bytes) for f in b.fields)
 
 
 def function_source(gm: torch.fx.GraphModule, name: str, doc: str) -> str:
@@ -164,17 +157,19 @@ def _tidy(line: str) -> str:
     return target + eq + _KWARG.sub(r"\1=", value) if eq else line
 
 
-def module_name(plan: dict) -> str:
-    return "runtime_" + re.sub(r"\W", "_", plan["name"])
+def module_name(plan) -> str:
+    """The module's name for a plan (a Plan, plan.json's path or content)."""
+    return "runtime_" + re.sub(r"\W", "_", load_plan(plan).name)
 
 
-def render_module(plan: dict) -> str:
+def render_module(plan) -> str:
     """The runtime module's source: constants, one function per (stage, round kind), lookups."""
     view = PlanView(plan)
+    plan = view.plan
     programs = []
     for (stage, kind), gm in build_graphs(view).items():
         name = f"stage{stage}_{kind}"
-        ops = program_ops(view, stage, kind)
+        ops = view.program(stage, kind)
         doc = f"The {kind} round of pipeline stage {stage}: {_describe(view, ops)}."
         inputs = [n.name for n in gm.graph.nodes if n.op == "placeholder"][len(PARAMS):]
         programs.append({"stage": stage, "kind": kind, "name": name, "inputs": repr(tuple(inputs)),
@@ -184,7 +179,8 @@ def render_module(plan: dict) -> str:
                              trim_blocks=True, lstrip_blocks=True)
     return env.get_template("runtime_module.py.j2").render(
         plan=plan, module=module_name(plan), programs=programs, steps=STEPS, literal=_literal,
-        families=[f["name"] for f in plan["families"]], relays=plan["pipeline"]["relay"]["sites"])
+        families=[f.name for f in plan.families], boundaries=encode(plan.boundaries),
+        relays=encode(plan.relays))
 
 
 def _describe(view: PlanView, ops) -> str:
@@ -203,12 +199,6 @@ def _literal(obj) -> str:
     return pprint.pformat(obj, width=100, sort_dicts=False)
 
 
-def write_runtime_module(plan: dict, out_dir: str | Path) -> Path:
+def write_runtime_module(plan: Plan, out_dir: str | Path) -> Path:
     """Write runtime_<name>.py atomically beside plan.json; returns its path."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{module_name(plan)}.py"
-    tmp = out / f".{path.name}.tmp"
-    tmp.write_text(render_module(plan))
-    tmp.replace(path)
-    return path
+    return write_atomic(Path(out_dir) / f"{module_name(plan)}.py", render_module(plan))

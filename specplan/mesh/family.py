@@ -14,6 +14,7 @@ Worked example, 8 ranks as sglang tp=4 x pp=2 (rank = pp_rank * 4 + tp_rank):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -27,11 +28,11 @@ class Family:
 
     @property
     def group_size(self) -> int:
-        return _prod(self.shape[len(self.shape) - self.group_ndim:])
+        return math.prod(self.shape[len(self.shape) - self.group_ndim:])
 
     @property
     def num_groups(self) -> int:
-        return _prod(self.shape[: len(self.shape) - self.group_ndim])
+        return math.prod(self.shape[: len(self.shape) - self.group_ndim])
 
     def groups(self) -> list[list[int]]:
         """Every group of the family, in creation order, members in group-rank order."""
@@ -49,7 +50,7 @@ class Family:
         Each dim's index is (rank // stride) % size, a run-length pattern repeated over the
         ranks, so the column is built with list repetition rather than a per-rank loop.
         """
-        world = _prod(self.shape)
+        world = math.prod(self.shape)
         split = len(self.shape) - self.group_ndim
         column = [0] * world
         weight = 1
@@ -102,13 +103,6 @@ def _unflat(n: int, shape: tuple[int, ...]) -> list[int]:
         n, i = divmod(n, size)
         out.append(i)
     return out[::-1]
-
-
-def _prod(xs) -> int:
-    n = 1
-    for x in xs:
-        n *= x
-    return n
 
 
 def from_rule(name: str, rule: dict) -> Family:

@@ -1,7 +1,7 @@
 """The Mesh: rank <-> coordinates, every group family, replicas and their sources, stages.
 
-Pure rank arithmetic, no torch. Engine conventions live in `sglang.py` and `vllm.py` and
-are chosen in one place, `CONVENTIONS`.
+Pure rank arithmetic, no torch. What differs between engines (the layout as named axes,
+the PP split) is asked of the engine's convention object, specplan/engines/.
 
 Worked example, 8 ranks: sglang tp=4, pp=2 (rank = 4 * pp_rank + tp_rank):
     families tp [0,1,2,3] [4,5,6,7]; pp [0,4] [1,5] [2,6] [3,7]
@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from specplan.mesh import sglang, vllm
 from specplan.mesh.family import Family
 from specplan.mesh.pipeline import Stage, build_stages
 from specplan.schema.model import Spec
 
-CONVENTIONS = {"sglang": sglang, "vllm": vllm}
+if TYPE_CHECKING:
+    from specplan.engines import Convention
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,13 @@ class Mesh:
     families: tuple[Family, ...]  # in the one order every rank creates them
     stages: tuple[Stage, ...]
     gpus_per_node: int
+    extra_coords: dict[str, list[int]]  # axes with no family of their own (sglang attn_dp)
+
+    @property
+    def convention(self) -> Convention:
+        from specplan.engines import convention
+
+        return convention(self.engine)
 
     def family(self, name: str) -> Family:
         for fam in self.families:
@@ -53,12 +61,7 @@ class Mesh:
             if fam.name == "replica":
                 continue
             out[fam.name] = fam.group_ranks()
-        if self.engine == "sglang":
-            # attn_dp has no family of its own: it is the replica's index inside the TP block
-            block = self.derived["attn_tp"] * self.derived["attn_cp"]
-            per_block = [i for i in range(self.derived["attn_dp"]) for _ in range(block)]
-            out["attn_dp"] = per_block * (self.world_size // len(per_block))
-        return out
+        return out | self.extra_coords
 
     @cached_property
     def replicas(self) -> tuple[Replica, ...]:
@@ -87,17 +90,12 @@ class Mesh:
 
 
 def build_mesh(spec: Spec) -> Mesh:
-    t = spec.topology
-    conv = CONVENTIONS[spec.engine]
-    if spec.engine == "vllm":
-        fams = conv.families(t, is_moe=spec.model.moe is not None)
-    else:
-        fams = conv.families(t)
+    from specplan.engines import convention  # engines build on mesh/: imported at call time
+
+    t, conv = spec.topology, convention(spec.engine)
+    fams = conv.families(t, is_moe=spec.model.moe is not None)
     world, worlds = conv.world_size(t), conv.num_worlds(t)
     parts = spec.model.pp_partition or conv.split_layers(spec.model.num_layers, t.pp)
     stages = build_stages(list(parts), spec.speculative.taps(spec.model.num_layers))
-    widths = {k: getattr(t, k) for k in ("tp", "pp", "dp", "cp", "dcp", "ep", "moe_dp")}
-    if spec.engine == "vllm":
-        del widths["moe_dp"]
-    return Mesh(spec.engine, world, worlds, widths, conv.derived(t), fams, stages,
-                world * worlds // t.nodes)
+    return Mesh(spec.engine, world, worlds, conv.widths(t), conv.derived(t), fams, stages,
+                world * worlds // t.nodes, conv.extra_coords(t))

@@ -1,5 +1,7 @@
 """Pipeline facts: which layers each stage holds and which stage produces each tap.
 
+How many layers each stage gets is the engine's rule (Convention.split_layers).
+
 Layer ranges are half-open [start, end). Tap L is the residual stream entering layer L
 (tap 0 is the embedding output); stage r owns tap L when start_r < L <= end_r, and tap 0
 belongs to stage 0, so a tap on a stage boundary is produced once, upstream.
@@ -16,23 +18,6 @@ class Stage:
     start_layer: int
     end_layer: int
     taps: tuple[int, ...]
-
-
-def split_vllm(num_layers: int, pp: int) -> list[int]:
-    """vLLM's get_pp_indices rule: remainder layers go to the stages before the last,
-    filling backwards from index -2. 61 layers on 4 stages: [15, 15, 16, 15]."""
-    parts = [num_layers // pp] * pp
-    for i in range(2, num_layers % pp + 2):
-        parts[-i] += 1
-    return parts
-
-
-def split_sglang(num_layers: int, pp: int) -> list[int]:
-    """SGLang's rule: remainder layers go to the last stages. 61 on 4: [15, 15, 15, 16]."""
-    parts = [num_layers // pp] * pp
-    for i in range(1, num_layers % pp + 1):
-        parts[-i] += 1
-    return parts
 
 
 def tap_owner(tap: int, bounds: list[tuple[int, int]]) -> int:

@@ -21,6 +21,8 @@ Conventions the method files follow:
 from __future__ import annotations
 
 import ast
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
@@ -32,7 +34,10 @@ Path = Literal["greedy", "sampling", "any"]
 Readers = Literal["all_stages", "last_stage", "first_stage"]
 SiteKind = Literal["broadcast", "min"]
 
-DTYPE_BYTES: Mapping[str, int] = {"bool": 1, "int32": 4, "int64": 8, "float32": 4}
+# Bytes per element of every dtype a plan names: decisions' dtypes and model.dtype (activations
+# and taps). The one table; nbytes is the one element-count helper.
+DTYPE_BYTES: Mapping[str, int] = {"bool": 1, "int32": 4, "int64": 8, "float32": 4,
+                                  "bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 SYMBOLS = ("bs", "num_steps", "topk", "num_draft_tokens", "vocab", "hidden")
 
 
@@ -123,8 +128,6 @@ def eval_dim(expr: str, symbols: Mapping[str, int]) -> int:
     return int(eval(compile(tree, "<dim>", "eval"), {"__builtins__": {}}, dict(symbols)))
 
 
-def numel(shape: tuple[str, ...], symbols: Mapping[str, int]) -> int:
-    n = 1
-    for dim in shape:
-        n *= eval_dim(dim, symbols)
-    return n
+def nbytes(dims: Iterable[int], dtype: str) -> int:
+    """Bytes of a field of concrete `dims` and `dtype`."""
+    return math.prod(dims) * DTYPE_BYTES[dtype]

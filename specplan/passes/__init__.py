@@ -1,11 +1,16 @@
-"""The planner: one pass per file, run as one ordered pipeline, IR checked after each."""
+"""The planner: one pass per file, run as one ordered pipeline.
+
+Each pass module has a NAME, REQUIRES and ENSURES (its contract, passes/contracts.py) and
+`run(p)`. The pipeline checks the contract around every pass and the IR invariants after it;
+`plan(spec, upto=NAME)` stops after the named pass (what the pass tests plan up to).
+"""
 
 from __future__ import annotations
 
 from specplan.ir import check_ir
 from specplan.mesh import build_mesh
 from specplan.methods import get_method
-from specplan.passes import (assign_groups, build_round, dp_agreement, fuse_converges,
+from specplan.passes import (assign_groups, build_round, contracts, dp_agreement, fuse_converges,
                              insert_converges, moe_rows, pin_widths, pipeline_stages, schedule)
 from specplan.passes.context import Planning
 from specplan.schema import Spec
@@ -21,16 +26,32 @@ PASSES = (
     moe_rows,
     schedule,
 )
+NAMES = tuple(pass_.NAME for pass_ in PASSES)
 
 
-def plan(spec: Spec) -> Planning:
-    """Run every pass over the spec's round graph."""
+def plan(spec: Spec, upto: str | None = None) -> Planning:
+    """Run the passes over the spec's round graph, in order, through `upto` (default: all).
+
+    Around each pass its contract is checked (REQUIRES before, ENSURES after), then the IR
+    invariants; a pass that breaks either raises IRError naming the pass.
+    """
+    if upto is not None and upto not in NAMES:
+        raise ValueError(f"no pass {upto!r}; passes: {', '.join(NAMES)}")
     p = Planning(spec, build_mesh(spec), get_method(spec.speculative.method))
     for pass_ in PASSES:
-        pass_.run(p)
-        p.graph.passes_run.append(pass_.NAME)
-        check_ir(p.graph, after=pass_.NAME)
+        run_pass(p, pass_)
+        if pass_.NAME == upto:
+            break
     return p
 
 
-__all__ = ["PASSES", "Planning", "plan"]
+def run_pass(p: Planning, pass_) -> None:
+    """One pass with its contract and the IR checks: what `plan` does per pass."""
+    contracts.check(p.graph, pass_.REQUIRES, pass_name=pass_.NAME, side="requires")
+    pass_.run(p)
+    p.graph.passes_run.append(pass_.NAME)
+    contracts.check(p.graph, pass_.ENSURES, pass_name=pass_.NAME, side="ensures")
+    check_ir(p.graph, after=pass_.NAME)
+
+
+__all__ = ["NAMES", "PASSES", "Planning", "plan", "run_pass"]

@@ -13,10 +13,17 @@ and the pipeline pass relays the result down.
 
 from __future__ import annotations
 
+from specplan.engines import convention
 from specplan.mesh import Family
 from specplan.passes.context import Planning
 
 NAME = "assign_groups"
+REQUIRES = ("graph",)
+ENSURES = ("families",
+           "sites[].family",
+           "sites[].source_member",
+           "sites[].readers",
+           "sites[].decisions")
 
 
 def run(p: Planning) -> None:
@@ -50,8 +57,8 @@ def run(p: Planning) -> None:
 def _family(p: Planning, last_stage_only: bool, phase: str) -> str:
     c = p.choices
     if c.group != "replica":
-        # An engine's own group, per stage: attention TP (tp under vllm) or the whole TP block.
-        return "tp" if c.group == "tp" or p.spec.engine == "vllm" else "attn_tp"
+        # An engine's own group, per stage: attention TP or the whole TP block.
+        return convention(p.spec.engine).sync_family(c.group)
     if p.pp == 1:
         return "replica"
     drafts_stay = phase == "draft" and not c.relay_drafts

@@ -15,6 +15,8 @@ from specplan.methods.base import Decision, Phase
 from specplan.passes.context import Planning
 
 NAME = "build_round"
+REQUIRES = ()
+ENSURES = ("graph", "pp")
 
 
 def run(p: Planning) -> None:

@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from specplan.behaviour import Choices, resolve
 from specplan.ir import StageGraph
 from specplan.mesh import Mesh
-from specplan.methods.base import Decision, Method
+from specplan.methods.base import DTYPE_BYTES, Decision, Method
 from specplan.schema import Spec
 
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "fp32": 4}
 
 
 @dataclass

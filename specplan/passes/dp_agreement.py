@@ -1,54 +1,45 @@
 """Pass dp_agreement: DP ranks whose collectives span replicas run in lockstep.
 
-Requires: pin_widths. Ensures, when replicas share collectives (sglang DP-attention: the
-MLP / MoE runs over the whole TP block; vllm dp > 1 with MoE: expert parallel spans the dp
-ranks), `sections["dp_agreement"]`: the per-rank token-count exchange every round starts
-with (sglang: an all-gather of each rank's count vector over the tp family, attn-TP rank 0
-of each replica authoritative; vllm: num_tokens_across_dp over the dp family), and the
-forwards every DP rank runs per round, idle ranks with dummy passes. The graph gains that
+Requires: pin_widths. Ensures, when replicas share collectives (the engine convention's
+dp_agreement: SGLang DP-attention, vLLM dp > 1 with MoE), `sections["dp_agreement"]`: the
+per-rank token-count exchange every round starts with, its family, op and ints per rank,
+and the forwards every DP rank runs per round, idle ranks with dummy passes. The graph gains that
 exchange as a converge node every stage's first decode compute waits on.
 """
 
 from __future__ import annotations
 
+from specplan.engines import convention
 from specplan.ir import Node
 from specplan.methods.base import eval_dim
 from specplan.passes.context import Planning
 
 NAME = "dp_agreement"
-COUNT_INTS = 7  # tokens, forward mode, cuda-graph ok, extend-in-batch, ... per rank
+REQUIRES = ("boundaries[].layout",)
+ENSURES = ("dp_agreement",)
 
 
 def run(p: Planning) -> None:
-    family, group_size = _family(p)
-    if family is None:
+    agreement = convention(p.spec.engine).dp_agreement(p.spec)
+    if agreement is None:
         p.graph.sections["dp_agreement"] = None
         return
     forwards = {}
     for phase in p.method.decode:
         if phase.compute:
             forwards[phase.name] = eval_dim(phase.forwards, p.symbols)
-    ints = COUNT_INTS if p.spec.engine == "sglang" else 1
+    ints = agreement.ints_per_rank
     p.graph.sections["dp_agreement"] = {
-        "family": family,
-        "op": "all_gather" if p.spec.engine == "sglang" else "all_reduce_sum",
+        "family": agreement.family,
+        "op": agreement.op,
         "ints_per_rank": ints,
-        "bytes": 4 * ints * group_size,
+        "bytes": 4 * ints * agreement.group_size,
         "forwards_per_round": forwards,
         "idle_ranks": p.choices.idle_ranks,  # dummy: run every forward and collective
         "why": "MoE and MLP collectives span replicas: a DP rank that skips a forward "
                "leaves the others waiting",
     }
-    _graph(p, family)
-
-
-def _family(p: Planning) -> tuple[str | None, int]:
-    t = p.spec.topology
-    if p.spec.engine == "sglang" and t.dp_attention and t.dp > 1:
-        return "tp", t.tp
-    if p.spec.engine == "vllm" and t.dp > 1 and p.spec.model.moe is not None:
-        return "dp", t.dp
-    return None, 0
+    _graph(p, agreement.family)
 
 
 def _graph(p: Planning, family: str) -> None:

@@ -14,6 +14,8 @@ from specplan.ir import node_id
 from specplan.passes.context import Planning
 
 NAME = "fuse_converges"
+REQUIRES = ("sites[].converge", "sites[].trivial")
+ENSURES = ("boundaries[].sites", "boundaries[].source_member", "unfused")
 
 
 def run(p: Planning) -> None:

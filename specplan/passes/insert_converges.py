@@ -18,6 +18,8 @@ from specplan.ir import Node
 from specplan.passes.context import Planning
 
 NAME = "insert_converges"
+REQUIRES = ("families", "sites[].family")
+ENSURES = ("sites[].converge", "sites[].reason", "sites[].trivial")
 
 
 def run(p: Planning) -> None:

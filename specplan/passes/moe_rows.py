@@ -1,8 +1,9 @@
 """Pass moe_rows: MoE under DP-attention, where row ownership changes around the experts.
 
-Requires: pipeline_stages. Ensures `sections["moe"]` for MoE models and, on sglang with
-DP-attention, attn_tp > 1 and an all-to-all backend (`model.moe.a2a: deepep`), the row
-split and regather of reference/sglang.md §5.3 as graph nodes around every target compute:
+Requires: pipeline_stages. Ensures `sections["moe"]` for MoE models (families from the
+engine convention's moe_layout) and, where it splits rows (SGLang with DP-attention,
+attn_tp > 1 and an all-to-all backend, `model.moe.a2a: deepep`), the row split and
+regather of reference/sglang.md §5.3 as graph nodes around every target compute:
 each attention-TP rank dispatches its 1/attn_tp slice of the rows (Materialize), the
 all-to-all runs over the tp family (DeepEP uses the full TP group), and an all-gather over
 attn_tp restores the row layout the next layer needs (Compute).
@@ -10,11 +11,13 @@ attn_tp restores the row layout the next layer needs (Compute).
 
 from __future__ import annotations
 
+from specplan.engines import convention
 from specplan.ir import Node
 from specplan.passes.context import Planning
-from specplan.passes.pipeline_stages import attention_tp
 
 NAME = "moe_rows"
+REQUIRES = ("pipeline.stages",)
+ENSURES = ("moe",)
 
 
 def run(p: Planning) -> None:
@@ -22,15 +25,14 @@ def run(p: Planning) -> None:
     if moe is None:
         p.graph.sections["moe"] = None
         return
-    t = p.spec.topology
+    conv = convention(p.spec.engine)
+    layout = conv.moe_layout(p.spec)
     rows = p.spec.runtime.max_batch * p.spec.speculative.verify_width
-    split = (p.spec.engine == "sglang" and t.dp_attention and attention_tp(p) > 1
-             and moe.a2a != "none")
-    a_tp = attention_tp(p) if split else 1
-    ep_family = "moe_ep" if p.spec.engine == "sglang" else "ep"
+    split = layout.row_split
+    a_tp = conv.attention_tp(p.spec.topology) if split else 1
     p.graph.sections["moe"] = {
         "a2a": moe.a2a,
-        "dispatch_family": "tp" if moe.a2a == "deepep" and p.spec.engine == "sglang" else ep_family,
+        "dispatch_family": layout.dispatch_family,
         "row_split": split,
         "gather_family": "attn_tp" if split else None,
         "rows_per_rank": -(-rows // a_tp),

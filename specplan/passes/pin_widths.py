@@ -3,17 +3,20 @@
 Requires: fuse_converges. Ensures: each boundary has a packed layout: a 32-byte guard header
 (boundary id, live rows, round, plan fingerprint), then each decision's field at an 8-byte
 aligned offset, sized for `runtime.max_batch` rows; and `sections["buffer_bytes"]` gives,
-per family, the one buffer size all of that family's broadcasts use (its largest), so ranks
-that fall out of order meet a header mismatch instead of a size mismatch.
+per family, the one buffer size all of that family's guarded collectives use (its largest),
+so ranks that fall out of order meet a header mismatch instead of a size mismatch. The
+relays pipeline_stages adds are laid out by the same `pack` and share buffers the same way.
 """
 
 from __future__ import annotations
 
 from specplan.errors import PlanError
-from specplan.methods.base import DTYPE_BYTES, eval_dim
+from specplan.methods.base import eval_dim, nbytes
 from specplan.passes.context import Planning
 
 NAME = "pin_widths"
+REQUIRES = ("boundaries[].sites",)
+ENSURES = ("boundaries[].layout", "boundaries[].buffer_bytes", "buffer_bytes")
 HEADER_BYTES = 32
 HEADER = (("boundary", "int32", 0), ("live_rows", "int32", 4), ("round", "int64", 8),
           ("fingerprint", "int64", 16))
@@ -21,16 +24,26 @@ ALIGN = 8
 
 
 def run(p: Planning) -> None:
-    sizes: dict[str, int] = {}
     for b in p.graph.sections["boundaries"]:
-        b["layout"] = _layout(p, b)
-        if b["op"] == "broadcast":
-            sizes[b["family"]] = max(sizes.get(b["family"], 0), b["layout"]["bytes"])
-    for b in p.graph.sections["boundaries"]:
-        # A MIN reduction carries no header and never meets a broadcast of its family in
-        # one buffer, so it keeps its own size rather than the broadcasts' largest.
-        b["buffer_bytes"] = sizes[b["family"]] if b["op"] == "broadcast" else b["layout"]["bytes"]
-    p.graph.sections["buffer_bytes"] = sizes
+        b["layout"] = pack(p, b["sites"], guarded=b["op"] == "broadcast")
+    share_buffers(p, p.graph.sections["boundaries"])
+
+
+def share_buffers(p: Planning, collectives: list[dict]) -> None:
+    """One buffer per family: every guarded collective of a family sends the largest layout.
+
+    A MIN reduction carries no header and never meets a broadcast of its family in one
+    buffer, so it keeps its own size rather than the broadcasts' largest.
+    """
+    sizes: dict[str, int] = p.graph.sections.setdefault("buffer_bytes", {})
+    guarded = [c for c in collectives if c["layout"]["header_bytes"]]
+    for c in guarded:
+        sizes[c["family"]] = max(sizes.get(c["family"], 0), c["layout"]["bytes"])
+    for c in collectives:
+        c["buffer_bytes"] = sizes[c["family"]] if c["layout"]["header_bytes"] else c["layout"]["bytes"]
+    for b in p.graph.sections["boundaries"]:  # a family that gained relays grows its boundaries too
+        if b["layout"]["header_bytes"] and b["family"] in sizes:
+            b["buffer_bytes"] = sizes[b["family"]]
 
 
 def field_shape(p: Planning, shape: tuple[str, ...]) -> list[int]:
@@ -42,20 +55,18 @@ def field_shape(p: Planning, shape: tuple[str, ...]) -> list[int]:
     return dims
 
 
-def _layout(p: Planning, boundary: dict) -> dict:
-    header = boundary["op"] == "broadcast"
+def pack(p: Planning, sites, *, guarded: bool) -> dict:
+    """The packed layout of `sites`' decisions: the guard header if `guarded`, then fields."""
+    header = guarded
     offset = HEADER_BYTES if header else 0
     fields = []
-    for site in boundary["sites"]:
+    for site in sites:
         for name in p.graph.sections["sites"][site]["decisions"]:
             d = p.method.decision(name)
             dims = field_shape(p, d.shape)
-            n = 1
-            for x in dims:
-                n *= x
-            nbytes = n * DTYPE_BYTES[d.dtype]
+            size = nbytes(dims, d.dtype)
             fields.append({"site": site, "decision": name, "dtype": d.dtype, "shape": dims,
-                           "symbols": list(d.shape), "offset": offset, "bytes": nbytes})
-            offset += -(-nbytes // ALIGN) * ALIGN
+                           "symbols": list(d.shape), "offset": offset, "bytes": size})
+            offset += -(-size // ALIGN) * ALIGN
     return {"header": [list(h) for h in HEADER] if header else [], "header_bytes": HEADER_BYTES if header else 0,
             "capacity_rows": p.spec.runtime.max_batch, "fields": fields, "bytes": offset}

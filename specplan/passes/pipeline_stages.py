@@ -10,7 +10,9 @@ Requires: dp_agreement. Ensures `sections["pipeline"]`:
 - relays: each last-stage decision read on every stage reaches the earlier stages before
   they embed it. With relay `broadcast` a converged site's replica-wide collective already
   delivers it; everything else gets relay converge nodes over the pp family (`column`: a
-  broadcast down each PP column; `ring`: stage to stage, last -> 0 -> 1 -> ...).
+  broadcast down each PP column; `ring`: stage to stage, last -> 0 -> 1 -> ...). Each relay
+  is a guarded collective with its own header id (RELAY_ID_BASE + i) and packed layout, and
+  every relay sends the pp family's one buffer (`buffer_bytes["pp"]`), as boundaries do.
 """
 
 from __future__ import annotations
@@ -18,10 +20,15 @@ from __future__ import annotations
 from specplan.errors import PlanError
 from specplan.ir import Node, node_id
 from specplan.mesh.pipeline import draft_layer_ids
-from specplan.methods.base import eval_dim
 from specplan.passes.context import Planning
+from specplan.passes.pin_widths import pack, share_buffers
+from specplan.plan.model import RELAY_ID_BASE
 
 NAME = "pipeline_stages"
+REQUIRES = ("dp_agreement", "boundaries[].layout", "buffer_bytes")
+ENSURES = ("pipeline.stages",
+           "pipeline.relay.sites[].layout",
+           "pipeline.relay.sites[].buffer_bytes")
 
 
 def run(p: Planning) -> None:
@@ -35,9 +42,12 @@ def run(p: Planning) -> None:
         "aux_routing": p.choices.aux_routing,
         "routing": {mode: _routing(p, mode) for mode in ("chain", "direct")},
         "relay": {"mode": p.choices.relay, "relay_drafts": p.choices.relay_drafts,
-                  "payload_width": p.choices.payload_width, "sites": _relays(p)},
+                  "payload_width": p.choices.payload_width, "sites": []},
         "handoff_bytes": _handoff_bytes(p),
     }
+    relays = _relays(p)
+    p.graph.sections["pipeline"]["relay"]["sites"] = relays
+    share_buffers(p, relays)
 
 
 def attention_tp(p: Planning) -> int:
@@ -113,9 +123,11 @@ def _relays(p: Planning) -> list[dict]:
         if entry["phase"] == "draft" and not p.choices.relay_drafts:
             continue  # the engine does not relay drafts: earlier stages embed placeholders
         mode = p.choices.relay if entry["converge"] else _unconverged_mode(p)
+        layout = pack(p, [name], guarded=True)
         out.append({"site": name, "round": entry["round"], "mode": mode, "family": "pp",
-                    "source_member": p.pp - 1, "bytes": _site_bytes(p, entry),
-                    "width": p.choices.payload_width})
+                    "source_member": p.pp - 1, "bytes": sum(f["bytes"] for f in layout["fields"]),
+                    "width": p.choices.payload_width, "id": RELAY_ID_BASE + len(out),
+                    "layout": layout})
         _splice(p, name, entry, mode)
     return out
 
@@ -123,18 +135,6 @@ def _relays(p: Planning) -> list[dict]:
 def _unconverged_mode(p: Planning) -> str:
     # Nothing agrees within the last stage, so each column carries its own rank's value.
     return "ring" if p.choices.relay == "ring" else "column"
-
-
-def _site_bytes(p: Planning, entry: dict) -> int:
-    from specplan.methods.base import DTYPE_BYTES
-    total = 0
-    for name in entry["decisions"]:
-        d = p.method.decision(name)
-        n = 1
-        for dim in d.shape:
-            n *= eval_dim(dim, p.symbols)
-        total += n * DTYPE_BYTES[d.dtype]
-    return total
 
 
 def _splice(p: Planning, name: str, entry: dict, mode: str) -> None:

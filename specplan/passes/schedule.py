@@ -13,6 +13,9 @@ from specplan.methods.base import eval_dim
 from specplan.passes.context import Planning
 
 NAME = "schedule"
+REQUIRES = ("moe", "dp_agreement", "boundaries[].buffer_bytes",
+            "pipeline.relay.sites[].buffer_bytes")
+ENSURES = ("rank_classes[].program", "in_flight")
 IDLE_SKIPS = ("forward", "all_to_all", "all_gather")
 
 
@@ -72,7 +75,7 @@ def _relay_op(p: Planning, node, stage: int) -> dict:
     relay = next(r for r in p.graph.sections["pipeline"]["relay"]["sites"]
                  if f"relay_{r['site']}" == node.name)
     op = {"op": "broadcast" if relay["mode"] == "column" else "ring", "family": "pp",
-          "bytes": relay["bytes"], "site": relay["site"], "source_member": p.pp - 1}
+          "bytes": relay["buffer_bytes"], "site": relay["site"], "source_member": p.pp - 1}
     if relay["width"] == "dynamic" and stage == p.pp - 1:
         op["bytes"] = None  # the sender's actual width, known only at run time
     if relay["mode"] == "ring":

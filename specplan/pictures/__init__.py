@@ -3,12 +3,18 @@ as SVG (written here, no graphviz and no browser), Mermaid or DOT text. Torch-fr
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from specplan.files import write_atomic as _write_file
+
+if TYPE_CHECKING:
+    from specplan.plan import Plan
 
 KINDS = ("ranks", "round")
 FORMATS = ("svg", "mermaid", "dot")
 
 
-def render_picture(kind: str, fmt: str, data: dict, planning, plan: dict,
+def render_picture(kind: str, fmt: str, data: dict, planning, plan: Plan,
                    family: str | None = None) -> str:
     """The picture's text. `data` is explain_data's dict, `planning` the planner's result."""
     if kind == "ranks":
@@ -26,7 +32,7 @@ def render_picture(kind: str, fmt: str, data: dict, planning, plan: dict,
     return render(pic)
 
 
-def write_picture(spec_path: str, kind: str, fmt: str, data: dict, planning, plan: dict,
+def write_picture(spec_path: str, kind: str, fmt: str, data: dict, planning, plan: Plan,
                   family: str | None, out: str) -> str:
     """Validate --family, render, write `out` atomically; returns the path written."""
     from specplan.errors import Diagnostic, SpecError
@@ -41,9 +47,7 @@ def write_picture(spec_path: str, kind: str, fmt: str, data: dict, planning, pla
 
 def write_atomic(path: str, text: str) -> None:
     """Write beside the target, then rename: a reader never sees half a picture."""
-    from specplan.files import write_atomic as write
-
-    write(path, text, what="the picture")
+    _write_file(path, text, what="the picture")
 
 
 __all__ = ["FORMATS", "KINDS", "render_picture", "write_atomic", "write_picture"]

@@ -21,7 +21,7 @@ NOT_AXES = ("rank", "node", "local_rank", "replica")
 
 def default_family(data: dict) -> str:
     """The group a replica's decisions converge over: attn_tp under DP-attention, else tp."""
-    if data["engine"] == "sglang" and data["derived"].get("attn_dp", 1) > 1:
+    if data["derived"].get("attn_dp", 1) > 1:  # only SGLang derives attn_dp
         return "attn_tp"
     return "tp"
 

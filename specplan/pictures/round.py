@@ -16,12 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specplan.ir.graph import StageGraph
-from specplan.ir.nodes import Node
-from specplan.mesh.family import from_rule
+from specplan.ir.nodes import ROUNDS, Node
 from specplan.pictures.svg import LINE_H, Canvas, text_width
+from specplan.plan import Plan
 from specplan.round_view import human_bytes
 
-ROUNDS = ("startup", "prefill", "decode")
 FILL = {"decision": "#fff3b0", "converge": "#ffb870", "materialize": "#c7f0c2",
         "compute": "#a9c8f0", "commit": "#dddddd"}
 EDGE = {"data": "#777777", "relay": "#e76f51", "handoff": "#1d3557", "tap": "#7b2cbf"}
@@ -40,9 +39,9 @@ class Edge:
 class RoundPicture:
     """Labels, positions and edges of a planned round graph; the three formats read it."""
 
-    def __init__(self, graph: StageGraph, plan: dict) -> None:
+    def __init__(self, graph: StageGraph, plan: Plan) -> None:
         self.graph, self.plan = graph, plan
-        self.pp = len(plan["pipeline"]["stages"])
+        self.pp = len(plan.pipeline.stages)
         self.rounds = [r for r in ROUNDS if graph.nodes(round=r)]
         self.labels = {n.id: node_label(n, plan) for n in graph.nodes()}
         self.depth = _depths(graph)
@@ -63,17 +62,17 @@ class RoundPicture:
         return out + self._tap_edges()
 
     def _tap_edges(self) -> list[Edge]:
-        pipe = self.plan["pipeline"]
-        links = pipe["routing"].get(pipe["aux_routing"], [])
+        pipe = self.plan.pipeline
+        links = getattr(pipe.routing, pipe.aux_routing, ())  # `dropped` routes nothing
         out = []
         for rnd in self.rounds:
             targets = {n.stage: n for n in self.graph.nodes(kind="compute", round=rnd)
                        if str(n.attr("compute", "")).startswith("target")}
             for link in links:
-                a, b = link["link"]
+                a, b = link.link
                 if a in targets and b in targets:
                     out.append(Edge(targets[a].id, targets[b].id, "tap",
-                                    f"taps {link['taps']}: {human_bytes(link['bytes'])} ({pipe['aux_routing']})"))
+                                    f"taps {link.taps}: {human_bytes(link.bytes)} ({pipe.aux_routing})"))
         return out
 
     def cells(self, rnd: str) -> dict[tuple[int, int], list[Node]]:
@@ -84,7 +83,7 @@ class RoundPicture:
         return out
 
 
-def node_label(node: Node, plan: dict) -> list[str]:
+def node_label(node: Node, plan: Plan) -> list[str]:
     """The lines a node is labelled with, in every format."""
     if node.kind == "converge":
         return converge_label(node, plan)
@@ -98,40 +97,52 @@ def node_label(node: Node, plan: dict) -> list[str]:
     return [node.name, "commit"]
 
 
-def converge_label(node: Node, plan: dict) -> list[str]:
+def converge_label(node: Node, plan: Plan) -> list[str]:
     """[site, 'group FAMILY', 'src rank R', 'N B']: group, source and bytes from the plan."""
     site = converge_site(node, plan)
-    family = site["family"] if site else node.attr("family")
-    member = site["source_member"] if site else node.attr("source_member", 0)
+    family = site.family if site else node.attr("family")
+    member = site.source_member if site else node.attr("source_member", 0)
     source = f"src rank {source_rank(plan, family, member, node.stage)}" if member >= 0 \
-        else f"every rank ({site['op'] if site else 'all-gather'})"
-    size = f"{site['bytes']} B" if site else "? B"
-    if site and site.get("trivial"):
+        else f"every rank ({site.op if site else 'all-gather'})"
+    size = f"{site.bytes} B" if site else "? B"
+    if site and site.trivial:
         size += " (no-op: 1 rank)"
-    if site and not site.get("converge", True):
+    if site and not site.converge:
         size += " (not converged)"
     return [node.name, f"group {family}", source, size]
 
 
-def converge_site(node: Node, plan: dict) -> dict | None:
+@dataclass(frozen=True)
+class Converged:
+    """What a converge node's label shows: its group, source, total bytes and whether it runs."""
+
+    family: str
+    source_member: int
+    bytes: int
+    op: str = "broadcast"
+    trivial: bool = False
+    converge: bool = True
+
+
+def converge_site(node: Node, plan: Plan) -> Converged | None:
     """The plan's site (or relay site) a converge node stands for, with its total bytes."""
-    for s in plan["sites"]:
-        if s["name"] == node.name and s["round"] == node.round:
-            return {**s, "bytes": sum(d["bytes"] for d in s["decisions"])}
-    dp = plan.get("dp_agreement")
+    for s in plan.sites:
+        if s.name == node.name and s.round == node.round:
+            return Converged(s.family, s.source_member, sum(d.bytes for d in s.decisions),
+                             s.kind, s.trivial, s.converge)
+    dp = plan.dp_agreement
     if dp and node.name == DP_AGREEMENT:
-        return {"family": dp["family"], "source_member": -1, "bytes": dp["bytes"], "op": dp["op"]}
-    for r in plan["pipeline"]["relay"]["sites"]:
-        if f"relay_{r['site']}" == node.name and r["round"] == node.round:
-            return {"family": r["family"], "source_member": r["source_member"], "bytes": r["bytes"]}
+        return Converged(dp.family, -1, dp.bytes, dp.op)
+    for r in plan.relays:
+        if f"relay_{r.site}" == node.name and r.round == node.round:
+            return Converged(r.family, r.source_member, r.bytes)
     return None
 
 
-def source_rank(plan: dict, family: str, member: int, stage: int) -> int:
+def source_rank(plan: Plan, family: str, member: int, stage: int) -> int:
     """Global rank of `member` in the family's first group that holds a rank of `stage`."""
-    rules = {f["name"]: f["rule"] for f in plan["families"]}
-    stage_of = from_rule("pp", rules["pp"]).group_ranks()
-    for group in from_rule(family, rules[family]).groups():
+    stage_of = plan.stages
+    for group in plan.groups(family):
         if any(stage_of[r] == stage for r in group):
             return group[min(member, len(group) - 1)]
     return member
@@ -152,9 +163,9 @@ def render_svg(pic: RoundPicture) -> str:
     lines = max(len(v) for v in pic.labels.values())
     node_w = max(text_width(s) for v in pic.labels.values() for s in v) + 20
     node_h = lines * LINE_H + 10
-    canvas = Canvas(f"round graph of {pic.plan['name']}")
-    canvas.text(16, 20, f"{pic.plan['name']}: round graph ({pic.plan['engine']}, pp {pic.pp}, "
-                        f"method {pic.plan['speculative']['method']})", anchor="start", bold=True)
+    canvas = Canvas(f"round graph of {pic.plan.name}")
+    canvas.text(16, 20, f"{pic.plan.name}: round graph ({pic.plan.engine}, pp {pic.pp}, "
+                        f"method {pic.plan.speculative.method})", anchor="start", bold=True)
     y = _legend(canvas, 36)
     boxes: dict[str, tuple[float, float]] = {}
     for rnd in pic.rounds:  # lanes first, then edges, then nodes on top of the edges

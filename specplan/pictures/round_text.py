@@ -34,7 +34,7 @@ def _lanes(pic: RoundPicture, rnd: str):
 
 
 def render_mermaid(pic: RoundPicture) -> str:
-    out = ["flowchart LR", f"  %% round graph of {pic.plan['name']}"]
+    out = ["flowchart LR", f"  %% round graph of {pic.plan.name}"]
     for rnd in pic.rounds:
         out.append(f'  subgraph {rnd}["{rnd} round"]')
         for stage, nodes in _lanes(pic, rnd):
@@ -53,7 +53,7 @@ def render_mermaid(pic: RoundPicture) -> str:
 
 
 def render_dot(pic: RoundPicture) -> str:
-    out = [f'digraph "{pic.plan["name"]}-round" {{', '  graph [rankdir=LR, fontname="Helvetica"];',
+    out = [f'digraph "{pic.plan.name}-round" {{', '  graph [rankdir=LR, fontname="Helvetica"];',
            '  node [fontname="Helvetica", fontsize=10, style=filled];', '  edge [fontsize=9];']
     for rnd in pic.rounds:
         out.append(f'  subgraph cluster_{rnd} {{ label="{rnd} round";')

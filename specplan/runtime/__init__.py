@@ -7,8 +7,9 @@ The only package besides sim/ and lower's torch.fx half that imports torch.
 """
 
 from specplan.runtime.errors import (CollectiveTimeout, DesyncError, FingerprintMismatch,
-                                     ProbeMismatch, RuntimeDivergence, WorldSizeMismatch)
+                                     GroupMismatch, ProbeMismatch, RuntimeDivergence,
+                                     WireMismatch, WorldSizeMismatch)
 from specplan.runtime.runtime import Accepted, Runtime, bind
 
-__all__ = ["Accepted", "CollectiveTimeout", "DesyncError", "FingerprintMismatch", "ProbeMismatch",
-           "Runtime", "RuntimeDivergence", "WorldSizeMismatch", "bind"]
+__all__ = ["Accepted", "CollectiveTimeout", "DesyncError", "FingerprintMismatch", "GroupMismatch",
+           "ProbeMismatch", "Runtime", "RuntimeDivergence", "WireMismatch", "WorldSizeMismatch", "bind"]

@@ -19,6 +19,10 @@ class FingerprintMismatch(RuntimeDivergence):
     """Two ranks bound different plans."""
 
 
+class WireMismatch(RuntimeDivergence):
+    """What this rank would send differs from what plan.json states (size or header layout)."""
+
+
 class DesyncError(RuntimeDivergence):
     """A rank received a guard header other than the one it expected: ranks fell out of order."""
 
@@ -29,3 +33,7 @@ class CollectiveTimeout(RuntimeDivergence):
 
 class ProbeMismatch(RuntimeDivergence):
     """The agreement probe found a decision whose hash differs between ranks of one replica."""
+
+
+class GroupMismatch(RuntimeDivergence):
+    """A process group the caller asked bind to adopt is not the plan's group for this rank."""

@@ -1,13 +1,24 @@
-"""The guard header every guarded buffer starts with, and its check on receipt.
+"""The guard header every guarded buffer starts with, and its two checks on receipt.
 
-Layout (the plan's `layout.header`): int32 boundary id @0, int32 live rows @4, int64 round @8,
-int64 plan fingerprint @16, 8 zero bytes. A receiver compares the header it got with the one
-it expected; ranks that fall out of order meet a different boundary id or round here, within
-the round, instead of a byte-count mismatch that would hang NCCL or crash gloo.
+Layout (the plan's `layout.header`), defined here once for the whole runtime: int32 boundary
+id @0, int32 live rows @4, int64 round @8, int64 plan fingerprint @16, 8 reserved bytes @24
+(zero). Code reads the header only through `_FORMAT` and the word indices below, so a field
+that takes the reserved word changes these lines and nothing else. A receiver compares the
+header it got with the one it expected; ranks that fall out of order meet a different
+boundary id or round here, within the round, instead of a byte-count mismatch that would
+hang NCCL or crash gloo.
 
-The hot path uses :class:`GuardHeader`: one boundary's expected header, preallocated at bind
-(id and fingerprint written once), updated in place per call (live rows, round), written into
-the buffer's first 32 bytes by one copy and compared with what arrived by one equality.
+Two checks share that layout:
+
+- :class:`GuardHeader` (host path, the default on a CPU): the expected header in host memory,
+  compared with what arrived by one equality right after the collective; a mismatch raises
+  at once.
+- :class:`DeviceGuard` (device path, the default on CUDA / NPU): the expected header is a
+  device tensor made at bind, the comparison runs on the device and leaves the first mismatch
+  of the round in the runtime's :class:`DeviceFlag`; nothing is read back until
+  `Runtime.check_round()` (or the probe, or close) reads the flag once. No host
+  synchronisation, no host-made tensor, no allocation at bind's size: a converge can be
+  captured in a CUDA graph.
 """
 
 from __future__ import annotations
@@ -18,12 +29,27 @@ import numpy as np
 import torch
 
 from specplan.runtime.errors import DesyncError
+from specplan.runtime.kernels.guard_check import guard_check, guard_write
 from specplan.runtime.plan_view import HEADER_FIELDS, Boundary, RELAY_ID_BASE
 
 HEADER_BYTES = 32
+# What `_FORMAT` writes, as plan.json states a header: Runtime refuses a plan laid out otherwise.
+HEADER_SLOTS = (("boundary", "int32", 0), ("live_rows", "int32", 4), ("round", "int64", 8),
+                ("fingerprint", "int64", 16))
 
 
+HEADER_WORDS = HEADER_BYTES // 8
 _FORMAT = "=iiqq8x"  # native byte order, as the buffer's typed views read it
+ID_HALF, LIVE_HALF = 0, 1  # int32 halves of word 0
+ROUND_WORD, FINGERPRINT_WORD = 1, 2
+
+
+def expected_words(boundary: int, fingerprint: int) -> np.ndarray:
+    """A boundary's header as int64 words, live rows and round still 0."""
+    words = np.zeros(HEADER_WORDS, dtype=np.int64)
+    words[:1].view(np.int32)[ID_HALF] = boundary
+    words[FINGERPRINT_WORD] = fingerprint
+    return words
 
 
 def header_bytes(boundary: int, live_rows: int, round_: int, fingerprint: int, device) -> torch.Tensor:
@@ -36,6 +62,11 @@ def read_header(buffer: torch.Tensor) -> tuple[int, int, int, int]:
     return struct.unpack(_FORMAT, buffer[:HEADER_BYTES].cpu().numpy().tobytes())
 
 
+def words_header(words) -> tuple[int, int, int, int]:
+    """The header fields of HEADER_WORDS int64 words (as `read_header` gives them)."""
+    return struct.unpack(_FORMAT, np.asarray(words, dtype=np.int64).tobytes())
+
+
 def describe(header: tuple[int, int, int, int], names: dict[int, str]) -> str:
     parts = dict(zip(HEADER_FIELDS, header))
     bid = parts["boundary"]
@@ -44,37 +75,35 @@ def describe(header: tuple[int, int, int, int], names: dict[int, str]) -> str:
             f"fingerprint {parts['fingerprint'] & (2**64 - 1):016x}")
 
 
-def check_header(got, expected, b: Boundary, *, rank: int, source: int, names: dict[int, str]) -> None:
+def check_header(got, expected, b: Boundary, *, rank: int, source: int, names: dict[int, str],
+                 when: str = "") -> None:
     if tuple(got) == tuple(expected):
         return
     raise DesyncError(
         f"desync at site {b.label} (boundary {b.id}), round {expected[2]}: rank {rank} expected "
         f"[{describe(expected, names)}] but received from rank {source} "
         f"[{describe(got, names)}]; the ranks of group {b.family} fell out of order or disagree "
-        f"on the batch")
+        f"on the batch{when}")
 
 
 class GuardHeader:
-    """One boundary's expected header: 4 int64 words [id | live_rows, round, fingerprint, 0].
+    """One boundary's expected header in host memory: 4 int64 words.
 
     `slot` is the buffer's header as a typed view: a numpy int64[4] sharing the memory of a CPU
     buffer's first 32 bytes, or (CUDA) the torch int64[4] view of them; made once per buffer by
     :func:`header_slot`.
     """
 
-    __slots__ = ("boundary", "words", "halves", "_staging")
+    __slots__ = ("boundary", "words", "halves")
 
     def __init__(self, boundary: int, fingerprint: int):
         self.boundary = boundary
-        self.words = np.zeros(4, dtype=np.int64)
-        self.halves = self.words[:1].view(np.int32)  # int32 id @0, int32 live rows @4
-        self.halves[0] = boundary
-        self.words[2] = fingerprint
-        self._staging = None
+        self.words = expected_words(boundary, fingerprint)
+        self.halves = self.words[:1].view(np.int32)
 
     def set(self, live_rows: int, round_: int) -> None:
-        self.halves[1] = live_rows
-        self.words[1] = round_
+        self.halves[LIVE_HALF] = live_rows
+        self.words[ROUND_WORD] = round_
 
     def write(self, slot) -> None:
         if isinstance(slot, np.ndarray):
@@ -87,10 +116,78 @@ class GuardHeader:
         return got.tobytes() == self.words.tobytes()
 
     def expected(self) -> tuple[int, int, int, int]:
-        return struct.unpack(_FORMAT, self.words.tobytes())
+        return words_header(self.words)
 
 
-def header_slot(buffer: torch.Tensor):
-    """The typed view of a buffer's header bytes that GuardHeader writes and checks."""
+def header_slot(buffer: torch.Tensor, *, device_path: bool = False):
+    """The typed view of a buffer's header bytes that a guard writes and checks."""
     view = buffer[:HEADER_BYTES].view(torch.int64)
-    return view.numpy() if buffer.device.type == "cpu" else view
+    return view.numpy() if buffer.device.type == "cpu" and not device_path else view
+
+
+class DeviceFlag:
+    """The runtime's device-side record of the first header mismatch since the last read.
+
+    `record` holds int64 [hit, expected header words, received header words, source rank];
+    `round_word` is the round every DeviceGuard copies into its expected header, written once
+    per round by `set_round` (a fill on the device; an engine replaying a captured converge
+    calls `Runtime.set_round` before the replay).
+    """
+
+    WORDS = 2 + 2 * HEADER_WORDS
+
+    def __init__(self, device: torch.device):
+        self.round_word = torch.zeros(1, dtype=torch.int64, device=device)
+        self.record = torch.zeros(self.WORDS, dtype=torch.int64, device=device)
+        self._round: int | None = None
+
+    def set_round(self, round_: int) -> None:
+        if round_ != self._round:
+            self.round_word.fill_(round_)
+            self._round = round_
+
+    def read(self) -> list[int] | None:
+        """The one host read: the recorded mismatch (then cleared), or None."""
+        hit = self.record.tolist()
+        if not hit[0]:
+            return None
+        self.record.zero_()
+        return hit
+
+
+class DeviceGuard:
+    """One boundary's expected header as a device tensor, checked on the device into a flag.
+
+    `row` is this boundary's would-be record [1, expected words, received words, source]; the
+    expected header is a view into it. `write` and `matches` are one launch each on CUDA
+    (kernels/guard_check.py: the round word copied in, the header written, or compared and the
+    row moved into the flag when it differs and the flag is clear), no host read.
+    """
+
+    __slots__ = ("boundary", "flag", "row", "words", "halves", "got", "_live")
+
+    def __init__(self, boundary: int, fingerprint: int, source: int, flag: DeviceFlag, device):
+        self.boundary, self.flag = boundary, flag
+        row = np.zeros(DeviceFlag.WORDS, dtype=np.int64)
+        row[0], row[-1] = 1, source
+        row[1: 1 + HEADER_WORDS] = expected_words(boundary, fingerprint)
+        self.row = torch.from_numpy(row).to(device)  # made once, at bind
+        self.words = self.row[1: 1 + HEADER_WORDS]
+        self.got = self.row[1 + HEADER_WORDS: 1 + 2 * HEADER_WORDS]
+        self.halves = self.words[:1].view(torch.int32)
+        self._live: int | None = None
+
+    def set(self, live_rows: int, round_: int) -> None:
+        self.flag.set_round(round_)  # a device fill once per round; write / matches copy it
+        if live_rows != self._live:
+            self.halves[LIVE_HALF].fill_(live_rows)
+            self._live = live_rows
+
+    def write(self, slot: torch.Tensor) -> None:
+        guard_write(slot, self.row, self.flag.round_word, round_index=ROUND_WORD, words=HEADER_WORDS)
+
+    def matches(self, slot: torch.Tensor) -> bool:
+        """Record a mismatch on the device; always True (the host learns at the flag's read)."""
+        guard_check(slot, self.row, self.flag.round_word, self.flag.record, round_index=ROUND_WORD,
+                    words=HEADER_WORDS)
+        return True

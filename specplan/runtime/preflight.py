@@ -4,9 +4,11 @@
 
 Each rank binds the plan (so the fingerprint agreement runs first), then walks its stage's
 program for the startup, prefill and decode rounds: every fused converge and relay with its
-guard header and its buffer at capacity, and the DP token-count exchange. Rank 0 prints the
+guard header and its buffer at capacity, and the DP token-count exchange, each compared with
+plan.json: the bytes sent must equal the op's `bytes`, byte for byte. Rank 0 prints the
 latency per group; exit 0 when every collective matched, 3 on any mismatch or timeout (the
-error names site, round and ranks), 2 on a bad argument.
+error names site, round and ranks, or what was sent differs from plan.json), 2 on a bad
+argument or a plan.json that is malformed or was edited after compile.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import time
 import torch
 import torch.distributed as dist
 
-from specplan.runtime.errors import RuntimeDivergence
+from specplan.ir.nodes import ROUNDS
+from specplan.plan import PlanFileError, load_plan
+from specplan.runtime import steps
+from specplan.runtime.errors import RuntimeDivergence, WireMismatch
 from specplan.runtime.runtime import DTYPES, Runtime, bind
 
-ROUNDS = ("startup", "prefill", "decode")
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
@@ -32,44 +36,45 @@ def _values(rt: Runtime, b) -> dict:
             for f in b.fields}
 
 
-def _dp(rt: Runtime, op: dict) -> None:
-    group, ranks = rt.groups[op["family"]], rt.ranks[op["family"]]
-    ints = op["bytes"] // 4 // len(ranks)
-    mine = torch.zeros(ints, dtype=torch.int32, device=rt.device)
-    if op["op"] == "all_gather":
-        work = dist.all_gather([torch.empty_like(mine) for _ in ranks], mine, group=group, async_op=True)
-    else:
-        work = dist.all_reduce(torch.zeros(ints * len(ranks), dtype=torch.int32, device=rt.device),
-                               group=group, async_op=True)
-    from specplan.runtime.plan_view import Boundary
-    rt._wait(work, Boundary(-3, "decode", op["family"], op["op"], 0, ("dp_token_counts",), (), 0, 0), 0)
-
-
 def run_round(rt: Runtime, round_: int, timings: dict) -> int:
-    """One pass over the stage's programs; returns the number of collectives run."""
+    """One pass over the stage's programs; returns the number of collectives run. Before each,
+    the bytes this rank is about to send are compared with the op's `bytes` in plan.json."""
     stage, n = rt.plan.stage_of(rt.rank), 0
     for name in ROUNDS:
-        for kind, what in rt.plan.program(stage, name):
+        for op in rt.plan.plan.rank_class(stage).program.round(name):
+            if op.kind not in ("boundary", "relay", "dp"):
+                continue  # forwards and stage handoffs are the engine's
             start = time.perf_counter()
-            if kind == "boundary":
-                b = rt.plan.boundaries[what]
-                source = rt.ranks[b.family][b.source_member]
-                rt.converge(what, _values(rt, b) if rt.rank == source or b.op != "broadcast" else None,
-                            round=round_, live_rows=rt.plan.max_batch)
-                family = b.family
-            elif kind == "relay":
-                r = rt.plan.relay_of(what)
-                last = rt.ranks["pp"][-1]
-                rt.relay(what, _values(rt, r) if rt.rank == last else None, round=round_,
-                         live_rows=rt.plan.max_batch)
-                family = "pp"
-            else:
-                _dp(rt, what)
-                family = what["family"]
-            key = (family, tuple(rt.ranks[family]))
+            sent = _run(rt, op, round_)
+            _compare(rt, op, name, sent)
+            key = (op.family, tuple(rt.ranks[op.family]))
             timings.setdefault(key, []).append(time.perf_counter() - start)
             n += 1
     return n
+
+
+def _run(rt: Runtime, op, round_: int) -> int:
+    """Run one planned collective at capacity; returns the bytes the runtime sent."""
+    rows = rt.plan.max_batch
+    if op.kind == "dp":
+        return steps.exchange_token_counts(rt, None, round=round_).numel() * 4
+    b = rt.plan.boundaries[op.boundary] if op.kind == "boundary" else rt.plan.relay_of(op.site)
+    source = rt.ranks[b.family][b.source_member]
+    mine = _values(rt, b) if rt.rank == source or b.op == "all_reduce_min" else None
+    if op.kind == "boundary":
+        rt.converge(b.id, mine, round=round_, live_rows=rows)
+    else:
+        rt.relay(op.site, mine, round=round_, live_rows=rows)
+    return rt.wire_bytes(b)
+
+
+def _compare(rt: Runtime, op, round_kind: str, sent: int) -> None:
+    if op.bytes is None or sent == op.bytes:
+        return  # null: a width known only at run time, which `specplan check` refuses
+    what = {"boundary": f"boundary {op.boundary}", "relay": f"relay {op.site}"}.get(op.kind, "dp_token_counts")
+    raise WireMismatch(
+        f"rank {rt.rank} sent {sent} bytes for {what} ({op.op} over {op.family}) in the "
+        f"{round_kind} round, but plan.json says {op.bytes}: the runtime and the plan disagree")
 
 
 def report(rt: Runtime, timings: dict, count: int) -> None:
@@ -102,8 +107,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=_positive, default=2,
                         help="passes over the round (first warms up)")
     args = parser.parse_args(argv)
-    if not os.path.exists(args.plan):
-        print(f"{args.plan}: no such plan file", file=sys.stderr)
+    try:
+        plan = load_plan(args.plan)  # bad input (exit 2) before any process group starts
+    except PlanFileError as exc:
+        print(exc, file=sys.stderr)
         return 2
     missing = [k for k in TORCHRUN_ENV if not os.environ.get(k)]
     if missing:
@@ -113,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
               "(add --nnodes, --node-rank and --master-addr across nodes)", file=sys.stderr)
         return 2
     try:
-        rt = bind(args.plan)
+        rt = bind(plan)
         timings: dict = {}
         count = 0
         for r in range(args.rounds):

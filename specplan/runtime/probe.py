@@ -57,6 +57,7 @@ def _vector(st: ProbeState, round_: int, decisions: dict) -> dict:
 
 
 def run_probe(rt, round_: int, decisions: dict) -> None:
+    rt.check_round()  # the device path's flag first: a desync names its site, not a hash
     st: ProbeState = rt._probe
     ranks = st.ranks
     if len(ranks) == 1:

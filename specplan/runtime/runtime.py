@@ -6,67 +6,75 @@ size. Everything a converge needs that does not change per call is prepared at b
 boundary: its group and source, its expected guard header (id and fingerprint written once),
 and per live-rows count a `FusedLayout` (typed views of every field into the buffer, checked
 once). A converge then writes the header in place, packs with one `copy_` per field (one Triton
-launch on CUDA), runs one collective, compares the header with one equality and returns views
-of one private copy of the bytes the fields span. Collectives run async and are waited on with
-`runtime.timeout_s`, so a dead or stalled peer becomes a `CollectiveTimeout`, not a hang.
+launch on CUDA), runs one collective, checks the header and returns one private copy of each
+field.
+
+Two hot paths (`bind(hot_path=...)`): on the host path (a CPU's default) the header is compared
+on the host right after the collective, which is waited on with `runtime.timeout_s`, so a desync
+raises within its round and a dead or stalled peer becomes a `CollectiveTimeout`, not a hang. On
+the device path (CUDA / NPU's default) nothing is read back per converge: the header is compared
+on the device into a flag that `check_round` reads once, the wait is the backend's own (NCCL
+watchdog), packing is one device copy per field and every buffer is made at bind, so a
+converge can be captured in a CUDA graph.
 """
 
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+import os
 
 import torch
 import torch.distributed as dist
 
 from specplan.runtime import binding as _bind
+from specplan.runtime.commit import Accepted, derive_commit, fired
 from specplan.runtime.errors import CollectiveTimeout
-from specplan.runtime.guard import GuardHeader, check_header, header_slot, read_header
-from specplan.runtime.kernels import FusedLayout, finalize_accept
+from specplan.runtime.guard import (HEADER_WORDS, DeviceFlag, check_header, header_slot, read_header,
+                                    words_header)
 from specplan.runtime.plan_view import Boundary, PlanView
+from specplan.runtime.prepared import DTYPES, Prepared, accept_sites
 from specplan.runtime.probe import ProbeState, run_probe
 from specplan.runtime.tracing import TraceWriter
 
-DTYPES = {"bool": torch.bool, "int32": torch.int32, "int64": torch.int64, "float32": torch.float32}
-
-
-@dataclass
-class Accepted:
-    """What an accept boundary commits: the converged decisions and the layout derived from them."""
-
-    decisions: dict[str, torch.Tensor]
-    commit_lens: torch.Tensor  # [bs] int32: accepted drafts + the bonus
-    new_seq_lens: torch.Tensor  # [bs] int32
-    out_tokens: torch.Tensor  # [bs, num_steps + 1] int64, -1 past commit_lens (never a token id)
-    cap_trim_lens: torch.Tensor | None = None
+__all__ = ["Accepted", "DTYPES", "Runtime", "accept_sites", "bind", "derive_commit", "fired", "wait_for"]
 
 
 class Runtime:
-    def __init__(self, plan: PlanView, device: torch.device, backend: str):
+    """A plan bound on this rank. `hot_path` is "host" (a header mismatch raises right after
+    its collective; waits are timed from the host) or "device" (compared on the device, raised
+    by `check_round`; waits are the backend's own, see specplan.runtime.guard)."""
+
+    def __init__(self, plan: PlanView, device: torch.device, backend: str, adopted: dict | None = None,
+                 hot_path: str = "host"):
         self.plan, self.device, self.backend = plan, device, backend
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
-        self.groups, self.ranks = _bind.create_groups(plan, backend)
+        self.groups, self.ranks = _bind.create_groups(plan, backend, adopted)
+        self.hot_path = hot_path
+        on_device = hot_path == "device"
+        self.device_flag = DeviceFlag(device) if on_device else None
+        # The Triton pack builds its address table on the host per call: not capturable.
+        self.pack_impl = "torch" if on_device else "auto"
         self.buffers = {f: torch.zeros(n, dtype=torch.uint8, device=device)
                         for f, n in plan.family_buffer_bytes().items()}
-        self._slots = {f: header_slot(buf) for f, buf in self.buffers.items()}
+        self._slots = {f: header_slot(buf, device_path=on_device) for f, buf in self.buffers.items()}
         self.names = {b.id: b.label for b in plan.boundaries + plan.relays}
         # Layouts are fixed by the plan: checked once here (at capacity), so the hot path is
         # a few copies into views made once per boundary and live-rows count.
-        self._prep = {b.id: _Prepared(self, b) for b in plan.boundaries + plan.relays}
+        self._prep = {b.id: Prepared(self, b) for b in plan.boundaries + plan.relays}
         self._probe = ProbeState(self)
         self.last_round = -1  # the latest round a converge ran, for errors at close
-        self.trace = TraceWriter(plan.trace_dir, self.rank, self.replica,
-                                 plan.fingerprint) if plan.trace_dir else None
+        trace_dir = plan.trace_dir or os.environ.get("SPECPLAN_TRACE_DIR")
+        self.trace = (TraceWriter(trace_dir, self.rank, self.replica, plan.fingerprint)
+                      if trace_dir else None)
 
     @property
     def replica(self) -> int:
         fam = self.plan.families.get("replica")
         return fam.locate(self.rank)[0] if fam else 0
 
-    def source_of(self, target) -> int:
-        """The global rank whose values a boundary (id or site name) hands to its group."""
-        b = self.plan.boundary_of(target)
-        return self.ranks[b.family][b.source_member]
+    def wire_bytes(self, b: Boundary) -> int:
+        """The bytes one call of a boundary or relay sends (the buffer it was bound with)."""
+        return self._prep[b.id].buf.numel()
 
     # -- converges -------------------------------------------------------------------------
     def converge(self, target, values: dict | None, *, round: int, live_rows: int,
@@ -78,9 +86,9 @@ class Runtime:
         the plan does not converge (trivial group, or policy off) returns `values` unchanged.
         """
         site = self.plan.sites.get(target) if isinstance(target, str) else None
-        if site is not None and site["boundary"] is None:
+        if site is not None and site.boundary is None:
             out = dict(values or {})
-            self._trace(site["name"], out, round, requests, seq_lens)
+            self._trace(site.name, out, round, requests, seq_lens)
             return out
         b = self.plan.boundary_of(target)
         self.last_round = round
@@ -110,13 +118,13 @@ class Runtime:
             header.write(p.slot)
             lane.pack(p.fit(lane, values), check=False)
         work = dist.broadcast(p.sent(live_rows), src=p.source, group=p.group, async_op=True)
-        self._wait(work, b, round_)
+        self._hot_wait(work, b, round_)
         if p.peer_runtime_width and self.rank != p.source:
             # The plan lets the sender pick its width at run time (payload_width: dynamic) while
             # this rank expects the planned count. NCCL keeps such a receiver waiting for the
             # rest (gloo would complete a short message silently): wait for it, as NCCL does.
             rest = p.buf[p.sent_bytes(live_rows):]
-            self._wait(dist.broadcast(rest, src=p.source, group=p.group, async_op=True), b, round_)
+            self._hot_wait(dist.broadcast(rest, src=p.source, group=p.group, async_op=True), b, round_)
         if self.rank != p.source and not header.matches(p.slot):
             self._desync(p, p.source)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
@@ -133,15 +141,15 @@ class Runtime:
             lane.pack(p.fit(lane, values), check=False)
         else:
             sender = ranks[last] if me == 0 else ranks[me - 1]
-            self._wait(dist.irecv(buf, src=sender, group=p.group), r, round_)
+            self._hot_wait(dist.irecv(buf, src=sender, group=p.group), r, round_)
             if not p.header.matches(p.slot):
                 self._desync(p, sender)
         nxt = 0 if me == last else me + 1
         if nxt < last:
-            self._wait(dist.isend(p.sent(live_rows), dst=ranks[nxt], group=p.group), r, round_)
+            self._hot_wait(dist.isend(p.sent(live_rows), dst=ranks[nxt], group=p.group), r, round_)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
 
-    def _min(self, p: "_Prepared", values, round_: int) -> dict:
+    def _min(self, p: Prepared, values, round_: int) -> dict:
         """A MIN reduction over host values (free memory): no header, one dtype per boundary."""
         b = p.b
         dtypes = {f.dtype for f in b.fields}
@@ -151,18 +159,56 @@ class Runtime:
         lane.pack(p.fit(lane, values), check=False)
         work = dist.all_reduce(p.buf.view(DTYPES[dtypes.pop()]), op=dist.ReduceOp.MIN,
                                group=p.group, async_op=True)
-        self._wait(work, b, round_)
+        self._hot_wait(work, b, round_)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
 
-    def _desync(self, p: "_Prepared", source: int) -> None:
+    def _desync(self, p: Prepared, source: int) -> None:
         check_header(read_header(p.buf), p.header.expected(), p.b, rank=self.rank, source=source,
                      names=self.names)
 
-    def _wait(self, work, b: Boundary, round_: int) -> None:
+    def _what(self, b: Boundary, round_: int) -> str:
         what = (f"collective for site {b.label} (boundary {b.id}, {b.op}) at round {round_}"
                 if b.id >= 0 else f"{b.label} at round {round_}")
-        wait_for(work, what=f"{what} on group {b.family} {self.ranks[b.family]}",
-                 timeout_s=self.plan.timeout_s, rank=self.rank)
+        return f"{what} on group {b.family} {self.ranks[b.family]}"
+
+    def _wait(self, work, b: Boundary, round_: int) -> None:
+        wait_for(work, what=self._what(b, round_), timeout_s=self.plan.timeout_s, rank=self.rank)
+
+    def _hot_wait(self, work, b: Boundary, round_: int) -> None:
+        """A converge's wait. Device path: no host timer (NCCL's wait with a timeout polls from
+        the host); `wait()` orders the current stream after the collective and the backend's
+        own timeout (NCCL watchdog, gloo's) ends a stalled one."""
+        if self.device_flag is None:
+            self._wait(work, b, round_)
+            return
+        try:
+            work.wait()
+        except RuntimeError as exc:
+            raise CollectiveTimeout(
+                f"{self._what(b, round_)} failed or timed out in the backend (this is rank "
+                f"{self.rank}): {str(exc).splitlines()[0]}") from exc
+
+    # -- the device path's one read per round ------------------------------------------------
+    def set_round(self, round: int) -> None:
+        """Device path: write the round every guard compares (a converge does it itself; an
+        engine replaying a captured converge calls this before the replay)."""
+        if self.device_flag is not None:
+            self.device_flag.set_round(round)
+
+    def check_round(self) -> None:
+        """Raise DesyncError for a header mismatch recorded on the device since the last check.
+
+        Device path: the one host read of a round (a few bytes); call it where the engine
+        synchronises anyway. The probe and close call it too. Host path: nothing to do, a
+        mismatch already raised within its round.
+        """
+        hit = self.device_flag.read() if self.device_flag is not None else None
+        if hit is None:
+            return
+        n = HEADER_WORDS
+        expected, got = words_header(hit[1: 1 + n]), words_header(hit[1 + n: 1 + 2 * n])
+        check_header(got, expected, self._prep[expected[0]].b, rank=self.rank, source=hit[-1],
+                     names=self.names, when=" (compared on the device, read at check_round)")
 
     # -- accept, probe, trace ----------------------------------------------------------------
     def accept(self, target, values: dict | None, *, round: int, live_rows: int,
@@ -182,7 +228,16 @@ class Runtime:
         if self.trace:
             self.trace.commit(round, requests, prefix, result.new_seq_lens, result.out_tokens,
                               result.commit_lens)
+            self.trace.acceptance(round, requests, result.commit_lens)
         return result
+
+    def record_acceptance(self, round: int, requests, accepted_lens) -> None:
+        """Trace, per request, the tokens it committed this round (accepted drafts + the bonus),
+        for an engine that derives its commit itself (`accept` records its own). `requests`:
+        the engine's request ids, in row order; `accepted_lens`: ints or a tensor, one per row.
+        Nothing happens (and nothing is read back) when tracing is off."""
+        if self.trace:
+            self.trace.acceptance(round, requests, accepted_lens)
 
     def probe(self, round: int, decisions: dict[str, torch.Tensor]) -> None:
         """All ranks of each replica compare a hash of every decision they hold; raises ProbeMismatch."""
@@ -207,124 +262,15 @@ class Runtime:
         self._wait(dist.barrier(async_op=True), world, self.last_round)
 
     def close(self) -> None:
-        """Flush the trace, meet every rank once more, and leave the process group."""
+        """Flush the trace, raise a desync still on the device, meet every rank once more, and
+        leave the process group."""
         if self.trace:
             self.trace.close()
         try:
+            self.check_round()
             self.barrier()
         finally:
             dist.destroy_process_group()
-
-
-class _Prepared:
-    """What one boundary (or relay) needs per call, made once at bind."""
-
-    __slots__ = ("rt", "b", "buf", "slot", "header", "group", "ranks", "source", "decisions",
-                 "lanes", "_shapes", "runtime_width", "peer_runtime_width")
-
-    def __init__(self, rt: Runtime, b: Boundary):
-        self.rt, self.b = rt, b
-        guarded = b.op != "all_reduce_min"
-        full = rt.buffers[b.family]
-        # Guarded collectives send the family's whole buffer (one size per group); the MIN
-        # reduction reduces its own values only.
-        self.buf = full if guarded else full[: b.buffer_bytes]
-        self.slot = rt._slots[b.family]
-        self.header = GuardHeader(b.id, rt.plan.fingerprint64)
-        self.group, self.ranks = rt.groups[b.family], rt.ranks[b.family]
-        self.source = self.ranks[b.source_member]
-        self.decisions = b.decisions
-        self.lanes: dict[int, FusedLayout] = {}
-        self._shapes: dict[int, list[tuple[int, ...]]] = {}
-        self.runtime_width = _runtime_width(rt, b, rt.plan.stage_of(self.source))
-        self.peer_runtime_width = self.runtime_width and rt.rank != self.source
-        FusedLayout(self.buf, [(DTYPES[f.dtype], f.shape, f.offset) for f in b.fields])  # checks
-
-    def lane(self, live_rows: int) -> FusedLayout:
-        """The layout at `live_rows` (made on first use, then reused every round)."""
-        plan = self.rt.plan
-        if not 0 <= live_rows <= plan.max_batch:
-            raise ValueError(f"{self.b.label}: live_rows {live_rows} is outside 0 .. max_batch "
-                             f"{plan.max_batch} (runtime.max_batch fixes the capacity)")
-        shapes = [plan.live_shape(f, live_rows) for f in self.b.fields]
-        lane = FusedLayout(self.buf, [(DTYPES[f.dtype], s, f.offset) for f, s in zip(self.b.fields, shapes)])
-        self.lanes[live_rows] = lane
-        return lane
-
-    def sent(self, live_rows: int) -> torch.Tensor:
-        """What this rank puts on the wire: the family's whole buffer, as planned; where the
-        plan leaves this rank's width to run time (payload_width: dynamic, bytes None) the
-        sender's actual width, header and live rows only, as such an engine sends it."""
-        if not self.runtime_width:
-            return self.buf
-        return self.buf[: self.sent_bytes(live_rows)]
-
-    def sent_bytes(self, live_rows: int) -> int:
-        """The sender's actual width: the header and the live rows of every field."""
-        plan = self.rt.plan
-        return max(f.offset + _numel(plan.live_shape(f, live_rows)) * DTYPES[f.dtype].itemsize
-                   for f in self.b.fields)
-
-    def fit(self, lane: FusedLayout, values) -> list[torch.Tensor]:
-        """The source's tensors for the lane, in field order: each of the field's dtype and live
-        shape (capacity rows are cut to the live prefix), on the runtime's device."""
-        try:
-            tensors = [values[d] for d in self.decisions]
-        except (KeyError, TypeError):
-            tensors = self._unfired(lane, values or {})
-        device = self.rt.device
-        for i, (t, dtype, shape) in enumerate(zip(tensors, lane.dtypes, lane.shapes)):
-            if t.dtype is not dtype or t.shape != shape or (lane.impl == "triton" and t.device != device):
-                tensors[i] = _live(t, self.b.fields[i], tuple(shape)).to(device)
-        return tensors
-
-    def _unfired(self, lane: FusedLayout, values: dict) -> list[torch.Tensor]:
-        """A round fires one of its accept sites (a mixed batch: greedy when every row is
-        greedy, else sampled); the buffer still carries the others, sent as zeros. Any other
-        missing decision is the source's mistake."""
-        sites, given = self.rt.plan.sites, set(values)
-        bad = [f.decision for f in self.b.fields if f.decision not in given
-               and (len(accept_sites(sites, sites[f.site]["round"])) < 2
-                    or any(g.decision in given for g in self.b.fields if g.site == f.site))]
-        if bad:
-            raise ValueError(f"{self.b.label} (boundary {self.b.id}): the source must hand over every "
-                             f"decision of the boundary; missing {bad}, given {sorted(given)}")
-        return [values[f.decision] if f.decision in given else
-                torch.zeros(shape, dtype=dtype, device=self.rt.device)
-                for f, dtype, shape in zip(self.b.fields, lane.dtypes, lane.shapes)]
-
-
-def _runtime_width(rt: Runtime, b: Boundary, stage: int) -> bool:
-    """Whether the program of pipeline `stage` sends `b` at a width known only at run time."""
-    cls = next((c for c in rt.plan.raw["rank_classes"] if c["rule"].get("pp", 0) == stage), None)
-    ops = [op for ops in (cls or {}).get("program", {}).values() for op in ops]
-    return any(op.get("bytes", 0) is None and (op.get("boundary") == b.id or
-                                               (op.get("boundary") is None and (op.get("site"),) == b.sites))
-               for op in ops)
-
-
-def _numel(shape) -> int:
-    n = 1
-    for x in shape:
-        n *= x
-    return n
-
-
-def _live(t: torch.Tensor, f, shape: tuple[int, ...]) -> torch.Tensor:
-    if t.dtype != DTYPES[f.dtype]:
-        raise TypeError(f"{f.site}.{f.decision}: expected dtype {f.dtype}, found {t.dtype}")
-    if tuple(t.shape) == shape:
-        return t
-    if shape and t.dim() == len(shape) and tuple(t.shape[1:]) == shape[1:] and t.shape[0] >= shape[0]:
-        return t[: shape[0]]  # capacity rows: the live prefix is the payload
-    raise ValueError(f"{f.site}.{f.decision}: expected shape {list(shape)} for these live rows, "
-                     f"found {list(t.shape)}")
-
-
-def accept_sites(sites: dict[str, dict], round_: str) -> tuple[str, ...]:
-    """The accept sites of a round kind, in plan order. Two or more are alternatives (DSpark
-    and DFlash under `sampling: mixed`): each round fires exactly one of them."""
-    return tuple(n for n, s in sites.items() if s["phase"] == "accept" and s["round"] == round_)
 
 
 def wait_for(work, *, what: str, timeout_s: float, rank: int) -> None:
@@ -339,75 +285,24 @@ def wait_for(work, *, what: str, timeout_s: float, rank: int) -> None:
         raise CollectiveTimeout(f"{what} timed out after {timeout_s:g}s (this is rank {rank})")
 
 
-def fired(sites: dict[str, dict], target, dec: dict) -> dict:
-    """The decisions of the accept site that fired: all of `dec` for a boundary of one accept
-    site; for alternatives (a mixed batch) the named site's, which the caller must name."""
-    site = sites.get(target) if isinstance(target, str) else None
-    if site is None:
-        names = {f for s in sites.values() if s["phase"] == "accept" for f in
-                 (d["name"] for d in s["decisions"]) if f in dec}
-        alternatives = {s["name"] for s in sites.values() if s["phase"] == "accept"
-                        and any(d["name"] in names for d in s["decisions"])}
-        if len(alternatives) > 1:
-            raise ValueError(f"boundary {target} carries the alternative accept sites "
-                             f"{sorted(alternatives)}: name the site that fired this round")
-        return dec
-    mine = {d["name"] for d in site["decisions"]}
-    return {k: v for k, v in dec.items() if k in mine}
-
-
-def derive_commit(site: str, dec: dict, prefix: torch.Tensor, draft_tokens: torch.Tensor | None = None,
-                  verify_lens: torch.Tensor | None = None) -> Accepted:
-    """What an accept site commits, from converged decisions only, so every rank commits the same.
-
-    DSpark / DFlash style (correct_len, bonus): `finalize_accept` with the round's drafts.
-    DFlash greedy (target_predict): `greedy_accept` of the drafts first.
-    EAGLE style (predict, accept_index, num_correct_drafts): tokens gathered along the path.
-    `Accepted.out_tokens` holds -1 past each row's commit_lens (never a valid token id).
-    """
-    by_prefix = {k.rsplit("_", 1)[0] if k.endswith(("_greedy", "_sample")) else k: v
-                 for k, v in dec.items()}
-    if "num_correct_drafts" in by_prefix:
-        return _eagle_commit(dec, by_prefix, prefix)
-    if draft_tokens is None:
-        raise ValueError(f"{site}: finalizing a chain accept needs this round's draft_tokens")
-    if "target_predict" in by_prefix:
-        by_prefix = _greedy_from_predict(by_prefix, draft_tokens)
-        draft_tokens = draft_tokens[:, 1:]  # DFlash: column 0 is the root, not a draft
-    correct = by_prefix.get("correct_len", by_prefix.get("accept_len"))
-    commit, seq, trim, out = finalize_accept(correct, by_prefix["bonus"], prefix, draft_tokens,
-                                             verify_lens)
-    out = out.masked_fill(_past(commit, out.shape[1]), -1)
-    return Accepted(dec, commit, seq, out, by_prefix.get("cap_trim_lens", trim))
-
-
-def _greedy_from_predict(by_prefix: dict, draft_tokens: torch.Tensor) -> dict:
-    from specplan.runtime.kernels import greedy_accept
-
-    _, correct, bonus = greedy_accept(draft_tokens[:, 1:], by_prefix["target_predict"])
-    return dict(by_prefix, correct_len=correct.to(torch.int32), bonus=bonus.to(torch.int64))
-
-
-def _past(commit: torch.Tensor, width: int) -> torch.Tensor:
-    """[bs, width] True at the columns past each row's commit length."""
-    return torch.arange(width, device=commit.device)[None, :] >= commit.to(torch.int64)[:, None]
-
-
-def _eagle_commit(dec: dict, by_prefix: dict, prefix: torch.Tensor) -> Accepted:
-    correct = by_prefix["num_correct_drafts"].to(torch.int32)
-    index = by_prefix["accept_index"].to(torch.int64)  # [bs, num_steps + 1], -1 past the path
-    predict = by_prefix["predict"].to(torch.int64)
-    out = torch.where(index >= 0, predict[index.clamp(min=0)], torch.full_like(index, -1))
-    commit = correct + 1
-    return Accepted(dec, commit, (prefix + commit).to(torch.int32), out)
-
-
 def bind(plan, *, rank: int | None = None, world_size: int | None = None,
-         device: str | torch.device | None = None) -> Runtime:
-    """Bind a plan (path to plan.json, or its content) on this rank; see specplan.runtime.bind."""
+         device: str | torch.device | None = None, groups: dict | None = None,
+         hot_path: str = "auto") -> Runtime:
+    """Bind a plan (path to plan.json, or its content) on this rank.
+
+    `groups` maps family name -> the process group this rank already belongs to (an engine's
+    device group per coordinator): bind adopts it instead of creating that family's groups,
+    after every rank has checked that its ranks are the plan's group for it (else
+    `GroupMismatch` on every rank, naming family, rank and both rank lists). Every rank must
+    hand over the same families; the rest are created in plan order on every rank.
+
+    `hot_path`: "auto" (device on CUDA / NPU, host on a CPU), "host" or "device" (forced, e.g.
+    on a CPU to test the device path); see `Runtime.check_round`.
+    """
     view = PlanView(plan)
     backend = _bind.backend_for(view)
     dev = torch.device(device) if device is not None else _bind.default_device(view)
     _bind.start_process_group(view, rank, world_size, backend)
-    _bind.agree_on_plan(view, dev)
-    return Runtime(view, dev, backend)
+    adopted, problems = _bind.check_adopted(view, groups)
+    _bind.agree_on_plan(view, dev, adopted, problems)
+    return Runtime(view, dev, backend, adopted, _bind.hot_path_for(hot_path, dev))

@@ -1,13 +1,13 @@
 """The steps a generated runtime module calls: one plain function per node of a round program.
 
 `specplan compile` lowers each rank class's round program to a torch.fx graph whose
-call_function nodes are these functions, with the plan's constants (boundary ids, families,
-source members, packed layouts) baked in as arguments; the emitted `runtime_<name>.py` calls
-them by name. Each takes the bound `Runtime` first and the engine's local decisions as keyword
+call_function nodes are these functions, with the boundary id or relayed site baked in as an
+argument; the emitted `runtime_<name>.py` calls them by name. Each takes the bound `Runtime` first and the engine's local decisions as keyword
 arguments (None where this rank holds none: a converge's non-source members, a relay's earlier
 stages), and returns a fresh dict of decision -> tensor, so a graph's edges show which
-decision feeds which collective. The layout arguments describe what the plan fixed; the
-fingerprint check at the head of every program guarantees the bound plan is that plan.
+decision feeds which collective. Families, sources and layouts are read from the bound plan,
+never passed: the fingerprint check at the head of every program guarantees the bound plan is
+the one the module was generated from.
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ import torch.distributed as dist
 
 from specplan.runtime.errors import FingerprintMismatch
 from specplan.runtime.runtime import accept_sites, derive_commit, fired, wait_for
-
-Fields = tuple[tuple[str, str, str, int, int], ...]  # (site, decision, dtype, offset, bytes)
-
 
 def check_plan(rt, fingerprint: str) -> None:
     """Refuse a Runtime bound to another plan than the one a module was generated from."""
@@ -31,27 +28,26 @@ def check_plan(rt, fingerprint: str) -> None:
         f"and import the runtime module written beside that plan.json")
 
 
-def converge_boundary(rt, boundary: int, *, round: int, live_rows: int, op: str, family: str,
-                      source_member: int, fields: Fields, **values) -> dict:
-    """One fused converge: every member of this rank's `family` group gets the source's values."""
-    del op, family, source_member, fields  # fixed by the plan; shown in the graph
+def converge_boundary(rt, boundary: int, *, round: int, live_rows: int, **values) -> dict:
+    """One fused converge: every member of this rank's group gets the source's values."""
     return rt.converge(boundary, _held(values), round=round, live_rows=live_rows)
 
 
-def relay_site(rt, site: str, *, round: int, live_rows: int, mode: str, family: str,
-               source_member: int, fields: Fields, **values) -> dict:
-    """Carry a last-stage site's decisions to the earlier stages (only the last stage sends)."""
-    del mode, source_member, fields
-    last = rt.ranks[family][-1]
-    return rt.relay(site, _held(values) if rt.rank == last else None, round=round, live_rows=live_rows)
+def relay_site(rt, site: str, *, round: int, live_rows: int, **values) -> dict:
+    """Carry a last-stage site's decisions to the earlier stages (only the source sends)."""
+    relay = rt.plan.relay_of(site)
+    source = rt.ranks[relay.family][relay.source_member]
+    return rt.relay(site, _held(values) if rt.rank == source else None, round=round, live_rows=live_rows)
 
 
-def exchange_token_counts(rt, counts: torch.Tensor | None, *, round: int, op: str, family: str,
-                          ints_per_rank: int) -> torch.Tensor:
-    """DP-attention's token-count exchange: [group size, ints_per_rank] int32 on every member.
+def exchange_token_counts(rt, counts: torch.Tensor | None, *, round: int) -> torch.Tensor:
+    """DP-attention's token-count exchange: [group size, ints_per_rank] int32 on every member,
+    as plan.json's `dp_agreement` states it (family, op, ints per rank).
 
     An idle DP rank passes None and sends zeros (the dummy pass every member must still run).
     """
+    dp = rt.plan.plan.dp_agreement
+    op, family, ints_per_rank = dp.op, dp.family, dp.ints_per_rank
     group, ranks = rt.groups[family], rt.ranks[family]
     mine = torch.zeros(ints_per_rank, dtype=torch.int32, device=rt.device)
     if counts is not None:

@@ -1,9 +1,15 @@
 """Per-rank trace of converged logical state: one JSON line per request and decision.
 
-A line holds round, request, site, decision, a 64-bit hash of the row, its first values, and
-the request's logical seq_len and positions. Never physical KV slots: those may rightly differ
-between ranks (logical layout must agree, physical addresses need not). `specplan diff`
-(specplan/trace.py) reads these files without torch.
+A line holds round, request (the engine's own request id when it passes one), site, decision,
+a 64-bit hash of the row, its first values, the request's logical seq_len and positions, and
+the plan fingerprint (every line, so a file read alone still says which plan wrote it). Never
+physical KV slots: those may rightly differ between ranks (logical layout must agree, physical
+addresses need not). Acceptance lines (site `acceptance`, decision `accepted_len`) carry the
+tokens a request committed in a round (accepted drafts + the bonus) as `accepted`.
+`specplan diff` (specplan/trace.py) reads these files without torch.
+
+Writing a trace reads every traced value back to the host: it is a debugging mode, outside
+the device path's no-synchronisation guarantee.
 """
 
 from __future__ import annotations
@@ -17,14 +23,13 @@ from specplan.runtime.hashing import hash64, preview
 
 
 class TraceWriter:
-    def __init__(self, trace_dir: str, rank: int, replica: int, fingerprint: str = ""):
+    def __init__(self, trace_dir: str, rank: int, replica: int, fingerprint: str):
         path = Path(trace_dir)
         path.mkdir(parents=True, exist_ok=True)
         self.rank, self.replica, self.fingerprint = rank, replica, fingerprint
         self.file = open(path / f"rank{rank}.jsonl", "w", buffering=1)  # one run per file
 
     def _write(self, record: dict) -> None:
-        # every line names its plan, so `specplan diff` refuses traces of two plans
         record.update(rank=self.rank, replica=self.replica, fingerprint=self.fingerprint)
         self.file.write(json.dumps(record, separators=(",", ":")) + "\n")
 
@@ -49,6 +54,15 @@ class TraceWriter:
             self._write({"round": round_, "request": _request(requests, i), "site": "commit",
                          "decision": "out_tokens", "hash": hash64(tokens), "value": preview(tokens),
                          "seq_len": int(new_seq[i]), "positions": list(range(int(prefix[i]), int(new_seq[i])))})
+
+    def acceptance(self, round_: int, requests, accepted_lens) -> None:
+        """Per request, the tokens it committed this round (accepted drafts + the bonus)."""
+        lens = accepted_lens.tolist() if isinstance(accepted_lens, torch.Tensor) else list(accepted_lens)
+        for i, n in enumerate(lens):
+            n = int(n)
+            self._write({"round": round_, "request": _request(requests, i), "site": "acceptance",
+                         "decision": "accepted_len", "hash": n, "value": [n], "seq_len": None,
+                         "positions": None, "accepted": n})
 
     def close(self) -> None:
         self.file.close()

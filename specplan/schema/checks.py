@@ -1,7 +1,8 @@
-"""Cross-field checks: sizes that must divide, widths that must fit, taps inside the model.
+"""Cross-field checks: the engine's topology rules, stages, speculative widths, taps.
 
 Each message names every field involved and its value, e.g.
-`tp=8 is not divisible by dp=3 with dp_attention`.
+`tp=8 is not divisible by dp=3 with dp_attention`; the engine's rules also cite the engine
+function that refuses the topology.
 """
 
 from __future__ import annotations
@@ -13,73 +14,16 @@ from specplan.schema.yaml_source import Source
 
 def cross_checks(spec: Spec, src: Source) -> list[Diagnostic]:
     out: list[Diagnostic] = []
-    for check in (_sglang_layout, _vllm_layout, _nodes, _partition, _speculative, _taps):
+    for check in (_engine, _partition, _speculative, _taps):
         out.extend(check(spec, src))
     return out
 
 
-def _sglang_layout(spec: Spec, src: Source) -> list[Diagnostic]:
-    if spec.engine != "sglang":
-        return []
-    t = spec.topology
-    at = ("topology",)
-    out = []
-    attn_dp = t.dp if t.dp_attention else 1
-    if t.dp_attention and t.tp % t.dp:
-        out.append(src.diag(at + ("dp",), f"tp={t.tp} is not divisible by dp={t.dp} with dp_attention"))
-    elif t.tp % (attn_dp * t.cp):
-        how = f"dp={t.dp} * cp={t.cp}" if t.dp_attention else f"cp={t.cp}"
-        out.append(src.diag(at + ("cp",), f"tp={t.tp} is not divisible by {how}"))
-    elif (t.tp // attn_dp // t.cp) % t.dcp:
-        attn_tp = t.tp // attn_dp // t.cp
-        out.append(src.diag(at + ("dcp",), f"dcp={t.dcp} does not divide the attention TP width "
-                                           f"{attn_tp} (tp={t.tp} / attn_dp={attn_dp} / cp={t.cp})"))
-    if t.tp % (t.ep * t.moe_dp):
-        out.append(src.diag(at + ("ep",), f"tp={t.tp} is not divisible by ep={t.ep} * moe_dp={t.moe_dp}"))
-    if (t.ep > 1 or t.moe_dp > 1) and spec.model.moe is None:
-        out.append(src.diag(at + ("ep" if t.ep > 1 else "moe_dp",),
-                            f"ep={t.ep}, moe_dp={t.moe_dp} need a mixture-of-experts model (model.moe)"))
-    return out
+def _engine(spec: Spec, src: Source) -> list[Diagnostic]:
+    """The topologies the spec's engine refuses (its convention's rules, specplan/engines/)."""
+    from specplan.engines import convention  # engines build on schema: imported at call time
 
-
-def _vllm_layout(spec: Spec, src: Source) -> list[Diagnostic]:
-    if spec.engine != "vllm":
-        return []
-    t = spec.topology
-    at = ("topology",)
-    out = []
-    if t.dp_attention:
-        out.append(src.diag(at + ("dp_attention",), "dp_attention is an sglang option; with engine "
-                            "vllm every dp rank already runs its own attention (set it false)"))
-    if t.moe_dp != 1:
-        out.append(src.diag(at + ("moe_dp",), f"moe_dp={t.moe_dp} is an sglang option; expected 1 with engine vllm"))
-    wide = t.dp * t.cp * t.tp
-    if t.ep not in (1, wide):
-        out.append(src.diag(at + ("ep",), f"ep={t.ep} must be 1 or dp*cp*tp = {t.dp}*{t.cp}*{t.tp} = {wide} "
-                            "with engine vllm (expert parallel spans a whole stage)"))
-    if t.ep > 1 and spec.model.moe is None:
-        out.append(src.diag(at + ("ep",), f"ep={t.ep} needs a mixture-of-experts model (model.moe)"))
-    if t.tp % t.dcp:
-        out.append(src.diag(at + ("dcp",), f"dcp={t.dcp} does not divide tp={t.tp}"))
-    elif t.cp > 1 and t.dcp > 1 and t.dcp % t.cp and t.cp % t.dcp:
-        out.append(src.diag(at + ("dcp",), f"dcp={t.dcp} and cp={t.cp}: one must divide the other "
-                            "(vLLM's DCP groups span the PCP ranks)"))
-    return out
-
-
-def _world(spec: Spec) -> int:
-    t = spec.topology
-    if spec.engine == "vllm":
-        return t.dp * t.pp * t.cp * t.tp
-    return t.tp * t.pp * (1 if t.dp_attention else t.dp)
-
-
-def _nodes(spec: Spec, src: Source) -> list[Diagnostic]:
-    total = _world(spec)
-    n = spec.topology.nodes
-    if total % n:
-        return [src.diag(("topology", "nodes"), f"nodes={n} does not divide the {total} ranks")]
-    return []
+    return [src.diag(v.path, v.message) for v in convention(spec.engine).violations(spec)]
 
 
 def _partition(spec: Spec, src: Source) -> list[Diagnostic]:

@@ -8,7 +8,6 @@ ones a single field cannot state.
 from __future__ import annotations
 
 from specplan.errors import Diagnostic
-from specplan.schema.checks import _world as world_size
 from specplan.schema.model import MAX_RANKS, Spec
 from specplan.schema.yaml_source import Source
 
@@ -20,7 +19,10 @@ def limit_checks(spec: Spec, src: Source) -> list[Diagnostic]:
 
 
 def _world(spec: Spec, src: Source) -> list[Diagnostic]:
-    world = world_size(spec)
+    from specplan.engines import convention  # the engines' package reads schema types
+
+    engine = convention(spec.engine)
+    world = engine.world_size(spec.topology) * engine.num_worlds(spec.topology)
     if world <= MAX_RANKS:
         return []
     return [src.diag(("topology",), f"the world holds {world:,} ranks, beyond specplan's limit of "

@@ -33,6 +33,7 @@ Dtype = Literal["bf16", "fp16", "fp8", "fp32"]
 OnOff = Literal["on", "off"]
 Relay = Literal["broadcast", "column", "ring"]
 Backend = Literal["nccl", "hccl", "zbal", "gloo"]
+DEVICE_BACKENDS: dict[str, str] = {"cuda": "nccl", "rocm": "nccl", "npu": "hccl", "cpu": "gloo"}  # the default
 AuxRouting = Literal["chain", "direct"]
 SyncGroup = Literal["replica", "attn_tp", "tp"]
 PayloadWidth = Literal["pinned", "agreed", "dynamic"]

@@ -62,23 +62,23 @@ class LayoutMismatch(RuntimeDivergence):
     """A rank reads another tensor than the plan's names promise (taps, layer ids)."""
 
 
-def produced_taps(plan: dict, stage: int) -> tuple[int, ...]:
+def produced_taps(plan, stage: int) -> tuple[int, ...]:
     """The residuals (global layer ids) a stage hands the drafter, as the plan numbers taps:
     global ids name one owner; stage-local ids are read by every stage from its own first
     layer (tap 0 included), so ids collide and far ids go missing."""
-    pipe = plan["pipeline"]
-    st = pipe["stages"][stage]
-    if pipe.get("tap_ids", "global") == "global":
-        return tuple(st["taps"])
-    return tuple(st["start_layer"] + t["tap"] for t in pipe["taps"] if stage in t["producers"])
+    pipe = plan.pipeline
+    st = pipe.stages[stage]
+    if pipe.tap_ids == "global":
+        return tuple(st.taps)
+    return tuple(st.start_layer + t.tap for t in pipe.taps if stage in t.producers)
 
 
-def shadowed(w: dict, plan: dict, layers: range) -> dict:
+def shadowed(w: dict, plan, layers: range) -> dict:
     """Weights as a checkpoint loader names them: a draft layer whose id is one of this
     stage's target layers lands on that layer's names (pipeline.draft_layer_ids:
     stage_local), so the target layer runs with the drafter's weights."""
-    drafter = plan["pipeline"].get("drafter") or {}
-    clash = [i for i in drafter.get("layer_ids", []) if i in layers]
+    drafter = plan.pipeline.drafter
+    clash = [i for i in (drafter.layer_ids if drafter else ()) if i in layers]
     if not clash:
         return w
     w = dict(w)
@@ -91,22 +91,23 @@ def shadowed(w: dict, plan: dict, layers: range) -> dict:
 
 class Engine:
     def __init__(self, rt, sim: SimConfig):
-        view, p = rt.plan, rt.plan.raw
+        view, p = rt.plan, rt.plan.plan
         self.rt, self.sim, self.view, self.cfg = rt, sim, view, sim.model
-        self.method = p["speculative"]["method"]
-        self.sampling_mode = p["speculative"]["sampling"]
-        self.steps, self.topk = p["speculative"]["num_steps"], p["speculative"]["topk"]
-        self.width = p["speculative"]["num_draft_tokens"]
-        stages = p["pipeline"]["stages"]
+        sp = p.speculative
+        self.method = sp.method
+        self.sampling_mode = sp.sampling
+        self.steps, self.topk = sp.num_steps, sp.topk
+        self.width = sp.num_draft_tokens
+        stages = p.pipeline.stages
         self.stage, self.num_stages = view.stage_of(rt.rank), len(stages)
         me = stages[self.stage]
-        self.layers = range(me["start_layer"], me["end_layer"])
+        self.layers = range(me.start_layer, me.end_layer)
         self.own_taps = produced_taps(p, self.stage)
         self.taps_before = sum(len(produced_taps(p, s)) for s in range(self.stage))
         self.first, self.last = self.stage == 0, self.stage == self.num_stages - 1
         self.pp_ranks = rt.ranks["pp"]
         self.comm = Comm(rt)
-        dp_attn = (p.get("derived") or {}).get("attn_dp", 1) > 1
+        dp_attn = p.derived.get("attn_dp", 1) > 1
         self.shard = make_shard(rt, self.comm, dp_attn)
         self.w = shadowed(init_weights(self.cfg), p, self.layers)
         self.head = Head(self.w, standalone=self.method == "standalone")
@@ -147,12 +148,12 @@ class Engine:
         out, done = {}, set()
         for name in sites:
             site = self.view.sites[name]
-            mine = {d["name"] for d in site["decisions"]}
-            if site["boundary"] is None:
+            mine = {d.name for d in site.decisions}
+            if site.boundary is None:
                 out.update({k: v for k, v in (values or {}).items() if k in mine})
-            elif site["boundary"] not in done:
-                done.add(site["boundary"])
-                out.update(self._converge(site["boundary"], values))
+            elif site.boundary not in done:
+                done.add(site.boundary)
+                out.update(self._converge(site.boundary, values))
         for name in sites:
             relay = self.view.relay_of(name)
             if relay is not None:
@@ -173,10 +174,10 @@ class Engine:
 
         symbols = dict(self.view.symbols, bs=self.bs)
         for name in sites:
-            for d in self.view.sites[name]["decisions"]:
-                if d["name"] not in out:
-                    shape = [eval_dim(x, symbols) for x in d["symbols"]]
-                    out[d["name"]] = torch.zeros(shape, dtype=getattr(torch, d["dtype"]))
+            for d in self.view.sites[name].decisions:
+                if d.name not in out:
+                    shape = [eval_dim(x, symbols) for x in d.symbols]
+                    out[d.name] = torch.zeros(shape, dtype=getattr(torch, d.dtype))
 
     def _converge(self, boundary: int, values):
         b = self.view.boundaries[boundary]
@@ -207,7 +208,7 @@ class Engine:
 
     def _hold(self, sites, out: dict) -> None:
         """Decisions every rank of the replica holds feed the probe."""
-        if self.num_stages > 1 and any(self.view.sites[s]["family"] != "replica" for s in sites):
+        if self.num_stages > 1 and any(self.view.sites[s].family != "replica" for s in sites):
             return
         self.held.update(out)
 
@@ -263,24 +264,24 @@ class Engine:
         """-1 where `site`'s draws are the same on every rank (a replica's source; an engine
         whose rng is seeded alike on every rank, or a lockstep site, as check models it),
         else this rank (see `coins`)."""
-        b = self.view.raw.get("behaviour") or {}
-        if b.get("rng_is_float") or site in b.get("lockstep_sites", ()):
+        b = self.view.plan.behaviour
+        if b.rng_is_float or site in b.lockstep_sites:
             return -1
         return -1 if self.rt.rank in self.sources() else self.rt.rank
 
     def rng_accept_site(self) -> str:
         """The decode accept site whose decisions draw coins."""
-        return next((n for n, s in self.view.sites.items() if s["phase"] == "accept"
-                     and any(d["nature"] == "rng" for d in s["decisions"])), "")
+        return next((n for n, s in self.view.sites.items() if s.phase == "accept"
+                     and any(d.nature == "rng" for d in s.decisions)), "")
 
     def _check_taps(self) -> None:
         """The drafter was trained on the residuals entering `taps`; it refuses others."""
-        got = tuple(t for s in range(self.num_stages) for t in produced_taps(self.view.raw, s))
+        got = tuple(t for s in range(self.num_stages) for t in produced_taps(self.view.plan, s))
         if got != tuple(self.cfg.taps):
             raise LayoutMismatch(f"the drafter on stage {self.stage} (rank {self.rt.rank}) reads "
                                  f"taps {list(self.cfg.taps)} but the stages hand it the residuals "
                                  f"entering layers {list(got)} (pipeline.tap_ids: "
-                                 f"{self.view.raw['pipeline'].get('tap_ids')}) at round {self.round}")
+                                 f"{self.view.plan.pipeline.tap_ids}) at round {self.round}")
 
     def sources(self) -> set[int]:
         """Each replica's source: the first rank of the replica on the last stage."""

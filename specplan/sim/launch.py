@@ -24,7 +24,6 @@ from pathlib import Path
 from specplan.sim.setup import Prepared, foreign, prepare
 
 GRACE_S = 60.0
-INJECT = ("noise", "kill", "foreign-plan")
 
 
 @dataclass
@@ -58,16 +57,16 @@ def free_port() -> int:
 
 
 def write_config(sim_dir: Path, prep: Prepared, opt: Options) -> None:
-    world = prep.plan["world_size"]
+    world = prep.plan.world_size
     sim = {"rounds": opt.rounds, "requests": opt.requests, "seed": opt.seed,
            "inject": opt.inject if opt.inject in ("noise", "kill") else "",
            "kill_rank": world - 1, "kill_round": max(1, opt.rounds // 2),
            "spec": opt.spec, "unfused": opt.unfused, "progress": str(sim_dir / "progress")}
     plans = {}
-    (sim_dir / "plan.json").write_text(json.dumps(prep.plan))
+    (sim_dir / "plan.json").write_text(prep.plan.dumps())
     if opt.inject == "foreign-plan":
         other = foreign(prep.spec, sim_dir)
-        (sim_dir / "foreign.json").write_text(json.dumps(other))
+        (sim_dir / "foreign.json").write_text(other.dumps())
         plans[str(world - 1)] = str(sim_dir / "foreign.json")
     (sim_dir / "sim.json").write_text(json.dumps({"model": prep.model, "sim": sim, "plans": plans}))
 
@@ -131,7 +130,7 @@ def simulate(spec_path: str, opt: Options, on_round=lambda r: None) -> Outcome:
     sim_dir = Path(tempfile.mkdtemp(prefix="specplan-sim-"))
     prep = prepare(spec, sim_dir, requests=opt.requests, max_layers=opt.max_layers, seed=opt.seed)
     write_config(sim_dir, prep, opt)
-    world = prep.plan["world_size"]
+    world = prep.plan.world_size
     t0 = time.monotonic()
     procs = start(sim_dir, world)
     try:

@@ -1,4 +1,4 @@
-"""The correctness matrix of issue 7: topologies x methods, as spec YAML text.
+"""The sim's correctness matrix: topologies x methods, as spec YAML text.
 
 Used by tests/sim and benchmarks/bench_sim.py; `spec_text` writes a small sglang spec whose
 sim must be token-identical to plain greedy decoding.

@@ -43,7 +43,7 @@ def verdict(outcome) -> Verdict:
             v.problems.append(f"request {q}: ranks {sorted(ranks)} emitted different tokens")
         else:
             v.agreed += 1
-    if outcome.prepared.plan["speculative"]["sampling"] == "greedy" and not v.problems:
+    if outcome.prepared.plan.speculative.sampling == "greedy" and not v.problems:
         _against_reference(outcome, by_request, v)
     v.ok = not v.problems
     return v
@@ -94,9 +94,9 @@ def render(outcome, v: Verdict, console) -> None:
     from rich.text import Text
 
     plan, opt = outcome.prepared.plan, outcome.options
-    console.print(Text.assemble((plan["name"], "bold"), f": world {plan['world_size']}, "
-                  f"{outcome.prepared.replicas} replica(s), method {plan['speculative']['method']} "
-                  f"({plan['speculative']['sampling']}), policy {plan['sync']['policy']}, "
+    console.print(Text.assemble((plan.name, "bold"), f": world {plan.world_size}, "
+                  f"{outcome.prepared.replicas} replica(s), method {plan.speculative.method} "
+                  f"({plan.speculative.sampling}), policy {plan.sync.policy}, "
                   f"{opt.rounds} rounds, {opt.requests} requests, seed {opt.seed}"
                   + (f", inject {opt.inject}" if opt.inject else "")))
     if outcome.prepared.shrunk:

@@ -11,6 +11,8 @@ import time
 
 import torch
 
+from specplan.plan import ABSENT
+
 from specplan.runtime.kernels import (build_tree, finalize_accept, greedy_accept,
                                       tree_sample_target_only, verify_tree_greedy)
 from specplan.sim.drafter import chain, chain_tree, eagle_chain, eagle_tree, ngram_lookup, topk_proposal
@@ -21,14 +23,14 @@ from specplan.sim.model import causal
 def startup(e: Engine) -> None:
     """The free-memory MIN sites (DFlash, DSpark) once, before the prefill."""
     for name, site in e.view.sites.items():
-        if site["round"] == "startup":
+        if site.round == "startup":
             e.decide(name, {"free_mem_gb": torch.tensor(40.0 + e.rt.rank, dtype=torch.float32)})
 
 
 def _skips(e: Engine) -> bool:
     """An idle DP rank under `sync.idle_ranks: skip` runs nothing this round (its rank class's
     idle program): no forward, so none of the MoE and MLP collectives its peers wait in."""
-    return not e.requests and any("idle_program" in c for c in e.view.raw["rank_classes"])
+    return not e.requests and any(c.idle_program is not ABSENT for c in e.view.plan.rank_classes)
 
 
 def prefill(e: Engine) -> None:

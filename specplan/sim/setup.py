@@ -14,7 +14,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specplan.mesh.pipeline import split_sglang, split_vllm
+from specplan.engines import convention
+from specplan.plan import Plan
 
 SIM_VOCAB = 512
 HEAD_DIM = 16
@@ -23,7 +24,7 @@ HEAD_DIM = 16
 @dataclass
 class Prepared:
     spec: dict  # the sim's spec, as plain data
-    plan: dict
+    plan: Plan
     model: dict  # ModelConfig fields
     replicas: int
     shrunk: list[str] = field(default_factory=list)
@@ -33,8 +34,7 @@ def _partition(spec) -> list[int]:
     m, pp = spec.model, spec.topology.pp
     if m.pp_partition:
         return list(m.pp_partition)
-    split = split_vllm if spec.engine == "vllm" else split_sglang
-    return split(m.num_layers, pp)
+    return convention(spec.engine).split_layers(m.num_layers, pp)
 
 
 def _shrink_counts(counts: list[int], target: int) -> list[int]:
@@ -77,9 +77,7 @@ def sim_spec(spec, *, requests: int, max_layers: int) -> tuple[dict, list[str], 
     topo, model, sp = data["topology"], data["model"], data.setdefault("speculative", {})
     topo.update(device="cpu", nodes=1)
     topo.pop("backend", None)
-    attn_dp = topo.get("dp", 1) if topo.get("dp_attention") else 1
-    attn_tp = max(1, topo["tp"] // attn_dp // topo.get("cp", 1))
-    heads = max(4, attn_tp, topo["tp"] if spec.engine == "vllm" else 1)
+    heads = max(4, convention(spec.engine).attention_tp(spec.topology))
     hidden = heads * HEAD_DIM
     if model["hidden_size"] != hidden:
         shrunk.append(f"hidden {model['hidden_size']} -> {hidden}")
@@ -100,24 +98,18 @@ def sim_spec(spec, *, requests: int, max_layers: int) -> tuple[dict, list[str], 
                 shrunk.append(f"taps {taps} -> {sp['aux_layers']}")
     if model.get("moe"):
         moe = model["moe"]
-        experts = min(moe["num_experts"], max(8, topo.get("ep", 1)))
+        ep = topo.get("ep", 1)
+        experts = min(moe["num_experts"], -(-8 // ep) * ep)  # a multiple of ep, as SGLang needs
         if experts != moe["num_experts"]:
             shrunk.append(f"experts {moe['num_experts']} -> {experts}")
         moe.update(num_experts=experts, top_k=min(moe["top_k"], experts))
-    replicas = _replicas(spec)
+    replicas = convention(spec.engine).num_replicas(spec.topology)
     per_replica = -(-requests // replicas)
     data["runtime"] = {"max_batch": per_replica, "timeout_s": 20.0, "probe_every": 1}
     return data, shrunk, replicas
 
 
-def _replicas(spec) -> int:
-    t = spec.topology
-    if spec.engine == "sglang":
-        return t.dp if t.dp_attention else 1
-    return t.dp
-
-
-def compile_data(data: dict, where: Path) -> dict:
+def compile_data(data: dict, where: Path) -> Plan:
     """Load the sim spec (written as JSON, which YAML reads) and plan it."""
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
@@ -132,17 +124,16 @@ def compile_data(data: dict, where: Path) -> dict:
 def prepare(spec, where: Path, *, requests: int, max_layers: int, seed: int) -> Prepared:
     data, shrunk, replicas = sim_spec(spec, requests=requests, max_layers=max_layers)
     plan = compile_data(data, where)
-    m, sp = plan["model"], plan["speculative"]
-    heads = m["hidden_size"] // HEAD_DIM
-    moe = m.get("moe") or {}
-    model = {"num_layers": m["num_layers"], "hidden": m["hidden_size"], "vocab": m["vocab_size"],
-             "heads": heads, "head_dim": HEAD_DIM, "ffn": 2 * m["hidden_size"],
-             "num_experts": moe.get("num_experts", 0), "top_k": moe.get("top_k", 0),
-             "taps": list(sp["taps"]), "seed": seed}
+    m, sp = plan.model, plan.speculative
+    heads = m.hidden_size // HEAD_DIM
+    model = {"num_layers": m.num_layers, "hidden": m.hidden_size, "vocab": m.vocab_size,
+             "heads": heads, "head_dim": HEAD_DIM, "ffn": 2 * m.hidden_size,
+             "num_experts": m.moe.num_experts if m.moe else 0, "top_k": m.moe.top_k if m.moe else 0,
+             "taps": list(sp.taps), "seed": seed}
     return Prepared(data, plan, model, replicas, shrunk)
 
 
-def foreign(data: dict, where: Path) -> dict:
+def foreign(data: dict, where: Path) -> Plan:
     """Another spec of the same world size (one more draft step): a foreign plan."""
     other = json.loads(json.dumps(data))
     other["name"] = data["name"] + "-foreign"

@@ -12,34 +12,35 @@ that rests on bit-identical floats or host state (WARN).
 from __future__ import annotations
 
 from specplan.verify.findings import HARDWARE_NOTES, Finding
-from specplan.verify.model import PlanView
+from specplan.plan import PlanView
+from specplan.plan.model import Relay, Site
 
 SHOW = 4  # example ranks per finding
 
 
 def check_agreement(view: PlanView) -> list[Finding]:
-    relays = {r["site"]: r for r in view.plan["pipeline"]["relay"]["sites"]}
+    relays = view.plan.relay
     out: list[Finding] = []
-    for site in view.plan["sites"]:
-        if site["kind"] != "broadcast":
+    for site in view.plan.sites:
+        if site.kind != "broadcast":
             out.extend(_host_min(view, site))
             continue
-        holder = _follow(view, site, relays.get(site["name"]))
-        out.extend(_judge(view, site, holder, relays.get(site["name"])))
+        holder = _follow(view, site, relays.get(site.name))
+        out.extend(_judge(view, site, holder, relays.get(site.name)))
     return out
 
 
-def _follow(view: PlanView, site: dict, relay: dict | None) -> list[int | None]:
-    stage_of, last = view.stage_of, view.last
-    holder: list[int | None] = [r if stage_of[r] == last else None for r in range(view.world)]
-    if site["converge"] and not site["trivial"]:
-        m = site["source_member"]
-        for group in view.groups(site["family"]):
+def _follow(view: PlanView, site: Site, relay: Relay | None) -> list[int | None]:
+    stage_of, last = view.stages, view.last
+    holder: list[int | None] = [r if stage_of[r] == last else None for r in range(view.world_size)]
+    if site.converge and not site.trivial:
+        m = site.source_member
+        for group in view.groups(site.family):
             value = holder[group[m]]
             for rank in group:
                 holder[rank] = value
     if relay is not None:
-        m = relay["source_member"]
+        m = relay.source_member
         for column in view.groups("pp"):
             value = holder[column[m]]
             for rank in column:
@@ -47,15 +48,15 @@ def _follow(view: PlanView, site: dict, relay: dict | None) -> list[int | None]:
     return holder
 
 
-def _readers(view: PlanView, site: dict, ranks: list[int]) -> list[int]:
-    if site["readers"] == "last_stage" or view.pp == 1:
-        return [r for r in ranks if view.stage_of[r] == view.last]
+def _readers(view: PlanView, site: Site, ranks: list[int]) -> list[int]:
+    if site.readers == "last_stage" or view.pp == 1:
+        return [r for r in ranks if view.stages[r] == view.last]
     return ranks
 
 
-def _judge(view: PlanView, site: dict, holder: list, relay: dict | None) -> list[Finding]:
+def _judge(view: PlanView, site: Site, holder: list, relay: Relay | None) -> list[Finding]:
     missing, foreign, split = [], [], []
-    replica_of = view.replica_of
+    replica_of = view.replicas
     for rep, ranks in enumerate(view.groups("replica")):
         readers = _readers(view, site, ranks)
         origins = {holder[r] for r in readers}
@@ -73,70 +74,70 @@ def _judge(view: PlanView, site: dict, holder: list, relay: dict | None) -> list
     return out
 
 
-def _f(view: PlanView, severity: str, site: dict, ranks, message: str, fix: str,
+def _f(view: PlanView, severity: str, site: Site, ranks, message: str, fix: str,
        line_keys: tuple[str, ...], decision: str | None = None) -> Finding:
-    names = [d["name"] for d in site["decisions"]]
-    return Finding(severity, site["name"], decision or ",".join(names), site["family"],
-                   tuple(sorted(ranks)[:SHOW]), site["round"], view.line(*line_keys), message, fix)
+    names = [d.name for d in site.decisions]
+    return Finding(severity, site.name, decision or ",".join(names), site.family,
+                   tuple(sorted(ranks)[:SHOW]), site.round, view.line(*line_keys), message, fix)
 
 
-def _missing(view: PlanView, site: dict, ranks: list[int]) -> Finding:
-    stages = sorted({view.stage_of[r] for r in ranks})
-    draft = site["phase"] == "draft"
+def _missing(view: PlanView, site: Site, ranks: list[int]) -> Finding:
+    stages = sorted({view.stages[r] for r in ranks})
+    draft = site.phase == "draft"
     what = ("the first stage embeds placeholder tokens (-1) in the next round" if 0 in stages
             else "those stages commit a layout they never received")
     return _f(view, "ERROR", site, ranks,
-              f"{site['name']} is decided on stage {view.last} but never reaches stage(s) "
+              f"{site.name} is decided on stage {view.last} but never reaches stage(s) "
               f"{', '.join(map(str, stages))}: {what}",
               "relay drafts to every stage (pipeline.relay_drafts: true)" if draft else
               "relay the decision to every stage (pipeline.relay: broadcast | column | ring)",
               ("pipeline.relay_drafts",) if draft else ("pipeline.relay", "sync.policy"))
 
 
-def _foreign(view: PlanView, site: dict, ranks: list[int], holder: list) -> Finding:
+def _foreign(view: PlanView, site: Site, ranks: list[int], holder: list) -> Finding:
     r = ranks[0]
     src = holder[r]
     return _f(view, "ERROR", site, [r, src],
-              f"{site['name']} converges over {site['family']}, whose groups span several replicas: "
-              f"rank {r} (replica {view.replica_of[r]}) takes the value of rank {src} (replica "
-              f"{view.replica_of[src]}), which serves other requests",
+              f"{site.name} converges over {site.family}, whose groups span several replicas: "
+              f"rank {r} (replica {view.replicas[r]}) takes the value of rank {src} (replica "
+              f"{view.replicas[src]}), which serves other requests",
               "converge over the replica (sync.group: replica; under DP-attention attn_tp)",
               ("sync.group", "sync.policy"))
 
 
-def _split(view: PlanView, site: dict, split: list) -> list[Finding]:
+def _split(view: PlanView, site: Site, split: list) -> list[Finding]:
     rep, ranks = split[0]  # the ranks whose values a reader of this replica may hold
-    if site["converge"] and not site["trivial"]:
+    if site.converge and not site.trivial:
         return [_f(view, "ERROR", site, ranks,
-                   f"{site['name']} converges over {site['family']}, which leaves ranks of replica "
+                   f"{site.name} converges over {site.family}, which leaves ranks of replica "
                    f"{rep} outside the group: they keep their own values ({len(split)} replicas "
                    f"affected; attention-CP peers serve the same requests)",
                    "converge over every rank of the replica (sync.group: replica)",
                    ("sync.group", "topology.cp"))]
     out = []
-    for d in site["decisions"]:
-        nature = _effective(view, site["name"], d["nature"])
+    for d in site.decisions:
+        nature = _effective(view, site.name, d.nature)
         if nature == "deterministic":
             continue
-        out.append(_unconverged(view, site, d["name"], nature, ranks, rep))
+        out.append(_unconverged(view, site, d.name, nature, ranks, rep))
     return out
 
 
 def _effective(view: PlanView, site: str, nature: str) -> str:
     """rng draws are rank-deterministic when greedy, counter-based or lockstep-seeded."""
-    b = view.plan["behaviour"]
-    if nature == "rng" and (b.get("rng_is_float") or site in b.get("lockstep_sites", ())):
+    b = view.plan.behaviour
+    if nature == "rng" and (b.rng_is_float or site in b.lockstep_sites):
         return "float"
     return nature
 
 
-def _unconverged(view: PlanView, site: dict, decision: str, nature: str, ranks, rep: int) -> Finding:
-    keys = (f"sync.sites.{site['name']}", "sync.policy")
+def _unconverged(view: PlanView, site: Site, decision: str, nature: str, ranks, rep: int) -> Finding:
+    keys = (f"sync.sites.{site.name}", "sync.policy")
     if nature == "rng":
         return _f(view, "ERROR", site, ranks,
                   f"{decision} draws random numbers on every rank of replica {rep} and nothing "
                   f"converges it: ranks accept different drafts, sequence lengths split and the next "
-                  f"collective hangs", f"converge {site['name']} (sync.sites: {{{site['name']}: on}})",
+                  f"collective hangs", f"converge {site.name} (sync.sites: {{{site.name}: on}})",
                   keys, decision)
     why = "host state each rank keeps alone (per-rank corpora, free memory)" if nature == "host" else \
         "floating-point results each rank computes alone (argmax / top-k over logits)"
@@ -144,24 +145,24 @@ def _unconverged(view: PlanView, site: dict, decision: str, nature: str, ranks, 
     return _f(view, "WARN", site, ranks,
               f"{decision} is not converged: ranks of replica {rep} agree only if {why} are "
               f"identical{'; ' + notes if notes else ''}",
-              f"converge {site['name']} (sync.sites: {{{site['name']}: on}})"
+              f"converge {site.name} (sync.sites: {{{site.name}: on}})"
               + (" or keep logits bit-identical" if nature == "float" else ""),
               keys, decision)
 
 
 def _hardware(view: PlanView) -> str:
     notes = []
-    device = view.plan["device"]
+    device = view.plan.device
     if device in HARDWARE_NOTES:
         notes.append(HARDWARE_NOTES[device])
-    if view.plan["model"]["dtype"] == "fp8":
+    if view.plan.model.dtype == "fp8":
         notes.append(HARDWARE_NOTES["fp8"])
     return "; ".join(notes)  # only what applies to this device and dtype
 
 
-def _host_min(view: PlanView, site: dict) -> list[Finding]:
-    if site["converge"] or site["trivial"]:
+def _host_min(view: PlanView, site: Site) -> list[Finding]:
+    if site.converge or site.trivial:
         return []
-    return [_f(view, "WARN", site, [], f"{site['name']} takes each rank's own free-memory reading: "
-               "ranks may capture different draft graphs", f"converge {site['name']} (MIN over the group)",
-               (f"sync.sites.{site['name']}", "sync.policy"))]
+    return [_f(view, "WARN", site, [], f"{site.name} takes each rank's own free-memory reading: "
+               "ranks may capture different draft graphs", f"converge {site.name} (MIN over the group)",
+               (f"sync.sites.{site.name}", "sync.policy"))]

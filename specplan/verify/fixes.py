@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from specplan.ecosystem.flags import SITE_SLUGS
 from specplan.ecosystem.spec_tp_sync import slugs_of, value_for
+from specplan.plan import Plan
 from specplan.verify.findings import Finding
 
 _ENGINE = {"sglang": "SGLang 0.5.23", "vllm": "vLLM 0.33.0"}
@@ -25,13 +26,13 @@ _CONVERGE = re.compile(r"^converge (\w+) \(sync\.sites: \{\w+: on\}\)(?P<rest>.*
 _PLUGIN = "load the specplan plugin (SPECPLAN_PLAN=plan.json; docs/engines.md)"
 
 
-def engine_fixes(plan: dict, findings: list[Finding]) -> list[Finding]:
+def engine_fixes(plan: Plan, findings: list[Finding]) -> list[Finding]:
     """`findings` with ERROR and WARN fixes of an engine-behaviour plan in the engine's terms."""
-    if plan["behaviour"]["mode"] != "engine":
+    if plan.behaviour.mode != "engine":
         return findings
-    engine = plan["engine"]
-    converged = {s["name"]: bool(s["converge"]) for s in plan["sites"]}
-    tp_is_replica = plan["derived"].get("attn_dp", 1) == 1  # else the TP group spans replicas
+    engine = plan.engine
+    converged = {s.name: s.converge for s in plan.sites}
+    tp_is_replica = plan.derived.get("attn_dp", 1) == 1  # else the TP group spans replicas
     return [f if f.severity == "INFO" or not f.fix else
             replace(f, fix=_fix(engine, converged, tp_is_replica, f)) for f in findings]
 

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from specplan.errors import Diagnostic, SpecError
+from specplan.plan import Plan, load_plan
 from specplan.verify.findings import Finding
 
-SCHEMA_VERSION = 1
 
-
-def plan_for(path: str) -> dict:
-    """A plan from plan.json, or planned from a spec YAML."""
+def plan_for(path: str) -> Plan:
+    """A plan from plan.json (checked key by key, its fingerprint recomputed), or planned
+    from a spec YAML."""
     if path.endswith(".json"):
-        return _read_plan(path)
+        return load_plan(path)
     from specplan.lower import build_plan
     from specplan.passes import plan
     from specplan.schema import load_spec
@@ -26,38 +22,20 @@ def plan_for(path: str) -> dict:
     return build_plan(plan(load_spec(path)))
 
 
-def _read_plan(path: str) -> dict:
-    def fail(message: str) -> SpecError:
-        return SpecError([Diagnostic(path, None, None, "", message)])
-
-    try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise fail("no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise fail(f"cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise SpecError([Diagnostic(path, exc.lineno, exc.colno, "", f"malformed JSON: {exc.msg}")]) from None
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
-        raise fail(f"not a specplan plan: expected schema_version {SCHEMA_VERSION}, found {found!r}")
-    return data
-
-
-def subject_of(plan: dict):
+def subject_of(plan: Plan):
     """What `check` names in its report: plan name, spec file and fingerprint."""
     from specplan.verify.formats import Subject
 
-    return Subject(plan["name"], plan.get("source", {}).get("spec_file", ""), plan["fingerprint"])
+    return Subject(plan.name, plan.source.spec_file, plan.fingerprint)
 
 
-def render_findings(plan: dict, findings: list[Finding], console: Console) -> None:
-    spec_file = plan.get("source", {}).get("spec_file", "")
+def render_findings(plan: Plan, findings: list[Finding], console: Console) -> None:
+    spec_file = plan.source.spec_file
     if not findings:
-        console.print(f"{plan['name']}: no findings; the plan is free of desyncs and deadlocks "
-                      f"(fingerprint {plan['fingerprint'][:16]})")
+        console.print(Text(f"{plan.name}: no findings; the plan is free of desyncs and deadlocks "
+                           f"(fingerprint {plan.fingerprint[:16]})"))
         return
-    table = Table(title=f"{plan['name']}: findings", title_justify="left", show_lines=True)
+    table = Table(title=Text(f"{plan.name}: findings"), title_justify="left", show_lines=True)
     for col in ("severity", "where", "site / decision", "group, ranks", "round", "finding", "fix"):
         table.add_column(col, overflow="fold")
     for f in findings:
@@ -72,5 +50,5 @@ def render_findings(plan: dict, findings: list[Finding], console: Console) -> No
     console.print(", ".join(f"{n} {s}" for s, n in counts.items()))
 
 
-def _badge(severity: str) -> str:
+def _badge(severity: str) -> Text:
     return Text(severity, style={"ERROR": "bold red", "WARN": "yellow", "INFO": "dim"}[severity])

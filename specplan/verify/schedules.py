@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from collections import deque
 
+from dataclasses import replace
+
+from specplan.plan import PlanView, opt
+from specplan.plan.model import Op, Relay
 from specplan.verify.findings import Finding
-from specplan.verify.model import PlanView
 
 P2P = ("send", "recv")
 
@@ -27,14 +30,14 @@ def check_schedules(view: PlanView) -> list[Finding]:
 
 def _unfixed_bytes(view: PlanView) -> list[Finding]:
     out = []
-    for cls in view.plan["rank_classes"]:
-        for rnd, ops in cls["program"].items():
+    for cls in view.plan.rank_classes:
+        for rnd, ops in cls.program.items():
             for op in ops:
-                if "bytes" in op and op["bytes"] is None:
+                if op.bytes is None:  # null, not absent: a width known only at run time
                     out.append(Finding(
-                        "ERROR", op_site(op), None, op["family"], (), rnd,
+                        "ERROR", op_site(op), None, op.family, (), rnd,
                         view.line("pipeline.payload_width"),
-                        f"stage {cls['rule']['pp']} sends {op_site(op) or op['op']} at its actual width "
+                        f"stage {cls.stage} sends {op_site(op) or op.op} at its actual width "
                         f"while the receivers post a fixed width: the counts differ, the sender completes "
                         f"and the receivers wait until the watchdog fires",
                         "pin the payload width (pipeline.payload_width: pinned)"))
@@ -42,25 +45,33 @@ def _unfixed_bytes(view: PlanView) -> list[Finding]:
 
 
 def _buffers(view: PlanView) -> list[Finding]:
-    """Every broadcast of one family uses one buffer size, and each op sends its boundary's."""
-    bounds = {b["id"]: b for b in view.plan["boundaries"]}
-    sizes = view.plan.get("buffer_bytes", {})
+    """Every guarded collective of one family uses one buffer size, and each op sends it."""
+    bounds = {b.id: b for b in view.plan.boundaries}
+    relays = view.plan.relay
+    sizes = view.plan.buffer_bytes
     out = []
-    for b in bounds.values():
-        if b["op"] == "broadcast" and b["buffer_bytes"] != sizes.get(b["family"], b["buffer_bytes"]):
-            out.append(_buffer(view, b["round"], b["family"],
-                               f"boundary {b['id']} ({', '.join(b['sites'])}) uses a {b['buffer_bytes']}-byte "
-                               f"buffer while {b['family']}'s other broadcasts use {sizes[b['family']]}: ranks "
+    guarded = [b for b in bounds.values() if b.op == "broadcast"] + list(relays.values())
+    for b in guarded:
+        if b.buffer_bytes != sizes.get(b.family, b.buffer_bytes):
+            out.append(_buffer(view, b.round, b.family,
+                               f"{_what(b)} uses a {b.buffer_bytes}-byte "
+                               f"buffer while {b.family}'s other broadcasts use {sizes[b.family]}: ranks "
                                f"that fall out of order meet a size mismatch (a hang) instead of a header mismatch"))
-    for cls in view.plan["rank_classes"]:
-        for rnd, ops in cls["program"].items():
+    for cls in view.plan.rank_classes:
+        for rnd, ops in cls.program.items():
             for op in ops:
-                b = bounds.get(op.get("boundary"))
-                if b is not None and op.get("bytes") is not None and op["bytes"] != b["buffer_bytes"]:
-                    out.append(_buffer(view, rnd, op["family"],
-                                       f"stage {cls['rule']['pp']} sends boundary {b['id']} with {op['bytes']} "
-                                       f"bytes, but its packed buffer is {b['buffer_bytes']} bytes"))
+                b = bounds.get(op.boundary) if op.kind == "boundary" else relays.get(op.site)
+                if b is not None and op.bytes is not None and op.bytes != b.buffer_bytes:
+                    out.append(_buffer(view, rnd, op.family,
+                                       f"stage {cls.stage} sends {_what(b)} with {op.bytes} "
+                                       f"bytes, but its packed buffer is {b.buffer_bytes} bytes"))
     return out
+
+
+def _what(collective) -> str:
+    if isinstance(collective, Relay):
+        return f"relay {collective.site}"
+    return f"boundary {collective.id} ({', '.join(collective.sites)})"
 
 
 def _buffer(view: PlanView, rnd: str, family: str, message: str) -> Finding:
@@ -71,78 +82,78 @@ def _buffer(view: PlanView, rnd: str, family: str, message: str) -> Finding:
 def _dataflow(view: PlanView) -> list[Finding]:
     """A stage forwards a handoff only after receiving it and running its own layers on it."""
     out = []
-    for cls in view.plan["rank_classes"]:
-        for rnd, ops in cls["program"].items():
+    for cls in view.plan.rank_classes:
+        for rnd, ops in cls.program.items():
             for i, op in enumerate(ops):
-                if op["op"] != "send" or not str(op.get("what", "")).endswith("_handoff"):
+                if op.op != "send" or not (op.what or "").endswith("_handoff"):
                     continue
-                what, compute = op["what"], op["what"][: -len("_handoff")]
-                later = [o for o in ops[i + 1:] if o["op"] == "recv" and o.get("what") == what
-                         or o["op"] == "forward" and o.get("compute") == compute]
+                what, compute = op.what, op.what[: -len("_handoff")]
+                later = [o for o in ops[i + 1:] if o.op == "recv" and o.what == what
+                         or o.op == "forward" and o.compute == compute]
                 if later:
                     out.append(Finding(
-                        "ERROR", None, None, op["family"], (), rnd, view.line("pipeline.relay"),
-                        f"stage {cls['rule']['pp']} sends {what} before its {later[0]['op']} of "
-                        f"{later[0].get('what') or later[0].get('compute')}: the next stage computes on "
+                        "ERROR", None, None, op.family, (), rnd, view.line("pipeline.relay"),
+                        f"stage {cls.stage} sends {what} before its {later[0].op} of "
+                        f"{later[0].what or later[0].compute}: the next stage computes on "
                         f"a buffer that was never filled", "receive, compute, then send"))
     return out
 
 
 def _programs(view: PlanView) -> dict[tuple, list[tuple[str, dict]]]:
     """(stage, busy) -> the op sequence over the simulated rounds."""
-    rounds = ["startup", "prefill"] + ["decode"] * max(1, view.plan.get("in_flight", 1))
+    rounds = ["startup", "prefill"] + ["decode"] * max(1, view.plan.in_flight)
     out = {}
-    for cls in view.plan["rank_classes"]:
-        stage = cls["rule"]["pp"]
-        for busy, key in ((True, "program"), (False, "idle_program")):
-            program = cls.get(key) or (cls["program"] if not busy and _has_dp(view) else None)
+    for cls in view.plan.rank_classes:
+        stage = cls.stage
+        for busy, program in ((True, cls.program), (False, cls.idle_program)):
+            program = program or (cls.program if not busy and _has_dp(view) else None)
             if program is None:
                 continue
-            out[(stage, busy)] = [(rnd, op) for rnd in rounds for op in _expand(program.get(rnd, []))]
+            out[(stage, busy)] = [(rnd, op) for rnd in rounds for op in _expand(program.round(rnd))]
     return out
 
 
 def _has_dp(view: PlanView) -> bool:
-    return bool(view.plan.get("dp_agreement"))
+    return view.plan.dp_agreement is not None
 
 
-def _expand(ops: list[dict]) -> list[dict]:
+def _expand(ops: list[Op]) -> list[Op]:
     out = []
     for op in ops:
-        if op["op"] != "ring":
+        if op.op != "ring":
             out.append(op)
             continue
-        if op.get("recv_from") is not None:
-            out.append({**op, "op": "recv", "peer_member": op["recv_from"]})
-        if op.get("send_to") is not None:
-            out.append({**op, "op": "send", "peer_member": op["send_to"]})
+        if opt(op.recv_from) is not None:
+            out.append(replace(op, op="recv", peer_member=op.recv_from))
+        if opt(op.send_to) is not None:
+            out.append(replace(op, op="send", peer_member=op.send_to))
     return out
 
 
-def _signature(op: dict) -> tuple:
-    return (op["op"], op["family"], op.get("bytes"), op.get("boundary"), op.get("site"),
-            op.get("compute"), op.get("count"), op.get("what"))
+def _signature(op: Op) -> tuple:
+    return (op.op, op.family, opt(op.bytes), opt(op.boundary), opt(op.site), opt(op.compute),
+            opt(op.count), opt(op.what))
 
 
-def _p2p_payload(op: dict) -> tuple:
+def _p2p_payload(op: Op) -> tuple:
     # Equal sizes are not enough: a send paired with the recv of another payload lands one
     # decision in the other's buffer, silently.
-    return op.get("bytes"), op.get("site"), op.get("what")
+    return opt(op.bytes), opt(op.site), opt(op.what)
 
 
-def _partners(view: PlanView, programs: dict, cls: tuple, family: str, cache: dict) -> list[tuple]:
+def _partners(view: PlanView, programs: Op, cls: tuple, family: str, cache: Op) -> list[tuple]:
     """Classes whose ranks share `family` groups with class `cls`."""
     key = (cls, family)
     if key not in cache:
         stage, _ = cls
         groups = view.groups(family)
-        stages = {view.stage_of[r] for g in groups if stage in {view.stage_of[x] for x in g} for r in g}
+        stages = {view.stages[r] for g in groups if stage in {view.stages[x] for x in g} for r in g}
         cross = _has_dp(view) and view.spans_replicas(family)
         cache[key] = [c for c in programs if c[0] in stages and (cross or c[1] == cls[1])]
     return cache[key]
 
 
-def _simulate(view: PlanView, programs: dict) -> list[Finding]:
+def _simulate(view: PlanView, programs: Op) -> list[Finding]:
     """Run every class until it blocks; a collective completes when all its partners wait on it.
 
     Event-driven: a class that blocks registers under its collective's key (family and the
@@ -150,7 +161,7 @@ def _simulate(view: PlanView, programs: dict) -> list[Finding]:
     signatures and releases everyone. Linear in ops times partners.
     """
     pos = {c: 0 for c in programs}
-    cache: dict = {}
+    cache: Op = {}
     waiting: dict[tuple, dict] = {}
     ready = deque(programs)
     while ready:
@@ -176,53 +187,53 @@ def _simulate(view: PlanView, programs: dict) -> list[Finding]:
     return [_deadlock(view, programs, pos)]
 
 
-def _meet(view: PlanView, programs: dict, cls: tuple, op: dict, cache: dict) -> tuple[tuple, list]:
+def _meet(view: PlanView, programs: Op, cls: tuple, op: Op, cache: Op) -> tuple[tuple, list]:
     """The key under which `op` meets its partners, and those partners (cls included)."""
-    if op["op"] in P2P:
-        peer = (op["peer_member"], cls[1])
+    if op.op in P2P:
+        peer = (op.peer_member, cls[1])
         if peer not in programs:
-            peer = (op["peer_member"], True)
-        pair = (cls, peer) if op["op"] == "send" else (peer, cls)
+            peer = (op.peer_member, True)
+        pair = (cls, peer) if op.op == "send" else (peer, cls)
         return ("p2p",) + pair, [cls, peer]
-    partners = _partners(view, programs, cls, op["family"], cache)
-    return ("coll", op["family"], tuple(partners)), partners
+    partners = _partners(view, programs, cls, op.family, cache)
+    return ("coll", op.family, tuple(partners)), partners
 
 
-def _first_mismatch(arrived: dict) -> tuple[tuple, tuple] | None:
+def _first_mismatch(arrived: Op) -> tuple[tuple, tuple] | None:
     """(reference class, differing class), the reference being the lowest class, or None."""
     ref, *others = sorted(arrived)
     op = arrived[ref]
-    if op["op"] in P2P:
+    if op.op in P2P:
         if not others:
             return None
         pop = arrived[others[0]]
-        paired = {op["op"], pop["op"]} == {"send", "recv"}
+        paired = {op.op, pop.op} == {"send", "recv"}
         return None if paired and _p2p_payload(pop) == _p2p_payload(op) else (ref, others[0])
     for other in others:
         pop = arrived[other]
-        if pop["op"] in P2P or _signature(pop) != _signature(op):
+        if pop.op in P2P or _signature(pop) != _signature(op):
             return ref, other
     return None
 
 
-def _describe(cls: tuple, op: dict) -> str:
+def _describe(cls: tuple, op: Op) -> str:
     who = f"stage {cls[0]}" + ("" if cls[1] else " (idle DP rank)")
-    what = op_site(op) or op.get("what") or op.get("compute") or ""
-    size = f" ({op['bytes']} bytes)" if op.get("bytes") is not None else ""
-    return f"{who} at {op['op']} on {op['family']} [{what}]{size}"
+    what = op_site(op) or op.what or op.compute or ""
+    size = f" ({op.bytes} bytes)" if opt(op.bytes) is not None else ""
+    return f"{who} at {op.op} on {op.family} [{what}]{size}"
 
 
-def _mismatch(view: PlanView, rnd: str, a: tuple, op: dict, b: tuple, other: dict) -> Finding:
+def _mismatch(view: PlanView, rnd: str, a: tuple, op: Op, b: tuple, other: Op) -> Finding:
     idle = not a[1] or not b[1]
     fix = ("idle DP ranks must run every forward and collective as dummy passes (sync.idle_ranks: dummy)"
            if idle else "give every member of the group the same ops in the same order")
-    return Finding("ERROR", op_site(op), None, op["family"], (), rnd,
+    return Finding("ERROR", op_site(op), None, op.family, (), rnd,
                    view.line("sync.idle_ranks") if idle else view.line("pipeline.relay"),
-                   f"members of one {op['family']} group disagree: {_describe(a, op)} while "
+                   f"members of one {op.family} group disagree: {_describe(a, op)} while "
                    f"{_describe(b, other)}; the collective mismatches and hangs", fix)
 
 
-def _deadlock(view: PlanView, programs: dict, pos: dict) -> Finding:
+def _deadlock(view: PlanView, programs: Op, pos: Op) -> Finding:
     waiting = [_describe(c, programs[c][pos[c]][1]) for c in programs if pos[c] < len(programs[c])]
     rnd = next(programs[c][pos[c]][0] for c in programs if pos[c] < len(programs[c]))
     return Finding("ERROR", None, None, None, (), rnd, view.line("pipeline.relay"),
@@ -230,8 +241,8 @@ def _deadlock(view: PlanView, programs: dict, pos: dict) -> Finding:
                    "order the collectives the same way on every member of each group")
 
 
-def op_site(op: dict) -> str | None:
+def op_site(op: Op) -> str | None:
     """The site(s) an op serves: a relay names one site, a fused boundary several."""
-    if op.get("site"):
-        return op["site"]
-    return ",".join(op["sites"]) if op.get("sites") else None
+    if op.site:
+        return op.site
+    return ",".join(op.sites) if op.sites else None

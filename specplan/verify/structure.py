@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from specplan.mesh.pipeline import tap_owner
 from specplan.verify.findings import Finding
-from specplan.verify.model import PlanView
+from specplan.plan import PlanView
 
 
 def check_structure(view: PlanView) -> list[Finding]:
@@ -12,8 +13,8 @@ def check_structure(view: PlanView) -> list[Finding]:
 
 def _families(view: PlanView) -> list[Finding]:
     out, seen = [], []
-    for fam in view.plan["families"]:
-        name, alias = fam["name"], fam["rule"].get("alias")
+    for fam in view.plan.families:
+        name, alias = fam.name, fam.rule.alias
         if name in seen:
             out.append(_err(view, name, f"group family {name} is listed twice: ranks would create "
                             "its groups twice and disagree on the order of torch.distributed.new_group",
@@ -23,11 +24,11 @@ def _families(view: PlanView) -> list[Finding]:
                             "create aliased families first"))
         seen.append(name)
         covered = sorted(r for g in view.groups(name) for r in g)
-        if covered != list(range(view.world)):
-            out.append(_err(view, name, f"the groups of {name} do not partition the {view.world} ranks",
+        if covered != list(range(view.world_size)):
+            out.append(_err(view, name, f"the groups of {name} do not partition the {view.world_size} ranks",
                             "regenerate the plan"))
-    used = {s["family"] for s in view.plan["sites"]} | {
-        op["family"] for c in view.plan["rank_classes"] for ops in c["program"].values() for op in ops}
+    used = {s.family for s in view.plan.sites} | {
+        op.family for c in view.plan.rank_classes for ops in c.program.values() for op in ops if op.family}
     for name in sorted(used - set(seen)):
         out.append(_err(view, name, f"family {name} is used but never created", "regenerate the plan"))
     return out
@@ -38,44 +39,44 @@ def _err(view: PlanView, group: str, message: str, fix: str, line_key: str = "en
 
 
 def _draft_layers(view: PlanView) -> list[Finding]:
-    drafter = view.plan["pipeline"]["drafter"]
+    drafter = view.plan.pipeline.drafter
     if not drafter:
         return []
-    stages = view.plan["pipeline"]["stages"]
+    stages = view.plan.pipeline.stages
     clashes = []
-    for lid in drafter["layer_ids"]:
+    for lid in drafter.layer_ids:
         for st in stages:
-            if st["start_layer"] <= lid < st["end_layer"]:
+            if st.start_layer <= lid < st.end_layer:
                 clashes.append((lid, st))
     if not clashes:
         return []
     lid, st = clashes[0]
     return [Finding("ERROR", None, None, None, (), None, view.line("pipeline.draft_layer_ids"),
-                    f"draft-layer id {lid} collides with target layer {lid} of stage {st['pp_rank']} "
-                    f"[{st['start_layer']}, {st['end_layer']}): the drafter and the target share a KV and "
+                    f"draft-layer id {lid} collides with target layer {lid} of stage {st.pp_rank} "
+                    f"[{st.start_layer}, {st.end_layer}): the drafter and the target share a KV and "
                     f"weight namespace, so one overwrites the other and peers route by the wrong name",
                     "number draft layers after the target's total layers (pipeline.draft_layer_ids: global)")]
 
 
 def _taps(view: PlanView) -> list[Finding]:
-    pipe = view.plan["pipeline"]
+    pipe = view.plan.pipeline
     out = []
-    for entry in pipe["taps"]:
-        tap, producers = entry["tap"], entry["producers"]
+    for entry in pipe.taps:
+        tap, producers = entry.tap, entry.producers
         if len(producers) != 1:
             what = "no stage" if not producers else "stages " + ", ".join(map(str, producers))
             out.append(Finding("ERROR", None, f"tap {tap}", "pp", (), "decode",
                                view.line("pipeline.tap_ids", "speculative.aux_layers"),
                                f"tap {tap} is produced by {what}; exactly one stage must produce it",
                                "number taps globally (pipeline.tap_ids: global)"))
-        elif _owner(pipe["stages"], tap) != producers[0]:
-            owner = _owner(pipe["stages"], tap)
+        elif _owner(pipe.stages, tap) != producers[0]:
+            owner = _owner(pipe.stages, tap)
             out.append(Finding("ERROR", None, f"tap {tap}", "pp", (), "decode",
                                view.line("pipeline.tap_ids", "speculative.aux_layers"),
                                f"tap {tap} is produced on stage {producers[0]}, but the residual entering "
                                f"layer {tap} is on stage {owner}: the drafter reads another layer's "
                                f"hidden state", "number taps globally (pipeline.tap_ids: global)"))
-        elif pipe["aux_routing"] == "dropped" and producers[0] != view.last:
+        elif pipe.aux_routing == "dropped" and producers[0] != view.last:
             out.append(Finding("ERROR", None, f"tap {tap}", "pp", (), "decode",
                                view.line("pipeline.aux_routing", "speculative.aux_layers"),
                                f"tap {tap} is produced on stage {producers[0]} but nothing carries it to "
@@ -84,26 +85,25 @@ def _taps(view: PlanView) -> list[Finding]:
     return out
 
 
-def _owner(stages: list[dict], tap: int) -> int:
-    """Stage r owns tap L when start_r < L <= end_r; tap 0 (the embedding) is stage 0's."""
-    return next((st["pp_rank"] for st in stages if st["start_layer"] < tap <= st["end_layer"]), 0)
+def _owner(stages, tap: int) -> int:
+    return tap_owner(tap, [(st.start_layer, st.end_layer) for st in stages])
 
 
 def _widths(view: PlanView) -> list[Finding]:
-    relay = view.plan["pipeline"]["relay"]
-    if relay["payload_width"] != "agreed" or not relay["sites"]:
+    relay = view.plan.pipeline.relay
+    if relay.payload_width != "agreed" or not relay.sites:
         return []
-    return [Finding("INFO", r["site"], None, "pp", (), r["round"], view.line("pipeline.payload_width"),
-                    f"{r['site']} relays at a width both ends derive from the same scheduler inputs "
+    return [Finding("INFO", r.site, None, "pp", (), r.round, view.line("pipeline.payload_width"),
+                    f"{r.site} relays at a width both ends derive from the same scheduler inputs "
                     "(as vLLM 0.33): safe while those inputs agree", "pin the width to stay safe regardless")
-            for r in relay["sites"]]
+            for r in relay.sites]
 
 
 def _dp(view: PlanView) -> list[Finding]:
-    dp = view.plan.get("dp_agreement")
-    if not dp or dp["idle_ranks"] != "skip":
+    dp = view.plan.dp_agreement
+    if not dp or dp.idle_ranks != "skip":
         return []
-    return [Finding("ERROR", None, None, dp["family"], (), "decode", view.line("sync.idle_ranks"),
-                    f"an idle DP rank skips the forwards and collectives its peers run over {dp['family']} "
+    return [Finding("ERROR", None, None, dp.family, (), "decode", view.line("sync.idle_ranks"),
+                    f"an idle DP rank skips the forwards and collectives its peers run over {dp.family} "
                     f"(MoE and MLP collectives span replicas): the busy ranks wait forever",
                     "idle ranks run dummy passes (sync.idle_ranks: dummy)")]

@@ -47,7 +47,7 @@ CASES = {
         "vLLM 0.33.0 cannot run x: vLLM expert parallel is all or nothing (ep = dp * pcp * tp = 8); SGLang's ep=4 inside "
         "tp=8 has no vLLM equivalent"),
     "vllm-moe-dp": (
-        f"engine: sglang\ntopology: {{tp: 8, moe_dp: 2}}\n{MOE}\n", "vllm",
+        f"engine: sglang\ntopology: {{tp: 8, cp: 2, moe_dp: 2}}\n{MOE}\n", "vllm",
         "vLLM 0.33.0 cannot run x: vLLM has no MoE data parallel (topology.moe_dp=2)"),
 }
 

@@ -105,20 +105,22 @@ def test_every_golden_plan_lowers_to_its_programs_in_order(path):
     assert render_module(plan) == source
 
 
-def test_graph_constants_are_the_plans_layout(tmp_path):
+def test_graphs_name_collectives_and_the_module_states_the_plans_layouts(tmp_path):
+    """Programs pass a boundary id (or relayed site) and decisions, never a family, source or
+    layout the runtime could disagree with; the module's constants are plan.json's."""
     plan, path, _ = compile_cli(tmp_path, specs_rt.TP2_DSPARK)
     gm = build_graphs(plan)[(0, "decode")]
     nodes = {n.args[1]: n for n in gm.graph.nodes if getattr(n.target, "__name__", "") == "converge_boundary"}
-    for b in plan["boundaries"]:
-        if b["round"] != "decode":
-            continue
-        kw = nodes[b["id"]].kwargs
-        assert (kw["family"], kw["source_member"], kw["op"]) == (b["family"], b["source_member"], b["op"])
-        assert kw["fields"] == tuple((f["site"], f["decision"], f["dtype"], f["offset"], f["bytes"])
-                                     for f in b["layout"]["fields"])
+    decode = [b for b in plan["boundaries"] if b["round"] == "decode"]
+    assert decode and set(nodes) == {b["id"] for b in decode}
+    for b in decode:
+        decisions = {f["decision"] for f in b["layout"]["fields"]}
+        assert set(nodes[b["id"]].kwargs) == {"round", "live_rows"} | decisions
     text = path.read_text()
     assert "def stage0_decode(rt, round_, live_rows, draft_tokens=None," in text
     assert f"Plan fingerprint {plan['fingerprint']}." in text
+    mod = load(path)
+    assert mod.BOUNDARIES == plan["boundaries"] and mod.RELAYS == plan["pipeline"]["relay"]["sites"]
 
 
 def test_a_runtime_bound_to_another_plan_is_refused(tmp_path):

@@ -30,11 +30,13 @@ def sglang_specs(draw) -> dict:
     attn_dp = draw(st.integers(1, 4)) if dp_attention else 1
     cp, attn_tp = draw(st.integers(1, 4)), draw(st.integers(1, 4))
     tp = attn_dp * cp * attn_tp
-    moe_dp = draw(st.sampled_from(divisors(tp)))
-    ep = draw(st.sampled_from(divisors(tp // moe_dp)))
-    topo = {"tp": tp, "pp": draw(st.integers(1, 4)), "dp_attention": dp_attention,
+    # SGLang 0.5.23 allows moe_dp > 1 only as wide as attn_cp, with pp 1 and ep 1 or tp / moe_dp
+    moe_dp = draw(st.sampled_from([1, cp]))
+    pp = 1 if moe_dp > 1 else draw(st.integers(1, 4))
+    ep = draw(st.sampled_from([1, tp // moe_dp] if moe_dp > 1 else divisors(tp)))
+    topo = {"tp": tp, "pp": pp, "dp_attention": dp_attention,
             "dp": attn_dp if dp_attention else draw(st.integers(1, 3)), "cp": cp, "ep": ep,
-            "moe_dp": moe_dp, "dcp": draw(st.sampled_from(divisors(attn_tp))),
+            "moe_dp": moe_dp, "dcp": draw(st.sampled_from(divisors(tp))),
             "device": draw(st.sampled_from(["cuda", "npu"]))}
     return _spec("sglang", topo, draw, moe=ep > 1 or moe_dp > 1 or draw(st.booleans()))
 
@@ -42,7 +44,7 @@ def sglang_specs(draw) -> dict:
 @st.composite
 def vllm_specs(draw) -> dict:
     tp, cp = draw(st.integers(1, 8)), draw(st.integers(1, 4))
-    dcps = [d for d in divisors(tp) if cp == 1 or d == 1 or d % cp == 0 or cp % d == 0]
+    dcps = divisors(tp) if cp == 1 else sorted({1, cp, tp * cp})
     topo = {"tp": tp, "pp": draw(st.integers(1, 4)), "dp": draw(st.integers(1, 4)), "cp": cp,
             "dcp": draw(st.sampled_from(dcps))}
     moe = draw(st.booleans())
@@ -56,7 +58,7 @@ def _spec(engine: str, topo: dict, draw, moe: bool) -> dict:
     layers = draw(st.integers(max(pp, 3), 96))
     model = {"num_layers": layers, "hidden_size": 64, "vocab_size": 1000}
     if moe:
-        model["moe"] = MOE
+        model["moe"] = {**MOE, "num_experts": 64 * topo.get("ep", 1)}
     if draw(st.booleans()):
         cuts = sorted(draw(st.sets(st.integers(1, layers - 1), min_size=pp - 1, max_size=pp - 1)))
         bounds = [0, *cuts, layers]
@@ -109,7 +111,8 @@ def check_replicas(spec: Spec, mesh: Mesh) -> None:
     pp = mesh.widths["pp"]
     reps = mesh.replicas
     assert sorted(r for rep in reps for r in rep.ranks) == list(range(mesh.world_size))
-    inner = ("tp", "pcp", "pp", "dcp") if mesh.engine == "vllm" else ("attn_tp", "attn_cp", "pp", "dcp")
+    # SGLang's dcp chunks the TP group and may span attention-DP replicas; vLLM's stays in one.
+    inner = ("tp", "pcp", "pp", "dcp") if mesh.engine == "vllm" else ("attn_tp", "attn_cp", "pp")
     for rep in reps:
         last = [r for r in rep.ranks if mesh.stage_of(r) == pp - 1]
         assert rep.source == min(last) and len(last) * pp == len(rep.ranks)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from specplan.mesh.pipeline import build_stages, split_sglang, split_vllm, tap_owner
+from specplan.engines import convention
+from specplan.mesh.pipeline import build_stages, tap_owner
 
 
 @pytest.mark.parametrize("layers, pp, parts", [
@@ -13,14 +14,14 @@ from specplan.mesh.pipeline import build_stages, split_sglang, split_vllm, tap_o
     (7, 7, [1] * 7), (5, 1, [5]),
 ])
 def test_vllm_split(layers, pp, parts):
-    assert split_vllm(layers, pp) == parts
+    assert convention("vllm").split_layers(layers, pp) == parts
 
 
 @pytest.mark.parametrize("layers, pp, parts", [
     (61, 4, [15, 15, 15, 16]), (32, 3, [10, 11, 11]), (80, 3, [26, 27, 27]), (32, 2, [16, 16]),
 ])
 def test_sglang_split(layers, pp, parts):
-    assert split_sglang(layers, pp) == parts
+    assert convention("sglang").split_layers(layers, pp) == parts
 
 
 @pytest.mark.parametrize("parts, taps, owned, bases", [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from specplan.methods import METHODS, get_method
-from specplan.methods.base import DTYPE_BYTES, eval_dim, numel
+from specplan.methods.base import DTYPE_BYTES, eval_dim, nbytes
 
 SYMBOLS = {"bs": 256, "num_steps": 3, "topk": 4, "num_draft_tokens": 8, "vocab": 1000,
            "hidden": 64}
@@ -28,7 +28,7 @@ SGLANG_PRESETS = {
 NATURE_PRESETS = {"float": set(), "rng": {"rng"}, "host": {"rng"}}
 COMPUTES = {None, "target_prefill", "draft_forward", "target_verify", "draft_extend"}
 SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
-ALLOWED_IMPORTS = {"__future__", "ast", "dataclasses", "typing"}
+ALLOWED_IMPORTS = {"__future__", "ast", "collections", "dataclasses", "math", "typing"}
 
 ALL = sorted(METHODS.items())
 IDS = [name for name, _ in ALL]
@@ -151,7 +151,7 @@ def test_shapes_evaluate(name, method, symbols):
     for d in method.decisions:
         assert d.dtype in DTYPE_BYTES
         assert all(eval_dim(dim, symbols) >= 0 for dim in d.shape), d.name
-        assert numel(d.shape, symbols) >= 0
+        assert nbytes([eval_dim(x, symbols) for x in d.shape], d.dtype) >= 0
 
 
 @pytest.mark.parametrize(("name", "method"), ALL, ids=IDS)
@@ -167,7 +167,7 @@ def test_sites_share_one_path_and_path_sites_match(name, method):
 
 def _site_bytes(method, site_name, symbols):
     site = method.site(site_name)
-    return sum(numel(method.decision(d).shape, symbols) * DTYPE_BYTES[method.decision(d).dtype]
+    return sum(nbytes([eval_dim(x, symbols) for x in method.decision(d).shape], method.decision(d).dtype)
                for d in site.decisions)
 
 

@@ -95,8 +95,8 @@ def test_round_svg_has_every_lane_node_and_converge_label(path):
     for node in converges:
         site = converge_site(node, plan)
         assert site is not None, node.id
-        assert f"group {site['family']}" in lines
-        assert any(line.startswith(f"{site['bytes']} B") for line in lines)
+        assert f"group {site.family}" in lines
+        assert any(line.startswith(f"{site.bytes} B") for line in lines)
     assert len(by_class(root, "edge-handoff")) == sum(
         1 for _, _, d in planning.graph.edges() if d["kind"] == "pp_handoff")
 

@@ -8,6 +8,7 @@ SIGKILLed), `plant:R:ROUND` (rank R's first decision differs, for the probe and 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -53,43 +54,99 @@ def schedule(rounds: int):
 def engine(plan_path: str, rounds: str, fault: str = "") -> dict:
     """Run the plan's programs for `rounds` decode rounds; check every converged value."""
     rt = bind(plan_path)
-    view, f = rt.plan, faults(fault)
-    stage, checks = view.stage_of(rt.rank), 0
-    for name, rnd in schedule(int(rounds)):
-        if f.get("die", [-1])[0] == rt.rank and f["die"][1] == rnd:
-            os.kill(os.getpid(), signal.SIGKILL)
-        if f.get("stall", [-1])[0] == rt.rank and f["stall"][1] == rnd:
-            time.sleep(f["stall"][2])
-        for kind, what in view.program(stage, name):
-            if kind == "boundary" and f.get("skip") == [rt.rank, rnd, what]:
-                continue
-            if kind == "boundary":
-                checks += converge_one(rt, view.boundaries[what], rnd)
-            elif kind == "relay":
-                checks += relay_one(rt, view.relay_of(what), rnd)
+    checks = run_rounds(rt, int(rounds), fault)
     rt.close()
     return {"rank": rt.rank, "checks": checks}
 
 
-def converge_one(rt, b, rnd: int) -> int:
+def run_rounds(rt, rounds: int, fault: str = "", *, after_round=None, hot=None) -> int:
+    """Every boundary and relay of the rank's programs, with every converged value checked.
+
+    Values are checked at the end of each round, after `after_round()` (the device path's
+    `check_round`, which must name a desync before a wrong value is noticed); `hot`, a context
+    manager, is entered around each converge and relay call only.
+    """
+    view, f = rt.plan, faults(fault)
+    stage, checks = view.stage_of(rt.rank), 0
+    hot = hot or contextlib.nullcontext()
+    for name, rnd in schedule(rounds):
+        if f.get("die", [-1])[0] == rt.rank and f["die"][1] == rnd:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if f.get("stall", [-1])[0] == rt.rank and f["stall"][1] == rnd:
+            time.sleep(f["stall"][2])
+        pairs = []
+        for kind, what in view.program(stage, name):
+            if kind == "boundary" and f.get("skip") == [rt.rank, rnd, what]:
+                continue
+            if kind == "boundary":
+                pairs += converge_one(rt, view.boundaries[what], rnd, hot)
+            elif kind == "relay":
+                pairs += relay_one(rt, view.relay_of(what), rnd, hot)
+        if after_round is not None:
+            after_round()
+        for what, got, want in pairs:
+            assert torch.equal(got, want), (rt.rank, what, got, want)
+        checks += len(pairs)
+    return checks
+
+
+def adopt(plan_path: str, families: str, variant: str = "", rounds: str = "2") -> dict:
+    """An engine that made its own groups first hands `families` to bind, then runs rounds.
+
+    variant `strided`: the engine built the first family's groups transposed (wrong ranks);
+    `rank1-none`: rank 1 hands over nothing while the others adopt.
+    """
+    import torch.distributed as dist
+
+    from specplan.runtime.binding import group_ranks
+    from specplan.runtime.plan_view import PlanView
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    view, given = PlanView(plan_path), {}
+    for i, name in enumerate(filter(None, families.split(","))):
+        groups = view.families[name].groups() if name in view.families else [list(range(world))]
+        if variant == "strided" and i == 0:
+            groups = [list(g) for g in zip(*groups)]
+        for members in groups:
+            pg = dist.new_group(members)
+            given[name] = pg if rank in members else given.get(name)
+    if variant == "rank1-none" and rank == 1:
+        given = {}
+    created, real = [], dist.new_group
+    dist.new_group = lambda ranks=None, **kw: created.append(list(ranks)) or real(ranks, **kw)
+    try:
+        rt = bind(plan_path, groups=given)
+    finally:
+        dist.new_group = real
+    held = {f: group_ranks(g) for f, g in rt.groups.items()}
+    kept = sorted(f for f, g in rt.groups.items() if any(g is mine for mine in given.values()))
+    planned = dict(rt.ranks)
+    checks = run_rounds(rt, int(rounds))
+    rt.close()
+    return {"rank": rank, "held": held, "plan": planned, "kept": kept, "created": created,
+            "checks": checks}
+
+
+def converge_one(rt, b, rnd: int, hot) -> list:
+    """(what, converged, expected) per field of one boundary."""
     live = live_rows(rnd, rt.plan.max_batch)
     shapes = [rt.plan.live_shape(fl, live) for fl in b.fields]
     if b.op == "all_reduce_min":
         values = {fl.decision: torch.tensor(float(rt.rank + 1)) for fl in b.fields}
-        out = rt.converge(b.id, values, round=rnd, live_rows=live)
+        with hot:
+            out = rt.converge(b.id, values, round=rnd, live_rows=live)
         want = float(min(rt.ranks[b.family]) + 1)
-        assert all(float(v) == want for v in out.values()), (out, want)
-        return len(out)
+        return [((b.id, d), v.reshape(()), torch.tensor(want, dtype=v.dtype)) for d, v in out.items()]
     values = {fl.decision: gen(rt.rank, rnd, fl.decision, s, fl.dtype) for fl, s in zip(b.fields, shapes)}
-    out = rt.converge(b.id, values, round=rnd, live_rows=live)
+    with hot:
+        out = rt.converge(b.id, values, round=rnd, live_rows=live)
     source = rt.ranks[b.family][b.source_member]
-    for fl, s in zip(b.fields, shapes):
-        want = gen(source, rnd, fl.decision, s, fl.dtype)
-        assert torch.equal(out[fl.decision], want), (rt.rank, b.id, fl.decision, out[fl.decision], want)
-    return len(b.fields)
+    return [((b.id, fl.decision), out[fl.decision], gen(source, rnd, fl.decision, s, fl.dtype))
+            for fl, s in zip(b.fields, shapes)]
 
 
-def relay_one(rt, r, rnd: int) -> int:
+def relay_one(rt, r, rnd: int, hot) -> list:
     """The last stage relays what it converged; every stage must end with that rank's source's values."""
     view, live = rt.plan, live_rows(rnd, rt.plan.max_batch)
     last = rt.ranks["pp"][-1]
@@ -97,10 +154,9 @@ def relay_one(rt, r, rnd: int) -> int:
     origin = view.group_of(b.family, last)[b.source_member]
     shapes = [view.live_shape(fl, live) for fl in r.fields]
     values = {fl.decision: gen(origin, rnd, fl.decision, s, fl.dtype) for fl, s in zip(r.fields, shapes)}
-    out = rt.relay(r.sites[0], values if rt.rank == last else None, round=rnd, live_rows=live)
-    for fl in r.fields:
-        assert torch.equal(out[fl.decision], values[fl.decision]), (rt.rank, r.sites, fl.decision)
-    return len(r.fields)
+    with hot:
+        out = rt.relay(r.sites[0], values if rt.rank == last else None, round=rnd, live_rows=live)
+    return [((r.sites, fl.decision), out[fl.decision], values[fl.decision]) for fl in r.fields]
 
 
 def local(plan_path: str, rounds: str, fault: str = "") -> dict:

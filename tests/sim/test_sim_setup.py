@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specplan.mesh.pipeline import split_sglang
+from specplan.engines import convention
 from specplan.schema import load_spec
 from specplan.sim.launch import Options, Outcome
 from specplan.sim.report import verdict
@@ -37,7 +37,7 @@ def _load(tmp_path: Path, text: str):
 def test_shrinking_keeps_the_stages_and_which_stage_owns_each_tap(tmp_path):
     spec = _load(tmp_path, DEEP)
     data, shrunk, replicas = sim_spec(spec, requests=4, max_layers=16)
-    old = split_sglang(61, 4)
+    old = convention("sglang").split_layers(61, 4)
     new = data["model"]["pp_partition"]
     assert len(new) == 4 and sum(new) == 16 and min(new) >= 1
     taps = data["speculative"]["aux_layers"]

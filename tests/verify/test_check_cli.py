@@ -86,7 +86,7 @@ def test_wrong_schema_version(tmp_path):
     path = _bad(tmp_path, "plan.json", '{"schema_version": 7}')
     run = _cli("check", path)
     assert run.returncode == 2
-    assert run.stderr.strip() == (f"{path}: not a specplan plan: expected schema_version 1, "
+    assert run.stderr.strip() == (f"{path}: not a specplan plan: expected schema_version 2, "
                                   "found 7")
 
 

@@ -15,6 +15,8 @@ Public functions:
 - :func:`tree_sample_target_only` - SGLang's target-only tree sampling (coins as inputs).
 - :func:`build_tree` - parent lists -> retrieve lists, positions, tree mask.
 - :func:`finalize_accept` - commit/seq/cap-trim lengths and out tokens (DSpark).
+- :func:`guard_write` / :func:`guard_check` - the device path's guard header, written or
+  compared into the desync flag in one launch each.
 - :func:`pack_fused` / :func:`unpack_fused` - one byte buffer for a fused converge;
   :class:`FusedLayout` - the same layout prepared once (checked once, views made once).
 """
@@ -27,6 +29,12 @@ from specplan.runtime.kernels.fused_buffer import (
     pack_fused_torch,
     unpack_fused,
     unpack_fused_torch,
+)
+from specplan.runtime.kernels.guard_check import (
+    guard_check,
+    guard_check_torch,
+    guard_write,
+    guard_write_torch,
 )
 from specplan.runtime.kernels.greedy_accept import greedy_accept, greedy_accept_torch
 from specplan.runtime.kernels.rejection_sample import rejection_sample, rejection_sample_torch
@@ -51,6 +59,10 @@ __all__ = [
     "unpack_fused_torch",
     "greedy_accept",
     "greedy_accept_torch",
+    "guard_check",
+    "guard_check_torch",
+    "guard_write",
+    "guard_write_torch",
     "rejection_sample",
     "rejection_sample_torch",
     "tree_sample_target_only",

@@ -1,4 +1,4 @@
-"""The Plan artifact: plan.json, versioned and fingerprinted (docs/plan.schema.json).
+"""The planner's output: the passes' sections as a Plan (plan.json, versioned, fingerprinted).
 
 Both hashes are taken over canonical JSON (sorted keys, no whitespace; the fingerprint leaves
 out the sites' YAML line numbers), so comments and key order in the YAML change neither;
@@ -10,20 +10,17 @@ as rules (`explain --json` still lists every group).
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
-from specplan.methods.base import DTYPE_BYTES
+from specplan.files import write_atomic
+from specplan.methods.base import nbytes
 from specplan.passes import Planning
 from specplan.passes.pin_widths import field_shape
+from specplan.plan.artifact import SCHEMA_VERSION, Plan, canonical, fingerprint
+from specplan.plan.codec import decode
+from specplan.schema.model import DEVICE_BACKENDS
 
-SCHEMA_VERSION = 1
-BACKENDS = {"cuda": "nccl", "rocm": "nccl", "npu": "hccl", "cpu": "gloo"}
-
-
-def canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
 
 # Keys added after plans were first fingerprinted: left out while unset, so a spec that does
@@ -42,15 +39,9 @@ def spec_sha256(p: Planning) -> str:
     return hashlib.sha256(canonical(data)).hexdigest()
 
 
-def fingerprint(plan: dict) -> str:
-    """sha256 of the plan without its fingerprint and without YAML line numbers: a comment
-    that moves `sync.policy` down a line changes where findings point, not the plan."""
-    body = {k: v for k, v in plan.items() if k not in ("fingerprint", "source")}
-    body["sites"] = [{k: v for k, v in site.items() if k != "line"} for site in plan["sites"]]
-    return hashlib.sha256(canonical(body)).hexdigest()
-
-
-def build_plan(p: Planning) -> dict:
+def build_plan(p: Planning) -> Plan:
+    """The Plan of a planned spec: decoded by the same reader as plan.json, so a planner bug
+    that writes a malformed plan fails here (an internal error), not in a reader later."""
     spec, s = p.spec, p.graph.sections
     plan: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -61,7 +52,7 @@ def build_plan(p: Planning) -> dict:
         "world_size": p.mesh.world_size,
         "num_worlds": p.mesh.num_worlds,
         "device": spec.topology.device,
-        "backend": spec.topology.backend or BACKENDS[spec.topology.device],
+        "backend": spec.topology.backend or DEVICE_BACKENDS[spec.topology.device],
         "widths": p.mesh.widths,
         "derived": p.mesh.derived,
         "model": _model(p),
@@ -83,18 +74,12 @@ def build_plan(p: Planning) -> dict:
         "source": _source(p),
     }
     plan["fingerprint"] = fingerprint(plan)
-    return plan
+    return decode(Plan, plan)
 
 
-def write_plan(plan: dict, out_dir: str | Path) -> Path:
+def write_plan(plan: Plan, out_dir: str | Path) -> Path:
     """Write plan.json atomically (a temporary file renamed into place)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "plan.json"
-    tmp = out / ".plan.json.tmp"
-    tmp.write_text(json.dumps(plan, indent=1) + "\n")
-    tmp.replace(path)
-    return path
+    return write_atomic(Path(out_dir) / "plan.json", plan.dumps())
 
 
 def _model(p: Planning) -> dict:
@@ -148,11 +133,8 @@ def _site(p: Planning, name: str, e: dict) -> dict:
     for dname in e["decisions"]:
         d = p.method.decision(dname)
         dims = field_shape(p, d.shape)
-        n = 1
-        for x in dims:
-            n *= x
         decisions.append({"name": dname, "symbols": list(d.shape), "shape": dims, "dtype": d.dtype,
-                          "nature": d.nature, "bytes": n * DTYPE_BYTES[d.dtype]})
+                          "nature": d.nature, "bytes": nbytes(dims, d.dtype)})
     return {"name": name, "round": e["round"], "phase": e["phase"], "kind": e["kind"],
             "decisions": decisions, "family": e["family"], "source_member": e["source_member"],
             "readers": e["readers"], "converge": e["converge"], "reason": e["reason"],

@@ -1,0 +1,123 @@
+"""The SGLang plugin on SGLang 0.5.23's real code, gloo, 2/4/8 ranks (tp n, one replica).
+
+    .venv/bin/python benchmarks/bench_plugin_sglang.py [--iters 200] [--live 64] [--worlds 2,4,8]
+
+Per world size, one run (plugin loaded by SGLang's loader, groups built by SGLang's
+initialize_model_parallel) measures side by side, alternating every iteration:
+- SGLang's own DSpark accept: the three unhooked `SpecTpSync.sync` broadcasts (correct_len,
+  bonus, cap_trim_lens) over SGLang's attn_tp coordinator;
+- the plugin's one guarded collective for the same accept (`rt.converge` of the plan's
+  dspark_accept_sample boundary, on the communicator adopted from SGLang);
+reported as median microseconds per round on rank 0 and the ratio three / one. Also: the
+start-up check (compare every family and setting, then raise or not) at each world size,
+the bind on SGLang's groups, and the hooks installed with SPECPLAN_PLAN unset (must be 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINES = ROOT / "tests" / "engines"
+sys.path[:0] = [str(ENGINES), str(ROOT / "tests" / "runtime"), str(ROOT)]
+
+SPEC = """
+name: bench-plugin-tp{n}
+engine: sglang
+topology: {{tp: {n}, device: cpu}}
+model: {{num_layers: 8, hidden_size: 64, vocab_size: 1000}}
+speculative: {{method: dspark, num_steps: 3, sampling: sampling}}
+runtime: {{max_batch: 256, timeout_s: 120}}
+"""
+SPECULATIVE = dict(speculative_algorithm="DSPARK", speculative_num_steps=3, speculative_eagle_topk=1,
+                   speculative_num_draft_tokens=4)
+
+
+def rank_main(argv: list[str]) -> None:
+    """One rank: start SGLang's groups with the plugin, then time both accepts."""
+    root, n, iters, live = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    import sglang_harness
+
+    sglang_harness.install(root)
+    import torch
+    from sglang.srt.runtime_context import get_parallel
+    from sglang.srt.speculative.spec_tp_sync import SpecTpSync, SpecTpSyncSite
+
+    from sglang_workers import start_engine
+    from specplan.plugins import common, startup_check
+
+    widths = dict(tp_size=n, pp_size=1, attn_dp_size=1, attn_cp_size=1, attn_tp_size=n, moe_ep_size=1,
+                  moe_dp_size=1, moe_tp_size=n, attn_dcp_size=1, shared_experts_tp_size=None)
+    start_engine(widths, SPECULATIVE)
+    active = next(iter(common._ACTIVE.values()))
+    rt, rank = active.runtime, int(os.environ["RANK"])
+    tp_sync = SpecTpSync(get_parallel().attn_tp_group)
+    engine_sync = SpecTpSync.sync.__wrapped__  # SGLang's own, under the plugin's hook
+    site = SpecTpSyncSite.DSPARK_ACCEPT_SAMPLE
+    tensors = [torch.full((live,), rank, dtype=torch.int32), torch.full((live,), rank, dtype=torch.int64),
+               torch.zeros(live, dtype=torch.int32)]
+    names = ("correct_len_sample", "bonus_sample", "cap_trim_lens_sample")
+    three, one = [], []
+    for i in range(iters + 20):
+        t0 = time.perf_counter()
+        for t in tensors:
+            engine_sync(tp_sync, site, t)
+        t1 = time.perf_counter()
+        rt.converge("dspark_accept_sample", dict(zip(names, tensors)), round=i, live_rows=live)
+        t2 = time.perf_counter()
+        if i >= 20:
+            three.append(t1 - t0)
+            one.append(t2 - t1)
+    checks = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        startup_check(active, active.engine_groups, {}, rank=rank)
+        checks.append(time.perf_counter() - t0)
+    out = {"three_us": statistics.median(three) * 1e6, "one_us": statistics.median(one) * 1e6,
+           "check_ms": statistics.median(checks) * 1e3, "hook_check_ms": active.startup_s["check"] * 1e3,
+           "bind_ms": active.startup_s["bind"] * 1e3}
+    print("RESULT " + json.dumps(out), flush=True)
+    os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    if argv and argv[0] == "bench":  # a rank launched by launch.py
+        rank_main(argv[1:])
+        return
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--live", type=int, default=64)
+    ap.add_argument("--worlds", default="2,4,8")
+    args = ap.parse_args(argv)
+    from launch import compile_spec, launch
+    from wheels import engine_root
+
+    root = str(engine_root("sglang"))
+    env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false"}
+    [unset] = launch(1, "plugins", root, module="sglang_workers", path=(ENGINES,),
+                     env=dict(env, SPECPLAN_PLAN=""), timeout=600)
+    print(f"hooks installed with SPECPLAN_PLAN unset: {len(unset.result['hooks'])}")
+    print(f"{'ranks':>5} {'3x SpecTpSync us':>17} {'plugin 1x us':>13} {'ratio':>6} "
+          f"{'check ms':>9} {'bind ms':>8}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in map(int, args.worlds.split(",")):
+            plan = compile_spec(Path(tmp) / f"tp{n}", SPEC.format(n=n))
+            results = launch(n, "bench", root, str(n), str(args.iters), str(args.live),
+                             module="bench_plugin_sglang", path=(ENGINES, Path(__file__).parent),
+                             env=dict(env, SPECPLAN_PLAN=str(plan)), timeout=1200)
+            r0 = results[0].result
+            if r0 is None:
+                raise SystemExit(f"tp{n}: rank 0 failed:\n{results[0].stderr[-3000:]}")
+            print(f"{n:>5} {r0['three_us']:>17.1f} {r0['one_us']:>13.1f} "
+                  f"{r0['three_us'] / r0['one_us']:>6.2f} {r0['check_ms']:>9.3f} {r0['bind_ms']:>8.1f}")
+
+
+if __name__ == "__main__":
+    main()

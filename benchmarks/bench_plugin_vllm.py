@@ -1,0 +1,148 @@
+"""The vLLM plugin on vLLM 0.33.0's real groups, gloo, 2/4/8 ranks (tp n/2 x pp 2, one replica).
+
+    .venv/bin/python benchmarks/bench_plugin_vllm.py [--iters 100] [--live 64] [--worlds 2,4,8]
+
+Per world size, one run (plugin loaded by vLLM's loader, groups built by vLLM's
+initialize_model_parallel) measures side by side, alternating every iteration, one step's
+collectives after sampling:
+- vLLM's own PP relay: PPHandler's three broadcasts from the last PP rank down each PP column
+  (sampled tokens [R, K+1] int64, num_sampled/num_rejected [2, R] int32, drafts [R, K] int64)
+  on vLLM's pp coordinator (world 2: tp 2, pp 1, so there is no relay and no baseline);
+- the plugin's step: the accept converged over the replica (every rank, TP peers included)
+  and the drafts converged, each one guarded collective (the plan's default relay
+  `broadcast`: the earlier stages take part in the same collective);
+reported as median microseconds per step on rank 0 and the ratio. Also the start-up check +
+bind at each world size and the hooks installed with SPECPLAN_PLAN unset (must be 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace as NS
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINES = ROOT / "tests" / "engines"
+sys.path[:0] = [str(ENGINES), str(ROOT / "tests" / "runtime"), str(ROOT)]
+K = 3
+
+SPEC = """
+name: bench-vllm-{n}
+engine: vllm
+topology: {{tp: {tp}, pp: {pp}, device: cpu}}
+model: {{num_layers: 8, hidden_size: 64, vocab_size: 1000}}
+speculative: {{method: eagle3, num_steps: 3, sampling: sampling}}
+runtime: {{max_batch: 256, timeout_s: 120}}
+"""
+
+
+def _batch(rows: int):
+    import numpy as np
+    import torch
+
+    cu = torch.arange(0, rows * (K + 1) + 1, K + 1, dtype=torch.int32)
+    return NS(num_reqs=rows, req_ids=None, cu_num_logits=cu, num_computed_tokens_np=np.full(rows, 20),
+              prefill_len_np=np.full(rows, 10), num_scheduled_tokens=np.full(rows, K + 1),
+              max_seq_len_np=None, is_prefilling_np=np.zeros(rows, dtype=bool))
+
+
+def rank_main(argv: list[str]) -> None:
+    root, tp, pp, iters, live = argv[0], *map(int, argv[1:])
+    import vllm_harness
+
+    vllm_harness.install(root)
+    import torch
+    import torch.distributed as dist
+
+    from specplan.plugins import common
+
+    t0 = time.perf_counter()
+    ps = vllm_harness.start_engine(tp, pp, 1, {"method": "eagle3", "num_speculative_tokens": K})
+    active = next(iter(common._ACTIVE.values()))
+    bridge, rank = active.bridge, dist.get_rank()
+    group = ps.get_pp_group()
+    batch = _batch(live)
+    sampled = torch.randint(0, 1000, (live, K + 1))
+    num = torch.full((live,), 2, dtype=torch.int32)
+    drafts = torch.randint(0, 1000, (live, K))
+
+    def engine_step():
+        for t in (sampled.clone(), torch.stack((num, num)), drafts.clone()):
+            dist.broadcast(t, src=group.last_rank, group=group.device_group)
+
+    def plugin_step():
+        if bridge.last_stage:
+            bridge.accept_last(sampled.clone(), num.clone(), num.clone(), batch)
+            if pp == 1:
+                return  # no PPHandler: the accept is the step's one collective
+            bridge.send_sampled(sampled.clone(), num.clone(), batch)
+            bridge.send_drafts(drafts.clone())
+        else:
+            bridge.recv_sampled(batch, K + 1, batch.num_scheduled_tokens > 0)
+            bridge.recv_drafts(live)
+
+    steps = {"plugin": plugin_step} | ({"engine": engine_step} if pp > 1 else {})
+    times = {k: [] for k in steps}
+    for i in range(iters + 5):
+        for name, fn in steps.items():
+            dist.barrier(group=ps.get_world_group().cpu_group)
+            s = time.perf_counter()
+            fn()
+            if i >= 5:
+                times[name].append(time.perf_counter() - s)
+    out = {k: statistics.median(v) * 1e6 for k, v in times.items()}
+    out["startup_s"] = active.startup_s
+    out["total_start_s"] = time.perf_counter() - t0
+    if rank == 0:
+        print("RESULT " + json.dumps(out), flush=True)
+    os._exit(0)
+
+
+def unset_hooks(root: str) -> int:
+    """Hooks installed by load_general_plugins with SPECPLAN_PLAN unset (in this process)."""
+    import vllm_harness
+
+    os.environ.pop("SPECPLAN_PLAN", None)
+    vllm_harness.install(root)
+    from vllm.plugins import load_general_plugins
+    import vllm.distributed.parallel_state as ps
+
+    load_general_plugins()
+    return int(getattr(ps.initialize_model_parallel, "__specplan__", False))
+
+
+def main(argv: list[str] | None = None) -> None:
+    if argv is not None:  # a rank started by launch.py: ["bench", root, tp, pp, iters, live]
+        rank_main(argv[1:])
+        return
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=100)
+    ap.add_argument("--live", type=int, default=64)
+    ap.add_argument("--worlds", default="2,4,8")
+    args = ap.parse_args()
+    from launch import compile_spec, launch
+    from wheels import engine_root
+
+    root = str(engine_root("vllm"))
+    tmp = Path(tempfile.mkdtemp())
+    for n in map(int, args.worlds.split(",")):
+        tp, pp = (n, 1) if n == 2 else (n // 2, 2)
+        plan = compile_spec(tmp / str(n), SPEC.format(n=n, tp=tp, pp=pp))
+        env = {"SPECPLAN_PLAN": str(plan), "VLLM_USE_V2_MODEL_RUNNER": "1", "CUDA_VISIBLE_DEVICES": ""}
+        res = launch(n, "bench", root, tp, pp, args.iters, args.live, module="bench_plugin_vllm",
+                     path=(ROOT / "benchmarks",), env=env, timeout=1500)
+        r0 = res[0].result or {"error": res[0].stderr[-800:]}
+        ratio = r0["engine"] / r0["plugin"] if "engine" in r0 else None
+        print(f"world {n} (tp {tp} x pp {pp}), {args.live} rows: {json.dumps(r0)}"
+              + (f"; vLLM 3 broadcasts / plugin = {ratio:.2f}" if ratio else ""), flush=True)
+    print(f"hooks with SPECPLAN_PLAN unset: {unset_hooks(root)}")
+
+
+if __name__ == "__main__":
+    main()

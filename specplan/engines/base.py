@@ -1,0 +1,155 @@
+"""What every engine convention answers, and the rules the two engines share.
+
+A convention is one object per engine (sglang.py, vllm.py) holding everything that differs
+between them: the rank layout as named axes and the group families it makes, the PP split,
+the DP agreement, the MoE rows, the topologies it refuses (each message citing the engine
+function that refuses it), the warnings it earns and the behaviour profile `behaviour:
+engine` models. Passes, checks, explain and the sim ask `convention(spec.engine)`; nothing
+outside specplan/engines/ tests an engine's name.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from specplan.behaviour import Choices
+    from specplan.mesh.family import Family
+    from specplan.methods.base import Method
+    from specplan.schema.model import Spec, Topology
+
+# Accelerators per machine, when `topology.nodes` is written: an 8-GPU HGX / MI300X board,
+# an Atlas 800T A3 (16 NPUs). Engines bind local rank r to device r, so a node with fewer
+# devices than local ranks fails at load. CPU ranks are processes: no limit.
+DEVICES_PER_NODE = {"cuda": 8, "rocm": 8, "npu": 16}
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A topology the engine refuses: the spec key at fault and why."""
+
+    path: tuple[str | int, ...]
+    message: str
+
+
+@dataclass(frozen=True)
+class DpAgreement:
+    """The per-round token-count exchange of DP ranks whose collectives span replicas."""
+
+    family: str
+    group_size: int
+    op: str
+    ints_per_rank: int
+
+
+@dataclass(frozen=True)
+class MoeLayout:
+    """Where MoE rows go: the family tokens are dispatched over, and whether attention-TP
+    ranks split the rows before dispatch (and regather them after)."""
+
+    dispatch_family: str
+    row_split: bool
+
+
+class Convention(ABC):
+    name: ClassVar[str]
+    title: ClassVar[str]  # the engine and the release whose code this models
+    remainder_stages: ClassVar[str]  # where split_layers puts remainder layers, in words
+
+    # -- layout ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def world_size(self, t: Topology) -> int:
+        """Ranks of one world."""
+
+    def num_worlds(self, t: Topology) -> int:
+        """Independent worlds the launch starts (each its own torch.distributed world)."""
+        return 1
+
+    @abstractmethod
+    def widths(self, t: Topology) -> dict[str, int]:
+        """axis -> size, as the spec sets it (only the keys the engine reads)."""
+
+    @abstractmethod
+    def derived(self, t: Topology) -> dict[str, int]:
+        """The widths the engine derives (attn_tp, moe_tp, pcp, ...)."""
+
+    @abstractmethod
+    def families(self, t: Topology, is_moe: bool) -> tuple[Family, ...]:
+        """Every group family in the order the engine creates them."""
+
+    def extra_coords(self, t: Topology) -> dict[str, list[int]]:
+        """Coordinates of axes that have no family of their own."""
+        return {}
+
+    @abstractmethod
+    def split_layers(self, num_layers: int, pp: int) -> list[int]:
+        """Layers per stage when the spec gives no pp_partition."""
+
+    @abstractmethod
+    def attention_tp(self, t: Topology) -> int:
+        """The tensor width of one replica's attention."""
+
+    @abstractmethod
+    def num_replicas(self, t: Topology) -> int:
+        """Replicas: rank sets that serve different requests."""
+
+    # -- planning ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def sync_family(self, group: str) -> str:
+        """The family the engine's own group `group` (sync.group attn_tp | tp) names."""
+
+    @abstractmethod
+    def dp_agreement(self, spec: Spec) -> DpAgreement | None:
+        """The token-count exchange when replicas share collectives, else None."""
+
+    @abstractmethod
+    def moe_layout(self, spec: Spec) -> MoeLayout:
+        """Families of a MoE model's expert traffic."""
+
+    @abstractmethod
+    def behaviour(self, spec: Spec, method: Method) -> Choices:
+        """What the engine does by default for the method (`behaviour: engine`)."""
+
+    # -- rules ------------------------------------------------------------------------------
+
+    @abstractmethod
+    def violations(self, spec: Spec) -> list[Violation]:
+        """Every reason the engine refuses the spec's topology (load time)."""
+
+    def world_warning(self, world_size: int, num_worlds: int) -> str | None:
+        """What a launch of independent worlds costs, when it starts more than one (explain
+        and check print it as a WARN; check reads the sizes from plan.json)."""
+        return None
+
+    @abstractmethod
+    def launch_refusal(self, spec: Spec) -> str | None:
+        """Why the engine cannot launch the spec's method here, or None when it can."""
+
+    # -- shared rules -----------------------------------------------------------------------
+
+    def node_violations(self, spec: Spec, nodes_divide: int, function: str) -> list[Violation]:
+        """`nodes` must divide the ranks the engine spreads over nodes; when `nodes` is
+        written, no node may hold more ranks than a machine has devices."""
+        t = spec.topology
+        if nodes_divide % t.nodes:
+            return [Violation(("topology", "nodes"), f"nodes={t.nodes} does not divide the "
+                              f"{nodes_divide} ranks ({self.title} {function})")]
+        per_node = self.world_size(t) * self.num_worlds(t) // t.nodes
+        limit = DEVICES_PER_NODE.get(t.device)
+        if "nodes" not in t.model_fields_set or limit is None or per_node <= limit:
+            return []
+        return [Violation(("topology", "nodes"), f"nodes={t.nodes} puts {per_node} ranks on each "
+                          f"node, more than a {t.device} node has ({limit} devices): each rank "
+                          f"binds local device = local rank at load (expected nodes >= "
+                          f"{-(-per_node * t.nodes // limit)})")]
+
+    def moe_violations(self, spec: Spec, ep: int) -> list[Violation]:
+        """Expert parallel needs a MoE model."""
+        if ep > 1 and spec.model.moe is None:
+            return [Violation(("topology", "ep"), f"ep={ep} needs a mixture-of-experts model "
+                              "(model.moe)")]
+        return []

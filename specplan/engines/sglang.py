@@ -1,0 +1,267 @@
+"""SGLang 0.5.23: world = tp * pp, rank = tp * pp_rank + tp_rank (tp fastest).
+
+The TP block is read three ways, independently: as attn_dp x attn_cp x attn_tp (attn_tp
+fastest; attn_dp = dp only with DP-attention), as moe_dp x moe_ep x moe_tp (moe_tp fastest)
+and as contiguous chunks of dcp ranks. dp > 1 without DP-attention starts `dp` independent
+worlds. A family as wide as the TP group reuses its communicators (alias tp), except moe_ep
+on NPU; when attn_cp is wider than moe_dp, moe_dp reuses the attn_cp groups (CP partners
+share tokens before MoE): SGLang's initialize_model_parallel.
+
+Worked example, 8 ranks: tp=8, dp=2, dp_attention, ep=8 (attn_tp=4, moe_tp=1):
+    attn_tp  [0,1,2,3] [4,5,6,7]       replicas [0..3] (source 0), [4..7] (source 4)
+    moe_ep   [0..7]  (the tp group itself: ep == tp)
+    attn_cp, moe_dp, moe_tp, pp, dcp: singletons
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from specplan.behaviour import Choices
+from specplan.engines.base import Convention, DpAgreement, MoeLayout, Violation
+from specplan.mesh.axes import Layout
+from specplan.mesh.family import Family
+from specplan.methods.base import Method
+from specplan.schema.model import Spec, Topology
+
+T = "SGLang 0.5.23"
+COUNT_INTS = 7  # per rank: tokens, forward mode, cuda-graph ok, extend-in-batch, ...
+# SpecTpSync methods: which SGLANG_SPEC_TP_SYNC preset a written sync.policy names.
+PRESETS = ("all", "rng", "init", "off")
+# Converged without SpecTpSync under every preset: DFlash's greedy draft head all-gathers
+# (max, id) over tp and takes the first max (decisions.md §0.4).
+HARDCODED_SITES = frozenset({"dflash_draft"})
+PP_EAGLE = ("eagle", "mtp")
+
+
+class SGLang(Convention):
+    name = "sglang"
+    title = T
+    remainder_stages = "last stages"
+
+    def world_size(self, t: Topology) -> int:
+        return t.tp * t.pp
+
+    def num_worlds(self, t: Topology) -> int:
+        return 1 if t.dp_attention else t.dp
+
+    def widths(self, t: Topology) -> dict[str, int]:
+        return {k: getattr(t, k) for k in ("tp", "pp", "dp", "cp", "dcp", "ep", "moe_dp")}
+
+    def derived(self, t: Topology) -> dict[str, int]:
+        attn_dp = t.dp if t.dp_attention else 1
+        return {"attn_dp": attn_dp, "attn_cp": t.cp, "attn_tp": t.tp // attn_dp // t.cp,
+                "moe_ep": t.ep, "moe_dp": t.moe_dp, "moe_tp": t.tp // t.ep // t.moe_dp}
+
+    def families(self, t: Topology, is_moe: bool) -> tuple[Family, ...]:
+        d, tp = self.derived(t), t.tp
+        world = Layout(("pp", t.pp), ("tp", tp))
+        attn = _attention(t, d)
+        moe = Layout(("pp", t.pp), ("moe_dp", d["moe_dp"]), ("moe_ep", d["moe_ep"]), ("moe_tp", d["moe_tp"]))
+        chunks = Layout(("pp", t.pp), ("chunk", tp // t.dcp), ("dcp", t.dcp))
+        tp_fam = world.family("tp", group=("tp",))
+        attn_cp = attn.family("attn_cp", group=("attn_cp",), alias=_tp_alias(d["attn_cp"], tp))
+        if attn_cp.group_size > d["moe_dp"]:
+            moe_dp = replace(attn_cp, name="moe_dp", alias="attn_cp")
+        elif d["moe_dp"] == tp and tp > 1:
+            moe_dp = replace(tp_fam, name="moe_dp", alias="tp")
+        else:
+            moe_dp = moe.family("moe_dp", group=("moe_dp",), over=("pp", ("moe_ep", "moe_tp")))
+        return (
+            tp_fam,
+            attn_cp,
+            attn.family("attn_tp", group=("attn_tp",), over=("pp", ("attn_dp", "attn_cp")),
+                        alias=_tp_alias(d["attn_tp"], tp)),
+            moe_dp,
+            moe.family("moe_ep", group=("moe_ep",),
+                       alias=_tp_alias(d["moe_ep"], tp) if t.device != "npu" else None),
+            moe.family("moe_tp", group=("moe_tp",), over=("pp", ("moe_dp", "moe_ep")),
+                       alias=_tp_alias(d["moe_tp"], tp)),
+            world.family("pp", group=("pp",)),
+            chunks.family("dcp", group=("dcp",)),
+            self.replica(t),
+        )
+
+    def replica(self, t: Topology) -> Family:
+        """One attn_dp index on every PP stage (DP-attention), else the whole world."""
+        return _attention(t, self.derived(t)).family(
+            "replica", group=("pp", ("attn_cp", "attn_tp")), over=("attn_dp",))
+
+    def extra_coords(self, t: Topology) -> dict[str, list[int]]:
+        # attn_dp has no family of its own: it is the replica's index inside the TP block
+        return {"attn_dp": _attention(t, self.derived(t)).coords("attn_dp")}
+
+    def split_layers(self, num_layers: int, pp: int) -> list[int]:
+        """Remainder layers go to the last stages. 61 on 4: [15, 15, 15, 16]."""
+        parts = [num_layers // pp] * pp
+        for i in range(1, num_layers % pp + 1):
+            parts[-i] += 1
+        return parts
+
+    def attention_tp(self, t: Topology) -> int:
+        return self.derived(t)["attn_tp"]
+
+    def num_replicas(self, t: Topology) -> int:
+        return t.dp if t.dp_attention else 1
+
+    def sync_family(self, group: str) -> str:
+        return group
+
+    def dp_agreement(self, spec: Spec) -> DpAgreement | None:
+        """DP-attention: the MLP / MoE runs over the whole TP block, so every round starts
+        with an all-gather of each rank's count vector over tp (attn-TP rank 0 of each
+        replica authoritative)."""
+        t = spec.topology
+        if not (t.dp_attention and t.dp > 1):
+            return None
+        return DpAgreement("tp", t.tp, "all_gather", COUNT_INTS)
+
+    def moe_layout(self, spec: Spec) -> MoeLayout:
+        """Under DP-attention with attn_tp > 1 and an all-to-all backend each attention-TP
+        rank dispatches 1/attn_tp of the rows (reference/sglang.md §5.3); DeepEP dispatches
+        over the full TP group."""
+        t, moe = spec.topology, spec.model.moe
+        a2a = moe is not None and moe.a2a != "none"
+        split = t.dp_attention and self.attention_tp(t) > 1 and a2a
+        deepep = moe is not None and moe.a2a == "deepep"
+        return MoeLayout("tp" if deepep else "moe_ep", split)
+
+    def behaviour(self, spec: Spec, method: Method) -> Choices:
+        return _behaviour(spec, method)
+
+    def violations(self, spec: Spec) -> list[Violation]:
+        t = spec.topology
+        out = [*_attention_rules(t), *_moe_rules(spec)]
+        if t.tp % t.dcp:
+            out.append(Violation(("topology", "dcp"), f"dcp={t.dcp} does not divide tp={t.tp}: "
+                                 "DCP groups are contiguous chunks of dcp ranks of each TP group "
+                                 f"({T} initialize_model_parallel)"))
+        if t.dp > 1 and not t.dp_attention and t.nodes != 1:
+            out.append(Violation(("topology", "nodes"), f"dp={t.dp} without dp_attention runs on "
+                                 f"one node, found nodes={t.nodes}: multi-node data-parallel "
+                                 f"replicas are not supported, use dp_attention ({T} check_server_args)"))
+            return out
+        return out + self.node_violations(spec, self.world_size(t), "check_server_args")
+
+    def world_warning(self, world_size: int, num_worlds: int) -> str | None:
+        if num_worlds == 1:
+            return None
+        return (f"dp={num_worlds} without dp_attention starts {num_worlds} independent worlds of "
+                f"tp*pp = {world_size} ranks: {num_worlds * world_size} GPUs on one node ({T} "
+                "check_server_args refuses data-parallel replicas across nodes; the "
+                "DataParallelController launches one scheduler world per replica)")
+
+    def launch_refusal(self, spec: Spec) -> str | None:
+        return _launch_refusal(spec, self.attention_tp(spec.topology))
+
+
+def _attention(t: Topology, d: dict[str, int]) -> Layout:
+    return Layout(("pp", t.pp), ("attn_dp", d["attn_dp"]), ("attn_cp", d["attn_cp"]),
+                  ("attn_tp", d["attn_tp"]))
+
+
+def _tp_alias(width: int, tp: int) -> str | None:
+    return "tp" if width == tp and tp > 1 else None
+
+
+def _attention_rules(t: Topology) -> list[Violation]:
+    if t.dp_attention and t.tp % t.dp:
+        return [Violation(("topology", "dp"), f"tp={t.tp} is not divisible by dp={t.dp} with "
+                          f"dp_attention ({T} handle_data_parallelism: tp % attn_dp_size)")]
+    attn_dp = t.dp if t.dp_attention else 1
+    if t.tp % (attn_dp * t.cp):
+        how = f"dp={t.dp} * cp={t.cp}" if t.dp_attention else f"cp={t.cp}"
+        return [Violation(("topology", "cp"), f"tp={t.tp} is not divisible by {how} ({T} "
+                          "handle_context_parallelism: tp % (attn_dp_size * attn_cp_size))")]
+    return []
+
+
+def _moe_rules(spec: Spec) -> list[Violation]:
+    t, moe = spec.topology, spec.model.moe
+    at = ("topology", "moe_dp")
+    out = []
+    if t.tp % (t.ep * t.moe_dp):
+        out.append(Violation(("topology", "ep"), f"tp={t.tp} is not divisible by ep={t.ep} * "
+                             f"moe_dp={t.moe_dp} ({T} derive_parallel_widths: moe_tp = tp / ep / moe_dp)"))
+    elif t.moe_dp > 1 and t.ep > 1 and t.ep * t.moe_dp != t.tp:
+        out.append(Violation(at, f"ep={t.ep} * moe_dp={t.moe_dp} must equal tp={t.tp} when both "
+                             f"are above 1 ({T} handle_context_parallelism)"))
+    if t.moe_dp > 1 and t.pp > 1:
+        out.append(Violation(at, f"moe_dp={t.moe_dp} needs pp=1, found pp={t.pp} ({T} "
+                             "handle_context_parallelism)"))
+    if t.moe_dp > 1 and t.moe_dp != t.cp:
+        out.append(Violation(at, f"moe_dp={t.moe_dp} must equal cp={t.cp}: attn_cp_size != "
+                             f"moe_dp_size is only supported with moe_dp 1 ({T} handle_context_parallelism)"))
+    if (t.ep > 1 or t.moe_dp > 1) and moe is None:
+        out.append(Violation(("topology", "ep" if t.ep > 1 else "moe_dp"), f"ep={t.ep}, "
+                             f"moe_dp={t.moe_dp} need a mixture-of-experts model (model.moe)"))
+    if moe is not None and moe.num_experts % t.ep:
+        out.append(Violation(("model", "moe", "num_experts"), f"num_experts={moe.num_experts} is "
+                             f"not divisible by ep={t.ep}: every EP rank holds the same number of "
+                             f"experts ({T} ExpertLocationMetadata._init_common)"))
+    return out
+
+
+def _launch_refusal(spec: Spec, attn_tp: int) -> str | None:
+    t, s = spec.topology, spec.speculative
+    if t.pp > 1 and s.method == "dspark":
+        return ("SGLang runs DSpark under pipeline parallel only on PD prefill nodes "
+                "(--disaggregation-mode prefill), which make no decode rounds "
+                "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")
+    if t.pp > 1 and s.method not in ("none", *PP_EAGLE):
+        return (f"SGLang runs speculative decoding under pipeline parallel (pp={t.pp}) only "
+                f"with EAGLE or NEXTN (single-layer), not {s.method} "
+                "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")
+    if t.pp > 1 and s.method in PP_EAGLE and t.dp_attention:
+        return ("SGLang runs EAGLE/NEXTN decode rounds under pipeline parallel only with "
+                "SGLANG_ENABLE_PP_SPEC=1, which is not compatible with DP-attention "
+                "(--attn-dp-size)")
+    if s.method == "dspark" and t.dp_attention and spec.model.moe and attn_tp > 1:
+        return (f"SGLang's DSpark worker requires attn_tp == 1 under DP-attention with a MoE "
+                f"(DeepSeek-V4) draft; here attn_tp = tp {t.tp} / dp {t.dp} / cp {t.cp} = "
+                f"{attn_tp} (set dp == tp; seed 000 section 2, dspark_worker_v2.py)")
+    return None
+
+
+def _behaviour(spec: Spec, method: Method) -> Choices:
+    """SGLang 0.5.23 defaults (reference/decisions.md §0, §7; sglang.md §7).
+
+    DSpark and DFlash converge through SpecTpSync, whose preset is SGLANG_SPEC_TP_SYNC
+    (default all; `sync.policy: all | rng | init | off` names another); only sites SGLang
+    has (Site.sglang) exist there, so DSpark's host verify budget stays unconverged. The
+    EAGLE family and n-gram broadcast only the accept triple, in eagle_sample: on sampling
+    paths (not on CPU/XPU, which verify greedily) and on ROCm greedy; never their drafts,
+    proposals or first token. DFlash syncs over the full tp group, the others over attn_tp
+    under DP-attention, else tp.
+    """
+    device, sampling = spec.topology.device, spec.speculative.sampling
+    written = "policy" in spec.sync.model_fields_set and spec.sync.policy in PRESETS
+    preset = spec.sync.policy if written else "all"
+    spec_tp_sync = method.name in ("dspark", "dflash")
+    sites = {}
+    for site in method.sites:
+        if spec_tp_sync:
+            sites[site.name] = site.name in HARDCODED_SITES or site.sglang and (
+                preset == "all" or preset in site.presets)
+        elif site.name.endswith("_accept"):
+            sites[site.name] = device == "rocm" or (sampling != "greedy" and device != "cpu")
+        else:
+            sites[site.name] = False
+    group = "tp" if method.name == "dflash" or not spec.topology.dp_attention else "attn_tp"
+    greedy = None
+    if sampling == "greedy":
+        greedy = "greedy decoding draws no random numbers"
+    elif device == "cpu" and not spec_tp_sync:
+        greedy = "SGLang verifies greedily (argmax) on CPU even for sampling requests"
+    how = (f"SpecTpSync preset {preset}" if spec_tp_sync else
+           "eagle_sample broadcasts the accept triple on sampling paths and on ROCm greedy")
+    notes = [f"SGLang 0.5.23: {how} over {group}; PP relays ring stage to stage with widths "
+             "pinned to num_draft_tokens; aux hidden states are not relayed across stages."]
+    if sampling == "mixed" and not spec_tp_sync and device not in ("rocm",):
+        notes.append("mixed sampling: all-greedy batches take the greedy path, which SGLang does "
+                     "not broadcast on this device")
+    # The generic sampler draws the first token with the same seed and generator on every
+    # rank (reference/sglang.md §2.1): lockstep rng, a soft gap, unlike the accept coins.
+    lockstep = frozenset(s.name for s in method.sites if s.name.endswith("_target"))
+    return Choices("engine", sites, group, "ring", True, "pinned", "global", "global", "dropped",
+                   "dummy", greedy, lockstep, tuple(notes), policy_modelled=written)

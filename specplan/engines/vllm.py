@@ -1,0 +1,159 @@
+"""vLLM 0.33.0: ranks = arange(world).reshape(DP, PP, PCP, TP); a family's groups come from
+moving its axis last (ExternalDP is 1 here): initialize_model_parallel.
+
+Global rank = ((dp * PP + pp) * PCP + pcp) * TP + tp. DCP groups are chunks of dcp ranks
+of the TP group when pcp = 1; with pcp > 1 vLLM moves PCP next to TP before chunking, and
+ParallelConfig allows dcp 1, pcp or tp * pcp only. Expert parallel, when on, spans a whole
+stage: dp * pcp * tp ranks.
+
+Worked example, 8 ranks: tp=2, pp=2, cp(pcp)=2:
+    tp  [0,1] [2,3] [4,5] [6,7]        pcp [0,2] [1,3] [4,6] [5,7]
+    pp  [0,4] [2,6] [1,5] [3,7]        (order: tp index, then pcp index)
+    replica [0..7], source 4 (first rank of the last stage)
+"""
+
+from __future__ import annotations
+
+from specplan.behaviour import Choices
+from specplan.engines.base import Convention, DpAgreement, MoeLayout, Violation
+from specplan.mesh.axes import Layout
+from specplan.mesh.family import Family
+from specplan.methods.base import Method
+from specplan.schema.model import Spec, Topology
+
+T = "vLLM 0.33.0"
+
+
+class VLLM(Convention):
+    name = "vllm"
+    title = T
+    remainder_stages = "stages before the last"
+
+    def world_size(self, t: Topology) -> int:
+        return t.dp * t.pp * t.cp * t.tp
+
+    def widths(self, t: Topology) -> dict[str, int]:
+        return {k: getattr(t, k) for k in ("tp", "pp", "dp", "cp", "dcp", "ep")}
+
+    def derived(self, t: Topology) -> dict[str, int]:
+        return {"pcp": t.cp}
+
+    def families(self, t: Topology, is_moe: bool) -> tuple[Family, ...]:
+        ranks = Layout(("dp", t.dp), ("pp", t.pp), ("pcp", t.cp), ("tp", t.tp))
+        out = [
+            ranks.family("tp", group=("tp",)),
+            _dcp(t),
+            ranks.family("pcp", group=("pcp",)),
+            ranks.family("pp", group=("pp",), over=("dp", "tp", "pcp")),
+            ranks.family("dp", group=("dp",), over=("tp", "pp", "pcp")),
+        ]
+        if is_moe:
+            out.append(ranks.family("ep", group=("dp", "pcp", "tp"), over=("pp",)))
+        out.append(ranks.family("replica", group=("pp", ("pcp", "tp")), over=("dp",)))
+        return tuple(out)
+
+    def split_layers(self, num_layers: int, pp: int) -> list[int]:
+        """get_pp_indices: remainder layers go to the stages before the last, filling
+        backwards from index -2. 61 layers on 4 stages: [15, 15, 16, 15]."""
+        parts = [num_layers // pp] * pp
+        for i in range(2, num_layers % pp + 2):
+            parts[-i] += 1
+        return parts
+
+    def attention_tp(self, t: Topology) -> int:
+        return t.tp
+
+    def num_replicas(self, t: Topology) -> int:
+        return t.dp
+
+    def sync_family(self, group: str) -> str:
+        return "tp"  # vLLM has no attention-TP group of its own: tp is attention TP
+
+    def dp_agreement(self, spec: Spec) -> DpAgreement | None:
+        """dp > 1 with MoE: expert parallel spans the dp ranks, so every round starts with
+        num_tokens_across_dp, an all-reduce over the dp family."""
+        t = spec.topology
+        if t.dp == 1 or spec.model.moe is None:
+            return None
+        return DpAgreement("dp", t.dp, "all_reduce_sum", 1)
+
+    def moe_layout(self, spec: Spec) -> MoeLayout:
+        return MoeLayout("ep", False)
+
+    def behaviour(self, spec: Spec, method: Method) -> Choices:
+        # No convergence inside TP; vLLM has no free-memory gate on draft graphs (its KV-cache
+        # sizing already takes the minimum over workers), so start-up MIN sites hold trivially.
+        sites = {site.name: site.kind == "min" for site in method.sites}
+        notes = ("vLLM 0.33.0 (model runner V2): no convergence inside TP (identical logits and "
+                 "counter-based RNG keyed by seed and position); the last PP rank broadcasts "
+                 "sampled tokens and drafts down each PP column; aux taps chain through the "
+                 "stage handoff.",)
+        return Choices("engine", sites, "tp", "column", True, "agreed", "global", "global", "chain",
+                       "dummy", "counter-based RNG keyed by (seed, position) makes draws "
+                       "rank-deterministic", frozenset(), notes)
+
+    def violations(self, spec: Spec) -> list[Violation]:
+        t = spec.topology
+        out = [*_sglang_only(t), *_dcp_rules(t), *self.moe_violations(spec, t.ep)]
+        wide = t.dp * t.cp * t.tp
+        if t.ep not in (1, wide):
+            out.append(Violation(("topology", "ep"), f"ep={t.ep} must be 1 or dp*cp*tp = "
+                                 f"{t.dp}*{t.cp}*{t.tp} = {wide}: expert parallel spans a whole "
+                                 f"stage ({T} initialize_model_parallel, --enable-expert-parallel)"))
+        return out + self.node_violations(spec, self.world_size(t), "ParallelConfig.local_world_size")
+
+    def launch_refusal(self, spec: Spec) -> str | None:
+        from specplan.ecosystem.flags import VLLM_METHODS
+
+        t, s = spec.topology, spec.speculative
+        if s.method != "none" and s.method not in VLLM_METHODS:
+            return f"vLLM has no speculative method {s.method!r}"
+        if s.topk > 1:
+            return f"vLLM has no tree verify: speculative.topk must be 1, found {s.topk}"
+        if s.method != "none" and s.verify_width != s.num_steps + 1:
+            return (f"vLLM verifies num_speculative_tokens + 1 = {s.num_steps + 1} tokens; "
+                    f"speculative.num_draft_tokens={s.num_draft_tokens} has no vLLM spelling")
+        if t.ep not in (1, t.dp * t.cp * t.tp):
+            return (f"vLLM expert parallel is all or nothing: ep must be 1 or dp * cp * tp = "
+                    f"{t.dp * t.cp * t.tp}, found {t.ep}")
+        if s.draft_tp not in (None, 1, t.tp):
+            return (f"vLLM's draft_tensor_parallel_size is 1 or the target's tp {t.tp}, "
+                    f"found speculative.draft_tp={s.draft_tp}")
+        return None
+
+
+def _dcp(t: Topology) -> Family:
+    """Chunks of dcp consecutive ranks in (tp, pcp) order, pcp fastest once pcp > 1."""
+    dp, pp, pcp, tp, dcp = t.dp, t.pp, t.cp, t.tp, t.dcp
+    if pcp == 1:
+        chunks = Layout(("dp", dp), ("pp", pp), ("chunk", tp // dcp), ("dcp", dcp))
+        return chunks.family("dcp", group=("dcp",), over=(("dp", "pp"), "chunk"))
+    if pcp % dcp == 0:
+        chunks = Layout(("dp", dp), ("pp", pp), ("chunk", pcp // dcp), ("dcp", dcp), ("tp", tp))
+        return chunks.family("dcp", group=("dcp",), over=("dp", "pp", "tp", "chunk"))
+    a = dcp // pcp  # tp ranks per chunk, each with all its pcp ranks
+    chunks = Layout(("dp", dp), ("pp", pp), ("pcp", pcp), ("chunk", tp // a), ("tp", a))
+    return chunks.family("dcp", group=("tp", "pcp"), over=("dp", "pp", "chunk"))
+
+
+def _dcp_rules(t: Topology) -> list[Violation]:
+    at, where = ("topology", "dcp"), f"({T} ParallelConfig._validate_parallel_config)"
+    if t.cp == 1 and t.tp % t.dcp:
+        return [Violation(at, f"dcp={t.dcp} does not divide tp={t.tp} {where}")]
+    allowed = sorted({1, t.cp, t.tp * t.cp})
+    if t.cp > 1 and t.dcp not in allowed:
+        return [Violation(at, f"dcp={t.dcp} with cp={t.cp}, tp={t.tp}: DCP must be off, span the "
+                          f"PCP axis or span the whole TP x PCP axis, valid dcp: "
+                          f"{', '.join(map(str, allowed))} {where}")]
+    return []
+
+
+def _sglang_only(t: Topology) -> list[Violation]:
+    out = []
+    if t.dp_attention:
+        out.append(Violation(("topology", "dp_attention"), "dp_attention is an sglang option; "
+                             "with engine vllm every dp rank already runs its own attention (set it false)"))
+    if t.moe_dp != 1:
+        out.append(Violation(("topology", "moe_dp"), f"moe_dp={t.moe_dp} is an sglang option; "
+                             "expected 1 with engine vllm"))
+    return out

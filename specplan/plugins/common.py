@@ -1,0 +1,148 @@
+"""What both engine plugins share: activation from SPECPLAN_PLAN, refusals, the start-up check.
+
+Activation: with SPECPLAN_PLAN unset, `activate` returns None at once (no plan read, no torch
+imported, no hook installed). Set, it checks the engine's version, then loads and validates
+the plan once per process (engines call their plugins several times: the result is cached).
+Any reason not to run is an `EngineRefused`: a SystemExit carrying one line that names the
+path and the reason. It is a SystemExit because SGLang's plugin loader logs and swallows
+every Exception a plugin raises, which would let an engine start without its plan.
+
+Start-up (inside the engine's initialize_model_parallel hook, on every rank): `check_world`
+(the plan's world size is the engine's), `startup_check` (compare.py: every family, every
+speculative key), then `bind_engine` (the plan's runtime on the engine's own groups). Every
+rank reads the same plan and the same engine layout, so every rank refuses together.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ENV_PLAN = "SPECPLAN_PLAN"
+ENV_ALLOW_UNTESTED = "SPECPLAN_ALLOW_UNTESTED_ENGINE"
+SUPPORTED_VERSIONS = {"sglang": "0.5.23", "vllm": "0.33.0"}
+
+_ACTIVE: dict[tuple[str, str], "ActivePlan"] = {}  # (engine, path) -> the plan, once per process
+
+
+class EngineRefused(SystemExit):
+    """The engine must not start: one line naming the plan path (or engine) and the reason."""
+
+    def __init__(self, message: str):
+        super().__init__(f"specplan: {message}")
+
+    def __str__(self) -> str:
+        return str(self.code)
+
+
+@dataclass
+class ActivePlan:
+    """The plan SPECPLAN_PLAN names, loaded and validated, and what the plugin built from it."""
+
+    engine: str
+    path: str
+    plan: dict
+    runtime: object = None  # the bound specplan Runtime, once the engine's groups exist
+    hooks: list[str] = field(default_factory=list)  # engine functions the plugin hooked
+    engine_groups: dict = field(default_factory=dict)  # family -> every group, as the engine built them
+    startup_s: dict = field(default_factory=dict)  # seconds spent in "check" and "bind"
+
+    @property
+    def name(self) -> str:
+        return self.plan["name"]
+
+    @property
+    def world_size(self) -> int:
+        return self.plan["world_size"]
+
+
+def enabled() -> bool:
+    """Whether SPECPLAN_PLAN is set: read before anything else (the engine's version included)."""
+    return bool(os.environ.get(ENV_PLAN))
+
+
+def activate(engine: str, version: str) -> ActivePlan | None:
+    """None when SPECPLAN_PLAN is unset; else the validated plan (the same object every call)."""
+    path = os.environ.get(ENV_PLAN, "")
+    if not path:
+        return None
+    check_version(engine, version)
+    key = (engine, path)
+    if key not in _ACTIVE:
+        _ACTIVE[key] = ActivePlan(engine, path, read_plan_file(path, engine))
+    return _ACTIVE[key]
+
+
+def check_version(engine: str, version: str) -> None:
+    """Refuse an engine version the plugin was not tested against, unless allowed by env."""
+    supported = SUPPORTED_VERSIONS[engine]
+    if version == supported or os.environ.get(ENV_ALLOW_UNTESTED) == "1":
+        return
+    listing = ", ".join(f"{e} {v}" for e, v in SUPPORTED_VERSIONS.items())
+    raise EngineRefused(f"{engine} {version} is not a supported engine version (supported: "
+                        f"{listing}); set {ENV_ALLOW_UNTESTED}=1 to run it untested")
+
+
+def read_plan(plan):
+    """`plan` is a path to plan.json or its loaded content (as `bind` takes)."""
+    from specplan.plan import load_plan
+
+    return load_plan(plan)
+
+
+def read_plan_file(path: str, engine: str):
+    """Load SPECPLAN_PLAN and validate it: a specplan plan, for this engine, unedited."""
+    from specplan.plan import PlanFileError, load_plan
+
+    if Path(path).is_dir():
+        raise EngineRefused(f"{ENV_PLAN}={path}: is a directory, not a plan.json")
+    try:
+        plan = load_plan(path)
+    except PlanFileError as exc:
+        reasons = "; ".join(f"{d.path}: {d.message}" if d.path else d.message for d in exc.diagnostics)
+        raise EngineRefused(f"{ENV_PLAN}={path}: {reasons}") from None
+    if plan.engine != engine:
+        raise EngineRefused(f"{ENV_PLAN}={path}: plan {plan.name!r} is for engine {plan.engine!r}, "
+                            f"this is {engine}")
+    return plan
+
+
+def check_world(active: ActivePlan, world_size: int, rank: int) -> None:
+    """Refuse when the engine's world is not the plan's (every rank sees the same sizes)."""
+    if world_size == active.world_size:
+        return
+    raise EngineRefused(f"{ENV_PLAN}={active.path}: foreign plan: plan {active.name!r} is for "
+                        f"{active.world_size} ranks, the engine started {world_size} "
+                        f"(this is rank {rank})")
+
+
+def startup_check(active: ActivePlan, engine_groups: dict[str, list[list[int]]],
+                  engine_spec: dict, *, rank: int) -> None:
+    """Raise EngineRefused naming each differing family or key, this rank and both values."""
+    from specplan.plugins.compare import compare
+
+    findings = compare(active.plan, engine_groups, engine_spec, rank=rank)
+    if not findings:
+        return
+    diffs = "; ".join(f.message for f in findings)
+    raise EngineRefused(f"rank {rank}: the {active.engine} deployment is not plan {active.name!r} "
+                        f"({ENV_PLAN}={active.path}): {diffs}")
+
+
+def bind_engine(active: ActivePlan, *, rank: int, world_size: int, groups: dict, device=None):
+    """Bind the plan's runtime on the engine's own process groups (family -> this rank's group).
+
+    Runs after the engine's torch.distributed is up, so bind's fingerprint agreement is an
+    all-gather every rank joins: two ranks with different plans both raise, neither hangs.
+    """
+    from specplan.runtime import FingerprintMismatch, GroupMismatch, WorldSizeMismatch, bind
+
+    try:
+        rt = bind(active.plan, rank=rank, world_size=world_size, device=device, groups=groups)
+    except (FingerprintMismatch, WorldSizeMismatch, GroupMismatch) as exc:
+        raise EngineRefused(f"{ENV_PLAN}={active.path}: foreign plan: {exc}") from None
+    active.runtime = rt
+    return rt
+

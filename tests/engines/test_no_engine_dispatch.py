@@ -1,0 +1,54 @@
+"""No engine dispatch outside specplan/engines/: nothing compares an engine's name.
+
+Whatever differs between SGLang and vLLM is asked of `convention(spec.engine)`; a comparison
+such as `spec.engine == "sglang"`, `engine != target`, `engine in ("vllm",)` or
+`"vllm" == x` anywhere else is a rule living outside its engine's one home.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).parents[2] / "specplan"
+HOME = PACKAGE / "engines"
+ENGINE = r"(sglang|vllm)"
+DISPATCH = re.compile(
+    r"engine\w*\s*(==|!=)"  # engine == ..., spec.engine != ...
+    r"|(==|!=)\s*\w*\.?engine\b"  # ... == spec.engine
+    r"|engine\w*\s+(not\s+)?in\s*[(\[{]"  # engine in ("sglang", ...)
+    rf"|(==|!=)\s*[\"']{ENGINE}[\"']|[\"']{ENGINE}[\"']\s*(==|!=)"  # x == "vllm", "vllm" != x
+    rf"|\bin\s*[(\[{{]\s*[\"']{ENGINE}[\"']"  # x in ("sglang", ...)
+)
+
+
+def dispatches(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if DISPATCH.search(line)]
+
+
+def test_nothing_outside_engines_compares_an_engine_name():
+    found = []
+    for path in sorted(PACKAGE.rglob("*")):
+        if path.suffix not in (".py", ".j2") or HOME in path.parents:
+            continue
+        found += [f"{path.relative_to(PACKAGE.parent)}: {line}" for line in dispatches(path.read_text())]
+    assert found == []
+
+
+@pytest.mark.parametrize("line", [
+    'if spec.engine == "sglang":', "ints = 7 if p.spec.engine == 'sglang' else 1",
+    "if engine != spec.engine:", "if target == spec.engine:", 'if engine in ("sglang", "vllm"):',
+    'split = a if "vllm" == name else b', 'if name in ["vllm"]:', "k == 'device' and x != 'vllm'",
+])
+def test_the_grep_sees_dispatch(line):
+    assert dispatches(line) == [line]
+
+
+@pytest.mark.parametrize("line", [
+    'ENGINES = {"sglang": SGLang(), "vllm": VLLM()}', "conv = convention(spec.engine)",
+    'Engine = Literal["sglang", "vllm"]', '"engine": spec.engine,',
+])
+def test_the_grep_lets_selection_by_table_be(line):
+    assert dispatches(line) == []

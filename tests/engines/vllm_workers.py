@@ -1,0 +1,185 @@
+"""Rank programs for the vLLM plugin tests: vLLM's own code on gloo, the plugin loaded by vLLM's
+own loader. Run by tests/runtime/launch.py (one process per rank, torchrun's env).
+
+One launch runs one step of a V2 runner on every rank: the real initialize_model_parallel
+(through the plugin's start-up check), then on the last stage vLLM's real RejectionSampler
+(its Triton kernels) and PPHandler.broadcast / broadcast_drafts, on the earlier stages
+PPHandler.receive. Ranks draw different coins (per-rank seeds) and propose different drafts,
+so without the plugin their accepted tokens differ.
+
+Stand-ins, for what needs a GPU or a loaded model only: the sampler state the rejection
+sampler reads (temperature and seed per request, logits unchanged by sampling params), the
+step's InputBatch fields, the speculative config (SpeculativeConfig's own field names, no
+draft model), and PPHandler's CUDA streams (the handler is made without its __init__).
+Each rank prints `RESULT <json>` (exit 0), `REFUSED <line>` (exit 4) or `ERROR internal` (exit 1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections import deque
+from types import SimpleNamespace as NS
+
+R, K, V = 3, 3, 64  # requests, speculative tokens, vocabulary
+
+
+def main(argv: list[str]) -> None:
+    worker, root, *args = argv
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import vllm_harness
+
+    vllm_harness.install(root)
+    from specplan.plugins import EngineRefused
+
+    try:
+        result = WORKERS[worker](*args)
+    except EngineRefused as exc:
+        print(f"REFUSED {exc}", flush=True)
+        os._exit(4)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        print("ERROR internal", flush=True)
+        os._exit(1)
+    print("RESULT " + json.dumps(result), flush=True)
+    os._exit(0)
+
+
+def step(tp: str, pp: str, dp: str, speculative: str) -> dict:
+    import vllm_harness
+
+    from specplan.plugins import common
+
+    ps = vllm_harness.start_engine(int(tp), int(pp), int(dp), json.loads(speculative))
+    active = next(iter(common._ACTIVE.values()), None)
+    if active is not None:  # vLLM may load its plugins again: nothing more is installed
+        from specplan.plugins.vllm import register
+
+        before = list(active.hooks)
+        register(), register()
+        assert active.hooks == before, (before, active.hooks)
+    out = {"hooks": list(active.hooks) if active else [],
+           "groups": {"tp": ps._TP.group_ranks, "pp": ps._PP.group_ranks, "dp": ps._DP.group_ranks},
+           "startup_s": getattr(active, "startup_s", None)}
+    out.update(_run_step(ps, int(pp), active))
+    return out
+
+
+def _run_step(ps, pp: int, active) -> dict:
+    import torch
+
+    batch = _batch()
+    handler = _handler(ps, pp) if pp > 1 else None
+    if handler is not None and not handler.is_last_rank:
+        handler.receive(batch, recv_drafts=True)
+        got = handler.queue[-1]
+        return {"received": {"sampled": _accepted(got.sampled_tokens, got.num_sampled),
+                             "num_sampled": got.num_sampled.tolist(),
+                             "num_rejected": got.num_rejected.tolist(), "drafts": got.draft_tokens.tolist()},
+                "calls": _calls(active)}
+    rs = _rejection_sampler()
+    logits = _logits()
+    call = type(rs).__call__
+    local = getattr(call, "__wrapped__", call)(rs, logits, batch)  # vLLM's own, unhooked
+    final = rs(logits, batch)  # through the plugin when it is on
+    out = {"local": _sampler_out(local), "final": _sampler_out(final)}
+    if handler is not None:
+        drafts = torch.full((R, K), 100 + torch.distributed.get_rank(), dtype=torch.int64)
+        handler.broadcast(final.sampled_token_ids, final.num_sampled, final.num_rejected, batch)
+        handler.broadcast_drafts(drafts)
+        out["drafts"] = drafts.tolist()
+    out["calls"] = _calls(active)
+    return out
+
+
+def _calls(active) -> dict:
+    """What went through the plan's runtime on this rank ("converge:<site>", "relay:<site>")."""
+    bridge = getattr(active, "bridge", None)
+    return dict(bridge.calls) if bridge is not None else {}
+
+
+def _sampler_out(out) -> dict:
+    """The tokens each request committed (vLLM reads sampled up to num_sampled only)."""
+    return {"sampled": _accepted(out.sampled_token_ids, out.num_sampled), "num_sampled": out.num_sampled.tolist(),
+            "num_rejected": out.num_rejected.tolist()}
+
+
+def _accepted(sampled, num) -> list[list[int]]:
+    return [row[:n] for row, n in zip(sampled.tolist(), num.tolist())]
+
+
+def _logits():
+    """The same target logits on every rank (identical model output): token (7r + j + 1) % V is
+    favoured at row j of request r, so each draft is accepted with a probability the coin decides."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(R * (K + 1), V, generator=g)
+    for r in range(R):
+        for j in range(K + 1):
+            logits[r * (K + 1) + j, (7 * r + j + 1) % V] += 6.0
+    return logits
+
+
+def _batch():
+    """The step's InputBatch fields the rejection sampler and PPHandler read (R decode rows)."""
+    import numpy as np
+    import torch
+
+    n = R * (K + 1)
+    rows = torch.arange(n)
+    req = rows // (K + 1)
+    local = rows % (K + 1)
+    cu = torch.arange(0, n + 1, K + 1, dtype=torch.int32)
+    return NS(num_reqs=R, num_draft_tokens=R * K, req_ids=[f"req-{r}" for r in range(R)],
+              input_ids=((7 * req + local) % V).to(torch.int32), positions=(20 + local).to(torch.int64),
+              logits_indices=rows.to(torch.int64), expanded_idx_mapping=req.to(torch.int32),
+              expanded_local_pos=local.to(torch.int32), idx_mapping=torch.arange(R, dtype=torch.int32),
+              idx_mapping_np=np.arange(R, dtype=np.int32), cu_num_logits=cu, cu_num_logits_np=cu.numpy(),
+              seq_lens=torch.full((R,), 24, dtype=torch.int32),
+              seq_lens_cpu_upper_bound=torch.full((R,), 24, dtype=torch.int32),
+              num_computed_tokens_np=np.full(R, 20), prefill_len_np=np.full(R, 10),
+              num_scheduled_tokens=np.full(R, K + 1), max_seq_len_np=None,
+              is_prefilling_np=np.zeros(R, dtype=bool))
+
+
+def _rejection_sampler():
+    """vLLM's V2 RejectionSampler over the sampler state it reads: temperature 1, per-rank seeds
+    (each rank draws its own coins), logits unchanged by sampling params."""
+    import torch
+    import torch.distributed as dist
+    from vllm.v1.worker.gpu.sample.states import NO_LOGPROBS
+    from vllm.v1.worker.gpu.spec_decode.rejection_sampler import RejectionSampler
+
+    seeds = torch.tensor([1000 * dist.get_rank() + 17 * r + 1 for r in range(R)], dtype=torch.int64)
+    states = NS(temperature=NS(gpu=torch.ones(R)), seeds=NS(gpu=seeds), top_k=NS(np=None),
+                max_num_logprobs=lambda idx: NO_LOGPROBS)
+    sampler = NS(apply_sampling_params=lambda logits, *a, **k: logits, sampling_states=states,
+                 logprobs_mode="raw_logprobs", compute_nans=False, return_sampling_mask=False,
+                 use_fp64_gumbel=False, req_states=NS(prefill_len=NS(gpu=torch.full((R,), 10, dtype=torch.int32))))
+    spec = NS(num_speculative_tokens=K, enable_adaptive_verification=False, rejection_sample_method="standard",
+              fly_entropy_threshold=0.3, fly_entropy_top_k=3, synthetic_acceptance_rates=None,
+              fly_window_size=None)
+    return RejectionSampler(sampler, spec, torch.device("cpu"))
+
+
+def _handler(ps, pp: int):
+    """vLLM's PPHandler without its __init__ (CUDA streams): the fields its methods read."""
+    import numpy as np
+    import torch
+    from vllm.v1.worker.gpu.pp_utils import PPHandler
+
+    group = ps.get_pp_group()
+    h = object.__new__(PPHandler)
+    h.is_last_rank, h.last_rank = group.is_last_rank, group.last_rank
+    h.max_sample_len, h.num_speculative_steps, h.device = K + 1, K, torch.device("cpu")
+    h.queue = deque() if h.is_last_rank else deque([None] * pp)
+    h.req_idx_gen_np = np.zeros(8, dtype=np.int32)
+    h.broadcast_group, h.sampled_tokens_broadcast = group.device_group, False
+    return h
+
+
+WORKERS = {"step": step}

@@ -1,0 +1,89 @@
+"""Pass contracts are executable: every pass declares REQUIRES / ENSURES, the pipeline checks
+both, a pass run out of order or one that breaks its promise fails naming the pass, and
+`plan(spec, upto=...)` stops after the named pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from specplan.ir import IRError
+from specplan.mesh import build_mesh
+from specplan.methods import get_method
+from specplan.passes import NAMES, PASSES, Planning, contracts, plan, run_pass
+from specplan.schema import load_spec
+
+SPEC = """
+name: contracts
+engine: vllm
+topology: {tp: 2, pp: 2}
+model: {num_layers: 8, hidden_size: 256, vocab_size: 1024}
+speculative: {method: dspark, num_steps: 5, sampling: greedy}
+pipeline: {relay: column}
+runtime: {max_batch: 8}
+"""
+
+
+@pytest.fixture
+def spec(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text(SPEC)
+    return load_spec(path)
+
+
+def fresh(spec) -> Planning:
+    return Planning(spec, build_mesh(spec), get_method(spec.speculative.method))
+
+
+def test_every_pass_declares_a_contract_that_holds_after_it(spec):
+    p = fresh(spec)
+    for pass_ in PASSES:
+        assert isinstance(pass_.REQUIRES, tuple) and isinstance(pass_.ENSURES, tuple), pass_.NAME
+        assert pass_.ENSURES, f"{pass_.NAME} promises nothing"
+        run_pass(p, pass_)
+        for condition in pass_.ENSURES:
+            assert contracts.holds(p.graph, condition), (pass_.NAME, condition)
+
+
+def test_each_pass_requires_what_an_earlier_pass_ensures():
+    ensured: set[str] = set()
+    for pass_ in PASSES:
+        assert set(pass_.REQUIRES) <= ensured, (pass_.NAME, set(pass_.REQUIRES) - ensured)
+        ensured |= set(pass_.ENSURES)
+
+
+def test_a_pass_run_out_of_order_names_what_it_lacks(spec):
+    p = fresh(spec)
+    run_pass(p, PASSES[0])
+    schedule = PASSES[NAMES.index("schedule")]
+    with pytest.raises(IRError, match=r"pass 'schedule' requires moe, dp_agreement, .*a pass before it did not run"):
+        run_pass(p, schedule)
+
+
+def test_a_pass_that_breaks_its_promise_fails_after_it(spec, monkeypatch):
+    pin = PASSES[NAMES.index("pin_widths")]
+    monkeypatch.setattr(pin, "run", lambda p: None)  # lays nothing out
+    with pytest.raises(IRError, match=r"pass 'pin_widths' ensures boundaries\[\]\.layout, .*did not provide"):
+        plan(spec)
+
+
+def test_upto_stops_after_the_named_pass(spec):
+    p = plan(spec, upto="fuse_converges")
+    assert p.graph.passes_run == list(NAMES[: NAMES.index("fuse_converges") + 1])
+    assert "boundaries" in p.graph.sections and "buffer_bytes" not in p.graph.sections
+    assert plan(spec).graph.passes_run == list(NAMES)
+    with pytest.raises(ValueError, match="no pass 'pin_width'; passes: build_round, "):
+        plan(spec, upto="pin_width")
+
+
+def test_conditions_walk_lists_and_dicts():
+    class G:  # the two things `holds` reads
+        sections = {"sites": {"a": {"x": 1}, "b": {}}, "moe": None, "pipeline": {"relay": {"sites": [{"layout": 1}]}}}
+
+        def nodes(self):
+            return []
+
+    g = G()
+    assert not contracts.holds(g, "sites[].x") and contracts.holds(g, "sites")
+    assert contracts.holds(g, "moe") and contracts.holds(g, "moe.a2a")  # optional, left None
+    assert contracts.holds(g, "pipeline.relay.sites[].layout") and not contracts.holds(g, "pipeline.stages")
+    assert not contracts.holds(g, "graph") and not contracts.holds(g, "rank_classes")

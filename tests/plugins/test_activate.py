@@ -1,0 +1,105 @@
+"""activate(): SPECPLAN_PLAN unset costs nothing; bad plans and versions refuse with one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specplan.plugins import EngineRefused, activate, check_version, check_world, startup_check
+from specplan.plugins import common
+
+PLAN = Path(__file__).parents[1] / "golden" / "plans" / "dspark-greedy-dpattn.json"
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch):
+    monkeypatch.setattr(common, "_ACTIVE", {})
+    monkeypatch.delenv("SPECPLAN_PLAN", raising=False)
+    monkeypatch.delenv("SPECPLAN_ALLOW_UNTESTED_ENGINE", raising=False)
+
+
+def refusal(monkeypatch, value: str, engine: str = "sglang", version: str = "0.5.23") -> str:
+    monkeypatch.setenv("SPECPLAN_PLAN", value)
+    with pytest.raises(EngineRefused) as err:
+        activate(engine, version)
+    text = str(err.value)
+    assert "\n" not in text and text.startswith("specplan: ")
+    return text
+
+
+def test_unset_is_none_without_reading_anything():
+    assert activate("sglang", "0.5.22") is None  # not even the version is looked at
+
+
+def test_set_loads_once_per_process(monkeypatch):
+    monkeypatch.setenv("SPECPLAN_PLAN", str(PLAN))
+    first = activate("sglang", "0.5.23")
+    assert first.name == "dspark-greedy-dpattn" and first.world_size == 4
+    assert activate("sglang", "0.5.23") is first
+
+
+def test_missing_unreadable_and_malformed_plans(monkeypatch, tmp_path):
+    assert refusal(monkeypatch, str(tmp_path / "nope.json")) == \
+        f"specplan: SPECPLAN_PLAN={tmp_path / 'nope.json'}: no such file"
+    assert refusal(monkeypatch, str(tmp_path)).endswith("is a directory, not a plan.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": \n')
+    assert "malformed JSON" in refusal(monkeypatch, str(bad))
+    bad.write_text('[1, 2]')
+    assert "not a specplan plan" in refusal(monkeypatch, str(bad))
+    if os.geteuid() != 0:  # root reads anything
+        locked = tmp_path / "locked.json"
+        shutil.copy(PLAN, locked)
+        locked.chmod(0)
+        assert refusal(monkeypatch, str(locked)).endswith("cannot read: Permission denied")
+
+
+def test_foreign_plans(monkeypatch, tmp_path):
+    assert refusal(monkeypatch, str(PLAN), engine="vllm", version="0.33.0").endswith(
+        "plan 'dspark-greedy-dpattn' is for engine 'sglang', this is vllm")
+    edited = json.loads(PLAN.read_text())
+    edited["speculative"]["num_steps"] = 4
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(edited))
+    assert "plan.json was edited after compile" in refusal(monkeypatch, str(path))
+    monkeypatch.setenv("SPECPLAN_PLAN", str(PLAN))
+    active = activate("sglang", "0.5.23")
+    with pytest.raises(EngineRefused, match=r"is for 4 ranks, the engine started 8 \(this is rank 5\)"):
+        check_world(active, 8, 5)
+    check_world(active, 4, 0)
+
+
+def test_versions(monkeypatch):
+    with pytest.raises(EngineRefused) as err:
+        check_version("sglang", "0.5.22")
+    assert str(err.value) == ("specplan: sglang 0.5.22 is not a supported engine version (supported: "
+                              "sglang 0.5.23, vllm 0.33.0); set SPECPLAN_ALLOW_UNTESTED_ENGINE=1 to run it untested")
+    assert "vllm 0.34.0 is not a supported" in refusal(monkeypatch, str(PLAN), "vllm", "0.34.0")
+    monkeypatch.setenv("SPECPLAN_ALLOW_UNTESTED_ENGINE", "1")
+    check_version("sglang", "0.5.22")
+
+
+def test_startup_check_names_rank_and_every_difference(monkeypatch):
+    monkeypatch.setenv("SPECPLAN_PLAN", str(PLAN))
+    active = activate("sglang", "0.5.23")
+    with pytest.raises(EngineRefused) as err:
+        startup_check(active, {"attn_tp": [[0, 1, 2, 3]]}, {"num_steps": 3}, rank=2)
+    assert str(err.value) == (f"specplan: rank 2: the sglang deployment is not plan 'dspark-greedy-dpattn' "
+                              f"(SPECPLAN_PLAN={PLAN}): attn_tp: engine [0..3], plan [2,3]; "
+                              f"num_steps: engine 3, plan 5")
+    startup_check(active, {"attn_tp": [[0, 1], [2, 3]]}, {"num_steps": 5}, rank=2)
+
+
+def test_activation_and_compare_import_no_torch():
+    code = ("import os, sys; from specplan.plugins import activate, compare; "
+            "a = activate('sglang', '0.5.23'); compare(a.plan, {'tp': [[0, 1, 2, 3]]}, {}); "
+            "print('torch' in sys.modules)")
+    env = dict(os.environ, SPECPLAN_PLAN=str(PLAN))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
