@@ -107,17 +107,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=_positive, default=2,
                         help="passes over the round (first warms up)")
     args = parser.parse_args(argv)
+    missing = [k for k in TORCHRUN_ENV if not os.environ.get(k)]
+    how = (f"preflight runs one process per rank under torchrun, which sets {', '.join(TORCHRUN_ENV)} "
+           f"(missing here: {', '.join(missing)}); run it as\n  torchrun --nproc-per-node N "
+           f"-m specplan.runtime.preflight {args.plan}\nwith N the plan's ranks on this node "
+           "(add --nnodes, --node-rank and --master-addr across nodes)")
     try:
         plan = load_plan(args.plan)  # bad input (exit 2) before any process group starts
     except PlanFileError as exc:
         print(exc, file=sys.stderr)
+        if missing:
+            print(how, file=sys.stderr)
         return 2
-    missing = [k for k in TORCHRUN_ENV if not os.environ.get(k)]
     if missing:
-        print(f"preflight runs one process per rank under torchrun, which sets {', '.join(TORCHRUN_ENV)} "
-              f"(missing here: {', '.join(missing)}); run it as\n  torchrun --nproc-per-node N "
-              f"-m specplan.runtime.preflight {args.plan}\nwith N the plan's ranks on this node "
-              "(add --nnodes, --node-rank and --master-addr across nodes)", file=sys.stderr)
+        print(how, file=sys.stderr)
         return 2
     try:
         rt = bind(plan)
