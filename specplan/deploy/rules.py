@@ -186,10 +186,9 @@ AXES = {"sglang": Axes(dp="attn_dp", tp="attn_tp", cp="attn_cp", attn_tp="attn_t
 CONNECTORS = {"sglang": ("mooncake", "nixl"), "vllm": ("mooncake", "nixl", "nixl_push")}
 DEFAULT_CONNECTOR = {"sglang": "mooncake", "vllm": "nixl"}
 _VLLM = {"nixl": VllmNixlPull, "nixl_push": VllmNixlPush, "mooncake": VllmMooncake}
+_RULES = {"sglang": SGLangRules, "vllm": lambda connector: _VLLM[connector]()}
 
 
 def rules_for(engine: str, connector: str):
     """The decode instance's engine decides: its connector resolves where KV comes from."""
-    if engine == "sglang":
-        return SGLangRules(connector)
-    return _VLLM[connector]()
+    return _RULES[engine](connector)

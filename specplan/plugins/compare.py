@@ -127,12 +127,12 @@ def _settings(view: PlanView, engine_spec: dict) -> list[Finding]:
     return out
 
 
-def _same(engine, plan) -> bool:
-    if isinstance(engine, str) and isinstance(plan, str):
-        return engine.lower() == plan.lower()
-    if isinstance(engine, (list, tuple)):
-        return list(engine) == list(plan or [])
-    return engine == plan
+def _same(found, planned) -> bool:
+    if isinstance(found, str) and isinstance(planned, str):
+        return found.lower() == planned.lower()
+    if isinstance(found, (list, tuple)):
+        return list(found) == list(planned or [])
+    return found == planned
 
 
 def _value(v) -> str:

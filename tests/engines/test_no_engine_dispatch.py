@@ -28,13 +28,17 @@ def dispatches(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if DISPATCH.search(line)]
 
 
+# Not dispatch: refusing a plan compiled for another engine than the one loading it.
+IDENTITY_CHECKS = {"specplan/plugins/common.py: if plan.engine != engine:"}
+
+
 def test_nothing_outside_engines_compares_an_engine_name():
     found = []
     for path in sorted(PACKAGE.rglob("*")):
         if path.suffix not in (".py", ".j2") or HOME in path.parents:
             continue
         found += [f"{path.relative_to(PACKAGE.parent)}: {line}" for line in dispatches(path.read_text())]
-    assert found == []
+    assert [f for f in found if f not in IDENTITY_CHECKS] == []
 
 
 @pytest.mark.parametrize("line", [
