@@ -164,7 +164,8 @@ class SGLangState:
             return values.copy_(out[whole])
         import torch.distributed as dist
 
-        dist.broadcast(values, src=rt.source_of(ps["name"]), group=rt.groups[boundary.family])
+        source = rt.ranks[boundary.family][boundary.source_member]
+        dist.broadcast(values, src=source, group=rt.groups[boundary.family])
         return values
 
     def build_accept_outs(self, original, *args, **kwargs):

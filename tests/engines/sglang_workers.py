@@ -63,8 +63,8 @@ def startup(topology: str, speculative: str) -> dict:
     rt = active.runtime if active else None
     out["bound"] = None
     if rt is not None:  # the first boundary over the replica: its source on this rank
-        first = next(b.id for b in rt.plan.boundaries if b.family == "replica")
-        out["bound"] = {"replica": rt.ranks["replica"], "source": rt.source_of(first)}
+        first = next(b for b in rt.plan.boundaries if b.family == "replica")
+        out["bound"] = {"replica": rt.ranks["replica"], "source": rt.ranks["replica"][first.source_member]}
     import torch.distributed as dist
 
     dist.barrier()  # no rank leaves while a peer still builds a group with it

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from specplan.plan import fingerprint
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "runtime"))
 
@@ -125,7 +127,9 @@ def test_bad_plans_refuse_at_plugin_load_with_one_line(tmp_path):
     [r] = run(1, "plugins", plan=missing)
     assert r.returncode == REFUSED and r.stdout.strip() == f"REFUSED specplan: SPECPLAN_PLAN={missing}: no such file"
     other = tmp_path / "vllm.json"
-    other.write_text(json.dumps(dict(json.loads(plan_for(tmp_path, "tp2").read_text()), engine="vllm")))
+    foreign = dict(json.loads(plan_for(tmp_path, "tp2").read_text()), engine="vllm")
+    foreign["fingerprint"] = fingerprint(foreign)  # a whole plan, not a hand edit, for another engine
+    other.write_text(json.dumps(foreign))
     [r] = run(1, "plugins", plan=other)
     assert r.returncode == REFUSED and "is for engine 'vllm', this is sglang" in r.stdout
 
