@@ -253,21 +253,10 @@ def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verb
         text = formats.to_junit(subject, shown)
     else:
         filtered = len(findings) if len(shown) != len(findings) else None
-        text = formats.render_text(subject, shown, width=terminal_width(), verbose=verbose,
+        text = formats.render_text(subject, shown, width=formats.terminal_width(), verbose=verbose,
                                    shown_of=filtered)
     sys.stdout.write(text)
     sys.exit(EXIT_FOUND_PROBLEM if has_errors(findings) else 0)
-
-
-def terminal_width() -> int:
-    """COLUMNS when set, the terminal's width on a terminal, else 80."""
-    import os
-    import shutil
-
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
-    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
 
 
 @main.command(name="diff")
@@ -446,7 +435,7 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     target = load_spec_arg(spec)
     findings = [] if isinstance(target, Deployment) else verify(plan := build_plan(run_passes(target)))
     if has_errors(findings) and not allow_errors:  # simulate and check never disagree
-        sys.stdout.write(formats.render_text(subject_of(plan), findings, width=terminal_width(),
+        sys.stdout.write(formats.render_text(subject_of(plan), findings, width=formats.terminal_width(),
                                              verbose=False))
         click.echo("not simulated: `specplan check` predicts the failures above; run with "
                    "--allow-errors to watch them happen", err=True)

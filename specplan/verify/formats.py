@@ -9,7 +9,10 @@ The machine formats carry every finding unfolded. Untrusted text is printed lite
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import sys
 import textwrap
 from dataclasses import dataclass
 from xml.etree import ElementTree as ET
@@ -37,6 +40,14 @@ class Fold:
 
     first: Finding
     also: tuple[Finding, ...]
+
+
+def terminal_width() -> int:
+    """COLUMNS when set, the terminal's width on a terminal, else 80."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
 
 
 def at_least(findings: list[Finding], severity: str) -> list[Finding]:
