@@ -1,5 +1,13 @@
 """The round view `specplan explain` adds: sites with group and bytes, collectives and bytes
-per rank per round, taps and relays per stage. Built from the Plan alone."""
+per rank per round, taps and relays per stage. Built from the Plan alone.
+
+Byte figures are what one rank sends per round with buffers sized for `runtime.max_batch`
+rows (the plan's static buffers: what crosses the wire whatever the batch), beside the bytes
+of the live rows at a typical batch, `typical_batch`: a quarter of max_batch (at least 1),
+as decode batches run below the capacity they were sized for. The per-layer column counts the
+collectives each MoE layer of the target issues per forward to move rows between the
+attention layout and the experts' (the engine convention says which), apart from the fused
+count; the tensor-parallel all-reduces inside attention and dense layers are not counted."""
 
 from __future__ import annotations
 
@@ -7,31 +15,48 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from specplan.plan import ABSENT, Plan
 from specplan.plan.codec import encode
 
 COLLECTIVES = ("broadcast", "all_reduce_min", "all_gather", "all_reduce_sum", "all_to_all", "ring")
+TARGET = ("target_verify", "target_prefill")
+
+
+def typical_batch(max_batch: int) -> int:
+    """The batch the live-rows figure is given at: a quarter of max_batch, at least 1."""
+    return max(1, max_batch // 4)
 
 
 def round_data(plan: Plan) -> dict[str, Any]:
+    typical = typical_batch(plan.max_batch)
+    layer = _layer_collectives(plan)
     per_class = []
     for cls in plan.rank_classes:
         rounds = {}
         for rnd, ops in cls.program.items():
             coll = [o for o in ops if o.op in COLLECTIVES or o.op in ("send", "recv")]
             fused = [o for o in coll if not o.per_layer]
+            moe = any(o.op == "forward" and o.compute in TARGET for o in ops) and plan.moe is not None
             # payload_width: dynamic leaves the sender's bytes unknown until run time (None)
             rounds[rnd] = {"collectives": len(fused),
-                           "per_layer_collectives": len(coll) - len(fused),
+                           "per_layer_collectives": len(layer) if moe else 0,
+                           "per_layer": [c for c in layer] if moe else [],
                            "bytes": sum(o.bytes or 0 for o in fused if o.bytes is not ABSENT),
+                           "live_bytes": sum(_live_bytes(plan, o, typical) for o in fused),
                            "dynamic_collectives": sum(1 for o in fused if o.bytes is None)}
         per_class.append({"class": cls.id, "rule": dict(cls.rule), "rounds": rounds})
+    groups = {f.name: plan.groups(f.name) for f in plan.families}
     pipe = plan.pipeline
     return {
         "fingerprint": plan.fingerprint,
+        "max_batch": plan.max_batch,
+        "typical_batch": typical,
         "sites": [{"site": s.name, "round": s.round, "family": s.family,
-                   "source_member": s.source_member, "converge": s.converge,
+                   "source_member": s.source_member,
+                   "source_ranks": [g[s.source_member] for g in groups.get(s.family, [])],
+                   "converge": s.converge,
                    "trivial": s.trivial, "boundary": s.boundary,
                    "bytes": sum(d.bytes for d in s.decisions), "reason": s.reason}
                   for s in plan.sites],
@@ -44,27 +69,81 @@ def round_data(plan: Plan) -> dict[str, Any]:
     }
 
 
+def _layer_collectives(plan: Plan) -> list[dict[str, str]]:
+    if plan.moe is None:
+        return []
+    from specplan.engines import convention
+
+    found = convention(plan.engine).moe_layer_collectives(plan.derived, plan.widths, plan.moe)
+    return [{"op": c.op, "family": c.family, "what": c.what} for c in found]
+
+
+def _live_bytes(plan: Plan, op, typical: int) -> int:
+    """What `op` carries for `typical` live rows: a guarded buffer's header and the live rows
+    of its batch-sized fields; a handoff scaled from max_batch rows; anything else as is."""
+    if op.bytes is ABSENT or op.bytes is None:
+        return 0
+    layout = None
+    if op.boundary is not ABSENT:
+        layout = next(b.layout for b in plan.boundaries if b.id == op.boundary)
+    elif op.site is not ABSENT and op.site in plan.relay:
+        layout = plan.relay[op.site].layout
+    if layout is not None:
+        return layout.header_bytes + sum(f.bytes * typical // layout.capacity_rows if "bs" in f.symbols
+                                         else f.bytes for f in layout.fields)
+    if op.op in ("send", "recv"):
+        return op.bytes * typical // plan.max_batch
+    return op.bytes
+
+
 def render_round(data: dict, console: Console) -> None:
-    table = Table(title="sites (decode round unless noted)", title_justify="left")
+    at = f"max_batch={data['max_batch']}"
+    table = Table(title=f"sites (decode round unless noted; bytes per rank at {at})", title_justify="left")
     for col in ("site", "round", "group", "source", "bytes", "converge", "boundary", "why"):
         table.add_column(col)
     for s in data["sites"]:
         conv = "no-op (1 rank)" if s["trivial"] and s["converge"] else ("yes" if s["converge"] else "no")
-        table.add_row(s["site"], s["round"], s["family"], f"member {s['source_member']}", str(s["bytes"]),
-                      conv, "-" if s["boundary"] is None else str(s["boundary"]), s["reason"])
+        table.add_row(s["site"], s["round"], s["family"], source_text(s["source_member"], s["source_ranks"]),
+                      str(s["bytes"]), conv, "-" if s["boundary"] is None else str(s["boundary"]), s["reason"])
     console.print(table)
-    table = Table(title="collectives per rank per round (fused boundaries; per-layer model collectives apart)",
-                  title_justify="left")
-    for col in ("ranks", "round", "collectives", "bytes", "per-layer"):
+    typical = data["typical_batch"]
+    table = Table(title=f"collectives and bytes per rank per round at {at}", title_justify="left")
+    for col in ("ranks", "round", "collectives", f"bytes ({at})", f"live rows (batch {typical})",
+                "per-layer"):
         table.add_column(col)
+    legend = {}
     for cls in data["per_rank_class"]:
         for rnd, r in cls["rounds"].items():
             if r["collectives"] or r["per_layer_collectives"]:
                 dynamic = f" + {r['dynamic_collectives']} at run-time width" if r["dynamic_collectives"] else ""
                 table.add_row(f"stage {cls['rule']['pp']}", rnd, str(r["collectives"]),
-                              human_bytes(r["bytes"]) + dynamic, str(r["per_layer_collectives"]))
+                              human_bytes(r["bytes"]) + dynamic, human_bytes(r["live_bytes"]),
+                              str(r["per_layer_collectives"]))
+                legend.update({(c["what"], c["op"], c["family"]): None for c in r["per_layer"]})
     console.print(table)
+    for line in _legend(data["max_batch"], typical, list(legend)):
+        console.print(Text(line))
     _pipeline(data["pipeline"], console)
+
+
+def _legend(max_batch: int, typical: int, per_layer: list[tuple[str, str, str]]) -> list[str]:
+    moved = ", ".join(f"{what} ({op} over {family})" for what, op, family in per_layer) or "none"
+    return ["collectives: fused converge boundaries, relays, stage handoffs, DP token counts",
+            f"bytes: what those send, buffers sized for max_batch={max_batch} rows",
+            f"live rows: the bytes of the live rows at a typical batch of {typical} (max_batch/4)",
+            f"per-layer: collectives each MoE layer of the target issues per forward: {moved}",
+            "  (rows to and from the experts; tensor-parallel all-reduces are not counted)"]
+
+
+def source_text(member: int, ranks: list[int]) -> str:
+    """`member 4 = rank 12` for a family of one group; `member 0 = ranks 0, 2, ..., 14` (one per
+    group) otherwise."""
+    if len(ranks) == 1:
+        return f"member {member} = rank {ranks[0]}"
+    if not ranks:
+        return f"member {member}"
+    shown = ", ".join(map(str, ranks)) if len(ranks) <= 3 else f"{ranks[0]}, {ranks[1]}, ..., {ranks[-1]}"
+    return f"member {member} = ranks {shown}"
 
 
 def _pipeline(pipe: dict, console: Console) -> None:

@@ -11,6 +11,7 @@ outside specplan/engines/ tests an engine's name.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from specplan.behaviour import Choices
     from specplan.mesh.family import Family
     from specplan.methods.base import Method
+    from specplan.plan.model import MoeRows
     from specplan.schema.model import Spec, Topology
 
 # Accelerators per machine, when `topology.nodes` is written: an 8-GPU HGX / MI300X board,
@@ -51,6 +53,16 @@ class MoeLayout:
 
     dispatch_family: str
     row_split: bool
+
+
+@dataclass(frozen=True)
+class LayerCollective:
+    """One collective every MoE layer of the target issues per forward, moving rows between
+    the attention layout and the experts' (`explain`'s per-layer column counts these)."""
+
+    op: str  # all_gather | reduce_scatter | all_to_all
+    family: str
+    what: str
 
 
 class Convention(ABC):
@@ -109,6 +121,12 @@ class Convention(ABC):
     @abstractmethod
     def moe_layout(self, spec: Spec) -> MoeLayout:
         """Families of a MoE model's expert traffic."""
+
+    def moe_layer_collectives(self, derived: Mapping[str, int], widths: Mapping[str, int],
+                              moe: MoeRows) -> tuple[LayerCollective, ...]:
+        """The row movement around the experts of one MoE layer, from the plan's widths and
+        its MoE rows (a2a backend, row split); none by default."""
+        return ()
 
     @abstractmethod
     def behaviour(self, spec: Spec, method: Method) -> Choices:

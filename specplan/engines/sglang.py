@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specplan.behaviour import Choices
-from specplan.engines.base import Convention, DpAgreement, MoeLayout, Violation
+from specplan.engines.base import Convention, DpAgreement, LayerCollective, MoeLayout, Violation
 from specplan.mesh.axes import Layout
 from specplan.mesh.family import Family
 from specplan.methods.base import Method
@@ -125,6 +125,25 @@ class SGLang(Convention):
         split = t.dp_attention and self.attention_tp(t) > 1 and a2a
         deepep = moe is not None and moe.a2a == "deepep"
         return MoeLayout("tp" if deepep else "moe_ep", split)
+
+    def moe_layer_collectives(self, derived, widths, moe) -> tuple[LayerCollective, ...]:
+        """_run_moe_ffn_dp_sync (reference/sglang.md §5.3): attention-CP partners gather and
+        reduce-scatter over attn_cp; under DP-attention a tensor-parallel MoE gathers every DP
+        rank's rows over tp and scatters them back (MAX_LEN mode, as a full decode batch
+        picks); an all-to-all backend dispatches and combines over tp, after each attention-TP
+        rank took its 1/attn_tp of the rows, which an all-gather over attn_tp restores."""
+        if derived["attn_cp"] > 1:
+            return (LayerCollective("all_gather", "attn_cp", "cp_gather"),
+                    LayerCollective("reduce_scatter", "attn_cp", "cp_scatter"))
+        if moe.a2a != "none":
+            out = (LayerCollective("all_to_all", moe.dispatch_family, "moe_dispatch"),
+                   LayerCollective("all_to_all", moe.dispatch_family, "moe_combine"))
+            gather = (LayerCollective("all_gather", moe.gather_family, "moe_row_gather"),)
+            return out + (gather if moe.row_split else ())
+        if derived["attn_dp"] > 1:
+            return (LayerCollective("all_gather", "tp", "dp_gather"),
+                    LayerCollective("reduce_scatter", "tp", "dp_scatter"))
+        return ()
 
     def behaviour(self, spec: Spec, method: Method) -> Choices:
         return _behaviour(spec, method)

@@ -15,7 +15,7 @@ Worked example, 8 ranks: tp=2, pp=2, cp(pcp)=2:
 from __future__ import annotations
 
 from specplan.behaviour import Choices
-from specplan.engines.base import Convention, DpAgreement, MoeLayout, Violation
+from specplan.engines.base import Convention, DpAgreement, LayerCollective, MoeLayout, Violation
 from specplan.mesh.axes import Layout
 from specplan.mesh.family import Family
 from specplan.methods.base import Method
@@ -79,6 +79,20 @@ class VLLM(Convention):
 
     def moe_layout(self, spec: Spec) -> MoeLayout:
         return MoeLayout("ep", False)
+
+    def moe_layer_collectives(self, derived, widths, moe) -> tuple[LayerCollective, ...]:
+        """MoERunner._maybe_dispatch / _maybe_combine: with dp > 1 every MoE layer dispatches
+        the rows over the ep group and combines them back (all-gather and reduce-scatter, or
+        two all-to-alls with an all-to-all backend); with pcp > 1 and no all-to-all kernels
+        the context-parallel ranks gather and reduce-scatter their rows over pcp."""
+        out: tuple[LayerCollective, ...] = ()
+        if widths["dp"] > 1:
+            ops = ("all_to_all", "all_to_all") if moe.a2a != "none" else ("all_gather", "reduce_scatter")
+            out = (LayerCollective(ops[0], "ep", "moe_dispatch"), LayerCollective(ops[1], "ep", "moe_combine"))
+        if derived["pcp"] > 1 and moe.a2a == "none":
+            out += (LayerCollective("all_gather", "pcp", "pcp_gather"),
+                    LayerCollective("reduce_scatter", "pcp", "pcp_scatter"))
+        return out
 
     def behaviour(self, spec: Spec, method: Method) -> Choices:
         # No convergence inside TP; vLLM has no free-memory gate on draft graphs (its KV-cache

@@ -54,8 +54,9 @@ def _buffers(view: PlanView) -> list[Finding]:
     for b in guarded:
         if b.buffer_bytes != sizes.get(b.family, b.buffer_bytes):
             out.append(_buffer(view, b.round, b.family,
-                               f"{_what(b)} uses a {b.buffer_bytes}-byte "
-                               f"buffer while {b.family}'s other broadcasts use {sizes[b.family]}: ranks "
+                               f"{_what(b)} uses a {b.buffer_bytes}-byte buffer (per rank per round at "
+                               f"max_batch={view.plan.max_batch}) while {b.family}'s other broadcasts use "
+                               f"{sizes[b.family]}: ranks "
                                f"that fall out of order meet a size mismatch (a hang) instead of a header mismatch"))
     for cls in view.plan.rank_classes:
         for rnd, ops in cls.program.items():
@@ -64,7 +65,8 @@ def _buffers(view: PlanView) -> list[Finding]:
                 if b is not None and op.bytes is not None and op.bytes != b.buffer_bytes:
                     out.append(_buffer(view, rnd, op.family,
                                        f"stage {cls.stage} sends {_what(b)} with {op.bytes} "
-                                       f"bytes, but its packed buffer is {b.buffer_bytes} bytes"))
+                                       f"bytes, but its packed buffer is {b.buffer_bytes} bytes "
+                                       f"(per round at max_batch={view.plan.max_batch})"))
     return out
 
 
