@@ -88,63 +88,29 @@ def main() -> None:
 @click.argument("spec", type=click.Path(dir_okay=True))
 @click.option("--rank", "rank", type=int, default=None, help="Show one rank's view.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@click.option("--all-families", is_flag=True, help="Also list families of one-rank groups.")
 @click.option("--picture", type=click.Choice(["ranks", "round", "kv"]), default=None,
               help="Draw the rank grid or the round graph (a deployment: kv, both instances' "
-                   "grids with the KV handoff) to --out instead of printing tables.")
-@click.option("--format", "fmt", type=click.Choice(["svg", "mermaid", "dot"]), default="svg",
-              show_default=True, help="Picture format.")
+                   "grids with the KV handoff) instead of printing tables.")
+@click.option("--format", "fmt", type=click.Choice(["svg", "png", "mermaid", "dot"]), default="svg",
+              show_default=True, help="Picture format (png: needs cairosvg or vl-convert-python).")
 @click.option("--family", default=None, help="ranks picture: the group family outlined "
               "(default attn_tp under DP-attention, else tp).")
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
-              help="Picture file to write (required with --picture).")
+              help="Picture file to write (default: stdout).")
 @user_errors
-def explain(spec: str, rank: int | None, as_json: bool, picture: str | None, fmt: str,
-            family: str | None, out: str | None) -> None:
+def explain(spec: str, rank: int | None, as_json: bool, all_families: bool, picture: str | None,
+            fmt: str, family: str | None, out: str | None) -> None:
     """Show which ranks form which groups, the stages and the replicas of SPEC.
 
     Example: specplan explain specs/deepseek-v4-dspark-tp16-dp8.yaml --rank 3
 
     Example: specplan explain specs/kimi-k3-dspark-tp8-pp2.yaml --picture round -o round.svg
     """
-    if picture and not out:
-        raise click.UsageError("--picture needs -o/--out FILE")
-    from specplan.deploy import Deployment, load_target
-    from specplan.errors import Diagnostic, SpecError
+    from specplan.cli_explain import run
 
-    loaded = load_spec_arg(spec)  # bad input fails here, before the planner is even imported
-    if isinstance(loaded, Deployment):
-        from specplan.deploy import commands
-
-        if rank is not None:
-            raise click.UsageError("--rank shows one rank of a spec; explain an instance's spec")
-        sys.exit(commands.explain(loaded, as_json, console(), picture, fmt, out))
-    if picture == "kv":
-        raise SpecError([Diagnostic(spec, None, None, "", "--picture kv draws a deployment's KV "
-                                    "handoff; this spec has no peer (see disaggregation)")])
-    from specplan.explain import explain_data, rank_data, render
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
-    from specplan.round_view import render_round, round_data
-
-    planning = run_passes(loaded)
-    mesh = planning.mesh
-    if rank is not None and not 0 <= rank < mesh.world_size:
-        raise SpecError([Diagnostic(spec, None, None, "", f"--rank {rank} is outside the world: "
-                                    f"expected 0 .. {mesh.world_size - 1}")])
-    data = explain_data(loaded, mesh)
-    data["round"] = round_data(built := build_plan(planning))
-    if picture:
-        from specplan.pictures import write_picture
-
-        click.echo(write_picture(spec, picture, fmt, data, planning, built, family, out))
-        return
-    if as_json:
-        dump_json(data if rank is None else rank_data(data, rank))
-        return
-    out = console()
-    render(data, out, rank)
-    if rank is None:
-        render_round(data["round"], out)
+    sys.exit(run(spec, rank=rank, as_json=as_json, picture=picture, fmt=fmt, family=family,
+                 out=out, all_families=all_families))
 
 
 @main.command(name="compile")

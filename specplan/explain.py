@@ -55,12 +55,14 @@ def _rank_rows(mesh: Mesh) -> list[dict[str, int]]:
     return [dict(zip(keys, values)) for values in zip(*columns)]
 
 
-def render(data: dict[str, Any], console: Console, rank: int | None = None) -> None:
+def render(data: dict[str, Any], console: Console, rank: int | None = None,
+           all_families: bool = False) -> None:
+    """The tables; families of one-rank groups (no traffic) only with `all_families`."""
     if rank is not None:
-        _render_rank(data, console, rank)
+        _render_rank(data, console, rank, all_families)
         return
     _header(data, console)
-    _families(data, console)
+    _families(data, console, all_families)
     _ranks(data, console)
     _stages(data, console)
     _replicas(data, console)
@@ -80,11 +82,17 @@ def _header(data: dict, console: Console) -> None:
                   f"verify width {sp['num_draft_tokens']}, sampling {sp['sampling']}, taps {sp['taps'] or '-'}")
 
 
-def _families(data: dict, console: Console) -> None:
+def _families(data: dict, console: Console, all_families: bool) -> None:
+    """Families in creation order, each one's groups listed in rank order (vLLM creates its dp
+    groups pp-column by pp-column; the JSON keeps the creation order)."""
     table = Table(title="group families (in creation order)", title_justify="left")
     for col in ("family", "groups", "size", "members"):
         table.add_column(col)
+    hidden = [name for name, groups in data["groups"].items() if len(groups[0]) == 1 and not all_families]
     for name, groups in data["groups"].items():
+        if name in hidden:
+            continue
+        groups = sorted(groups)
         shown = " ".join(_ranks_str(g) for g in groups[:SHOW_GROUPS])
         if len(groups) > SHOW_GROUPS:
             shown += f" ... (+{len(groups) - SHOW_GROUPS})"
@@ -92,6 +100,9 @@ def _families(data: dict, console: Console) -> None:
         label = f"{name} (= {alias})" if alias else name
         table.add_row(label, str(len(groups)), str(len(groups[0])), shown)
     console.print(table)
+    if hidden:
+        console.print(Text(f"families of one-rank groups, hidden: {', '.join(hidden)} "
+                           "(--all-families shows them)"))
 
 
 def _ranks(data: dict, console: Console) -> None:
@@ -146,7 +157,7 @@ def rank_data(data: dict[str, Any], rank: int) -> dict[str, Any]:
             "is_source": rep["source"] == rank, "stage": stage, "rounds": rounds}
 
 
-def _render_rank(data: dict, console: Console, rank: int) -> None:
+def _render_rank(data: dict, console: Console, rank: int, all_families: bool = False) -> None:
     view = rank_data(data, rank)
     row, rep, stage = view["row"], view["replica"], view["stage"]
     console.print(Text.assemble((f"rank {rank}", "bold"), f" of {data['world_size']}: node "
@@ -154,9 +165,13 @@ def _render_rank(data: dict, console: Console, rank: int) -> None:
     table = Table(title="groups of this rank", title_justify="left")
     for col in ("family", "group rank", "group"):
         table.add_column(col)
+    hidden = [name for name, g in view["groups"].items() if len(g["ranks"]) == 1 and not all_families]
     for name, g in view["groups"].items():
-        table.add_row(name, str(g["group_rank"]), _ranks_str(g["ranks"]))
+        if name not in hidden:
+            table.add_row(name, str(g["group_rank"]), _ranks_str(g["ranks"]))
     console.print(table)
+    if hidden:
+        console.print(Text(f"one-rank groups, hidden: {', '.join(hidden)} (--all-families shows them)"))
     role = "source" if view["is_source"] else f"takes decisions from rank {rep['source']}"
     console.print(f"replica {rep['index']} ({role}); stage {stage['pp_rank']}: layers "
                   f"[{stage['start_layer']}, {stage['end_layer']}), taps {stage['taps'] or '-'}")

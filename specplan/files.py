@@ -44,8 +44,9 @@ def _check_name(path: str | Path) -> None:
                                       "the path holds a NUL character; expected a file path")])
 
 
-def write_atomic(path: str | Path, text: str, *, what: str = "the output") -> Path:
-    """Write `text` to `path` through a temporary sibling and a rename; mode 0666 & ~umask."""
+def write_atomic(path: str | Path, text: str | bytes, *, what: str = "the output") -> Path:
+    """Write `text` (or bytes) to `path` through a temporary sibling and a rename; mode
+    0666 & ~umask."""
     _check_name(path)
     target = Path(path)
     tmp = target.parent / f".{target.name[:64]}.{uuid.uuid4().hex[:12]}.tmp"
@@ -54,7 +55,7 @@ def write_atomic(path: str | Path, text: str, *, what: str = "the output") -> Pa
         if target.is_dir():
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(target))
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8")) as fh:
             fh.write(text)
         os.replace(tmp, target)
     except OSError as exc:

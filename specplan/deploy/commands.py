@@ -29,18 +29,18 @@ def explain(dep: Deployment, as_json: bool, console, picture: str | None = None,
     return 0
 
 
-def _picture(dep: Deployment, picture: str, fmt: str, out: str) -> int:
+def _picture(dep: Deployment, picture: str, fmt: str, out: str | None) -> int:
     from specplan.deploy.picture import kv_picture_data
     from specplan.errors import Diagnostic, SpecError
-    from specplan.pictures import write_atomic
+    from specplan.pictures import emit
     from specplan.pictures.kv import RENDER
 
     if picture != "kv":
         raise SpecError([Diagnostic(dep.file, None, None, "", f"--picture {picture} draws one "
                                     "spec; a deployment draws --picture kv (or explain an "
                                     "instance's spec)")])
-    write_atomic(out, RENDER[fmt](kv_picture_data(dep, plan_handoff(dep))))
-    print(out)
+    if emit(out, RENDER["svg" if fmt == "png" else fmt](kv_picture_data(dep, plan_handoff(dep))), fmt):
+        print(out)
     return 0
 
 

@@ -24,7 +24,8 @@ from specplan.round_view import human_bytes
 FILL = {"decision": "#fff3b0", "converge": "#ffb870", "materialize": "#c7f0c2",
         "compute": "#a9c8f0", "commit": "#dddddd"}
 EDGE = {"data": "#777777", "relay": "#e76f51", "handoff": "#1d3557", "tap": "#7b2cbf"}
-NODE_GAP_X, NODE_GAP_Y, LANE_HEAD = 44, 14, 86
+NODE_GAP_X, NODE_GAP_Y, LANE_HEAD = 44, 14, 112
+MAX_WIDTH, WRAP_GAP = 1600, 28  # a round wider than MAX_WIDTH pixels wraps onto rows of lanes
 DP_AGREEMENT = "dp_token_counts"  # the DP-attention token-count all-gather (passes/dp_agreement)
 
 
@@ -46,6 +47,7 @@ class RoundPicture:
         self.labels = {n.id: node_label(n, plan) for n in graph.nodes()}
         self.depth = _depths(graph)
         self.edges = self._edges()
+        self.row_top: dict[str, float] = {}  # node id -> top of its row of lanes (render_svg)
 
     def _edges(self) -> list[Edge]:
         out = []
@@ -88,13 +90,22 @@ def node_label(node: Node, plan: Plan) -> list[str]:
     if node.kind == "converge":
         return converge_label(node, plan)
     if node.kind == "decision":
-        shape = " x ".join(map(str, node.attr("shape", ()))) or "scalar"
+        dims = node.attr("shape", ())
+        shape = " x ".join(_term(d) if len(dims) > 1 else str(d) for d in dims) or "scalar"
         return [node.name, f"{node.attr('nature')} {node.attr('dtype')} [{shape}]"]
     if node.kind == "compute":
-        return [node.name, f"{node.attr('compute')} x{node.attr('forwards', 1)}"]
+        return [node.name, f"{node.attr('compute')} x {_term(node.attr('forwards', 1))}"]
     if node.kind == "materialize":
-        return [node.name, f"derives {len(node.attr('derives', ()))} values"]
-    return [node.name, "commit"]
+        n = len(node.attr("derives", ()))
+        return [node.name, f"derives {n} value{'' if n == 1 else 's'}"]
+    after = node.name.removeprefix("commit_")  # commit nodes are named commit_<phase>
+    return ["commit", f"after {after}"] if after not in ("commit", node.name) else ["commit"]
+
+
+def _term(dim) -> str:
+    """A dimension or count as a factor: `num_steps - 1` is written `(num_steps - 1)`."""
+    text = str(dim)
+    return f"({text})" if any(op in text for op in (" ", "+", "-", "*")) else text
 
 
 def converge_label(node: Node, plan: Plan) -> list[str]:
@@ -171,7 +182,7 @@ def render_svg(pic: RoundPicture) -> str:
     for rnd in pic.rounds:  # lanes first, then edges, then nodes on top of the edges
         y = _round_lanes(canvas, pic, rnd, y, node_w, node_h, boxes) + 18
     for e in pic.edges:
-        _edge(canvas, e, boxes, node_w, node_h)
+        _edge(canvas, e, boxes, node_w, node_h, pic.row_top)
     for n in pic.graph.nodes():
         x, ny = boxes[n.id]
         _node(canvas, n, pic.labels[n.id], x, ny, node_w, node_h)
@@ -180,25 +191,32 @@ def render_svg(pic: RoundPicture) -> str:
 
 def _round_lanes(canvas: Canvas, pic: RoundPicture, rnd: str, top: float, node_w: float,
                  node_h: float, boxes: dict) -> float:
-    """Draw the round's lanes, place its nodes in `boxes`; returns the block's bottom."""
+    """Draw the round's lanes, place its nodes in `boxes`; returns the block's bottom. A round
+    deeper than MAX_WIDTH allows wraps: its columns continue below in as many rows of lanes as
+    they need (lanes labelled "stage S, cont."), so the picture stays readable at any depth."""
     cells = pic.cells(rnd)
     cols = max(d for _, d in cells) + 1
-    width = LANE_HEAD + cols * (node_w + NODE_GAP_X)
+    per_row = max(1, int((MAX_WIDTH - 32 - LANE_HEAD) // (node_w + NODE_GAP_X)))  # 16 px margins
     canvas.text(16, top + 14, f"{rnd} round", anchor="start", bold=True, size=12)
     y = top + 24
-    for stage in range(pic.pp):
-        stack = max((len(v) for (s, _), v in cells.items() if s == stage), default=0)
-        lane_h = max(1, stack) * (node_h + NODE_GAP_Y) + NODE_GAP_Y
-        canvas.rect(16, y, width, lane_h, fill="#fafafa" if stage % 2 else "#f0f4f8", stroke="#bbb",
-                    cls="lane")
-        canvas.text(24, y + lane_h / 2 + 4, f"stage {stage}", anchor="start", bold=True, cls="lane-label")
-        for (s, depth), nodes in cells.items():
-            if s != stage:
-                continue
-            for i, n in enumerate(nodes):
-                boxes[n.id] = (16 + LANE_HEAD + depth * (node_w + NODE_GAP_X),
-                               y + NODE_GAP_Y + i * (node_h + NODE_GAP_Y))
-        y += lane_h
+    for first in range(0, cols, per_row):
+        row_top = y
+        width = LANE_HEAD + min(per_row, cols - first) * (node_w + NODE_GAP_X)
+        for stage in range(pic.pp):
+            row = {d - first: v for (st, d), v in cells.items() if st == stage and first <= d < first + per_row}
+            stack = max((len(v) for v in row.values()), default=0)
+            lane_h = max(1, stack) * (node_h + NODE_GAP_Y) + NODE_GAP_Y
+            canvas.rect(16, y, width, lane_h, fill="#fafafa" if stage % 2 else "#f0f4f8", stroke="#bbb",
+                        cls="lane")
+            label, cls = (f"stage {stage}", "lane-label") if not first else (f"stage {stage}, cont.", "lane-cont")
+            canvas.text(24, y + lane_h / 2 + 4, label, anchor="start", bold=True, cls=cls)
+            for col, nodes in row.items():
+                for i, n in enumerate(nodes):
+                    boxes[n.id] = (16 + LANE_HEAD + col * (node_w + NODE_GAP_X),
+                                   y + NODE_GAP_Y + i * (node_h + NODE_GAP_Y))
+                    pic.row_top[n.id] = row_top
+            y += lane_h
+        y += WRAP_GAP if first + per_row < cols else 0
     return y
 
 
@@ -218,12 +236,19 @@ def _node(canvas: Canvas, n: Node, label: list[str], x: float, y: float, w: floa
     canvas.text(x + w / 2, top, label, cls="node-label")
 
 
-def _edge(canvas: Canvas, e: Edge, boxes: dict, w: float, h: float) -> None:
+def _edge(canvas: Canvas, e: Edge, boxes: dict, w: float, h: float, row_top: dict) -> None:
     (x1, y1), (x2, y2) = boxes[e.src], boxes[e.dst]
     shift = 10 if e.style == "tap" else 0
     a, b = (x1 + w, y1 + h / 2 + shift), (x2, y2 + h / 2 + shift)
     mid = a[0] + NODE_GAP_X / 2 - (10 if e.style == "tap" else 0)
-    points = [a, (mid, a[1]), (mid, b[1]), b] if a[0] < b[0] else [a, b]
+    if a[0] < b[0]:
+        points = [a, (mid, a[1]), (mid, b[1]), b]
+    elif y2 > y1:  # wrapped onto a later row: down the gap after the source, left above that row
+        above = row_top[e.dst] - WRAP_GAP / 2
+        back = b[0] - 8
+        points = [a, (mid, a[1]), (mid, above), (back, above), (back, b[1]), b]
+    else:
+        points = [a, b]
     dash = {"relay": "6 4", "tap": "3 3"}.get(e.style)
     width = 2.5 if e.style == "handoff" else 1.2
     label = e.label if e.style in ("handoff", "tap") else None

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
 
 from click.testing import CliRunner
 
 from specplan.cli import main
 
-SPEC = str(Path(__file__).resolve().parents[2] / "specs" / "deepseek-v4-dspark-tp16-dp8.yaml")
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = str(ROOT / "specs" / "deepseek-v4-dspark-tp16-dp8.yaml")
 
 
 def test_picture_writes_file_and_prints_path(tmp_path):
@@ -39,7 +45,57 @@ def test_unknown_family_exits_2_with_the_choices(tmp_path):
     assert not (tmp_path / "x.svg").exists()
 
 
-def test_picture_needs_out():
-    res = CliRunner().invoke(main, ["explain", SPEC, "--picture", "ranks"])
-    assert res.exit_code == 2
-    assert "--picture needs -o/--out FILE" in res.output
+def test_picture_without_out_goes_to_stdout():
+    for fmt, head in (("svg", "<?xml"), ("mermaid", "flowchart"), ("dot", "digraph")):
+        res = CliRunner().invoke(main, ["explain", SPEC, "--picture", "round", "--format", fmt])
+        assert res.exit_code == 0, res.output
+        assert res.output.startswith(head)
+        if fmt == "svg":
+            ET.fromstring(res.output)  # the whole document, nothing printed after it
+
+
+def test_deployment_kv_picture_without_out_goes_to_stdout():
+    dep = str(ROOT / "specs" / "disagg" / "kimi-k3-dspark-pd.yaml")
+    res = CliRunner().invoke(main, ["explain", dep, "--picture", "kv"])
+    assert res.exit_code == 0, res.output
+    assert ET.fromstring(res.output).tag.endswith("svg")
+
+
+def _has_renderer() -> bool:
+    try:
+        from specplan.pictures import to_png
+
+        to_png("<svg xmlns='http://www.w3.org/2000/svg' width='2' height='2'/>")
+        return True
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _has_renderer(), reason="no SVG renderer installed (pip install cairosvg)")
+def test_png_through_an_installed_renderer(tmp_path):
+    out = tmp_path / "round.png"
+    res = CliRunner().invoke(main, ["explain", SPEC, "--picture", "round", "--format", "png", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    piped = subprocess.run([sys.executable, "-m", "specplan.cli", "explain", SPEC, "--picture", "ranks",
+                            "--format", "png"], capture_output=True, timeout=120, cwd=ROOT)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_png_without_a_renderer_exits_2_naming_the_package(tmp_path):
+    """A real interpreter where neither renderer imports (modules of those names that raise
+    ImportError come first on its path): exit 2, the package to install named, no file."""
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    for name in ("cairosvg", "vl_convert"):
+        (blocked / f"{name}.py").write_text("raise ImportError('not installed')\n")
+    out = tmp_path / "round.png"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-m", "specplan.cli", "explain", SPEC, "--picture", "round",
+                           "--format", "png", "-o", str(out)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, env=env)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (f"{SPEC}: --format png needs an SVG renderer, and none is installed: "
+                           "pip install cairosvg (or vl-convert-python); or write --format svg\n")
+    assert not out.exists() and "Traceback" not in done.stderr

@@ -15,7 +15,7 @@ from specplan.lower import build_plan
 from specplan.passes import plan as run_passes
 from specplan.pictures import render_picture
 from specplan.pictures import ranks as ranks_pic
-from specplan.pictures.round import RoundPicture, converge_site
+from specplan.pictures.round import MAX_WIDTH, RoundPicture, converge_site
 from specplan.pictures.svg import PALETTE
 from specplan.schema import load_spec
 
@@ -89,7 +89,8 @@ def test_round_svg_has_every_lane_node_and_converge_label(path):
     lanes = [e.text or "".join(t.text for t in e) for e in by_class(root, "lane-label")]
     assert lanes == [f"stage {s}" for s in range(pp)] * len(pic.rounds)
     for node in planning.graph.nodes():
-        assert node.name in lines, node.id
+        assert pic.labels[node.id][0] in lines, node.id
+        assert node.kind == "commit" or node.name in lines, node.id
     converges = planning.graph.nodes(kind="converge")
     assert converges
     for node in converges:
@@ -99,6 +100,40 @@ def test_round_svg_has_every_lane_node_and_converge_label(path):
         assert any(line.startswith(f"{site.bytes} B") for line in lines)
     assert len(by_class(root, "edge-handoff")) == sum(
         1 for _, _, d in planning.graph.edges() if d["kind"] == "pp_handoff")
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_round_svg_wraps_lanes_within_its_width(path):
+    """However deep the round, the picture stays MAX_WIDTH wide: its columns wrap onto rows of
+    lanes labelled "stage S, cont.", and every node lies inside the picture."""
+    data, planning, plan = planned(path)
+    root, _ = svg_texts(render_picture("round", "svg", data, planning, plan))
+    width = float(root.get("width"))
+    assert width <= MAX_WIDTH
+    nodes = [e for e in root.iter() if (e.get("class") or "").startswith("node-") and e.get("width")]
+    assert nodes and all(float(e.get("x")) + float(e.get("width")) <= width for e in nodes)
+    conts = [e.text or "".join(t.text for t in e) for e in by_class(root, "lane-cont")]
+    assert all(c.startswith("stage ") and c.endswith(", cont.") for c in conts)
+    if path.stem == "llama-3.2-1b-eagle3-pp1":  # one stage, 14 columns deep: 5,136 px unwrapped
+        assert len(conts) >= 3
+
+
+def test_round_labels_read_as_english():
+    data, planning, plan = planned(ROOT / "specs" / "llama-3.2-1b-eagle3-pp1.yaml")
+    pic = RoundPicture(planning.graph, plan)
+    labels = {n.id: pic.labels[n.id] for n in planning.graph.nodes()}
+    flat = [line for v in labels.values() for line in v]
+    assert "draft_forward x (num_steps - 1)" in flat
+    assert "target_verify x 1" in flat
+    assert "float int64 [bs x (num_draft_tokens - 1)]" in flat
+    assert not [line for line in flat if "commit_commit" in line or " xnum" in line]
+    commits = [v for n, v in labels.items() if n.startswith("commit:")]
+    assert ["commit"] in commits and ["commit", "after draft_extend"] in commits
+    data, planning, plan = planned(ROOT / "specs" / "deepseek-v4-dspark-tp16-dp8.yaml")
+    pic = RoundPicture(planning.graph, plan)
+    derives = {n.attr("name") or n.name: pic.labels[n.id][1] for n in planning.graph.nodes(kind="materialize")}
+    assert "derives 1 value" in derives.values()
+    assert not [d for d in derives.values() if d == "derives 1 values"]
 
 
 def test_round_converge_labels_name_group_source_rank_and_bytes():

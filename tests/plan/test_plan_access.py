@@ -22,7 +22,7 @@ PLAN_KEYS = {f.name for m in (model, artifact) for v in vars(m).values()
 NOT_PLAN = {
     # explain_data / round_data output: the JSON view `explain --json` prints, not plan.json
     "explain.py::*": "explain view (built from the mesh)",
-    "cli.py::explain": "explain view",
+    "cli_explain.py::run": "explain view",
     "api.py::Deployment.explain": "explain view",
     "deploy/explain.py::*": "explain view of a deployment",
     "deploy/load.py::*": "deployment YAML data",
