@@ -379,9 +379,11 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
               help="A fault: per-rank logit noise, a rank killed mid-run, a foreign plan.")
 @click.option("--allow-errors", is_flag=True,
               help="Run a spec `check` rejects, to watch the predicted failure happen.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object "
+              "(keys: specplan/sim/report.py report_json); progress stays on stderr.")
 @user_errors
 def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
-             inject: str | None, allow_errors: bool) -> None:
+             inject: str | None, allow_errors: bool, as_json: bool) -> None:
     """Run SPEC's whole topology on the CPU: one process per rank, a tiny float64 model.
 
     Exit 0 when every replica's ranks agreed on every decision and (greedy) every request's
@@ -401,13 +403,13 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     target = load_spec_arg(spec)
     findings = [] if isinstance(target, Deployment) else verify(plan := build_plan(run_passes(target)))
     if has_errors(findings) and not allow_errors:  # simulate and check never disagree
-        sys.stdout.write(formats.render_text(subject_of(plan), findings, width=formats.terminal_width(),
-                                             verbose=False))
+        sys.stdout.write(formats.to_json(findings) if as_json else formats.render_text(
+            subject_of(plan), findings, width=formats.terminal_width(), verbose=False))
         click.echo("not simulated: `specplan check` predicts the failures above; run with "
                    "--allow-errors to watch them happen", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
     sys.exit(run_simulate(spec, rounds=rounds, requests=requests, seed=seed,
-                          max_layers=max_layers, inject=inject, console=console()))
+                          max_layers=max_layers, inject=inject, console=console(), as_json=as_json))
 
 
 if __name__ == "__main__":

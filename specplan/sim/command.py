@@ -1,4 +1,4 @@
-"""The body of `specplan simulate`: a progress bar, the run, the report, an exit code."""
+"""The body of `specplan simulate`: progress per round, the run, the report, an exit code."""
 
 from __future__ import annotations
 
@@ -6,25 +6,31 @@ EXIT_OK, EXIT_INTERNAL, EXIT_FOUND_PROBLEM = 0, 1, 3
 
 
 def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int,
-                 inject: str | None, console) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+                 inject: str | None, console, as_json: bool = False) -> int:
+    """Progress per round on stderr; the report (text, or with `as_json` the JSON object of
+    sim/report.py `report_json`) on stdout."""
     from specplan.sim.launch import Options, simulate
-    from specplan.sim.report import render, verdict
+    from specplan.sim.progress import RoundProgress
+    from specplan.sim.report import render, report_json, verdict
 
     opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
                   inject=inject or "")
-    columns = (TextColumn("simulate"), BarColumn(), MofNCompleteColumn(), TextColumn("rounds"),
-               TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True,
-                  disable=not console.is_terminal) as bar:
-        task = bar.add_task("rounds", total=rounds)
-        outcome = simulate(spec, opt, on_round=lambda r: bar.update(task, completed=r))
+    with RoundProgress(rounds) as progress:
+        outcome = simulate(spec, opt, on_round=progress.update)
+        if not outcome.results.get(0, {}).get("error"):  # rounds finished after the last poll
+            progress.update(rounds)
     v = verdict(outcome)
+    internal = [r for r, x in outcome.results.items() if x.get("known") is False]
+    code = EXIT_OK if v.ok else EXIT_INTERNAL if internal and not inject else EXIT_FOUND_PROBLEM
+    if as_json:
+        import json
+        import sys
+
+        sys.stdout.write(json.dumps(report_json(outcome, v, code), separators=(",", ":")) + "\n")
+        return code
     render(outcome, v, console)
     if v.ok:
         return EXIT_OK
-    internal = [r for r, x in outcome.results.items() if x.get("known") is False]
     if internal and not inject:
         for r in internal:
             console.print(f"rank {r} hit an internal error:\n{outcome.results[r]['error']}",

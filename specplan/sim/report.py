@@ -89,6 +89,29 @@ def summary(outcome) -> dict:
             "converge_share": phases["converge"] / decode if decode else 0.0}
 
 
+def report_json(outcome, v: Verdict, exit_code: int) -> dict:
+    """`specplan simulate --json`: one object.
+
+    name, world_size, replicas, method, sampling, policy: the plan simulated; rounds,
+    requests, seed, inject ("" when none): the run; shrunk: what was shrunk for the CPU, in
+    words; summary: per decode round tokens_per_round, accept_len, collectives and bytes (per
+    rank, the busiest rank's mean), rounds_per_s, decode_s and phases (seconds per phase,
+    slowest rank), or {} when no rank finished; verdict: ok, agreed (requests whose ranks
+    agreed), checked (requests compared with plain greedy decoding; 0 under sampling) and
+    problems (one line each); exit_code: what the command exits with.
+    """
+    plan, opt = outcome.prepared.plan, outcome.options
+    s = summary(outcome)
+    keep = ("tokens_per_round", "accept_len", "collectives", "bytes", "rounds_per_s", "decode_s", "phases")
+    return {"name": plan.name, "world_size": plan.world_size, "replicas": outcome.prepared.replicas,
+            "method": plan.speculative.method, "sampling": plan.speculative.sampling,
+            "policy": plan.sync.policy, "rounds": opt.rounds, "requests": opt.requests, "seed": opt.seed,
+            "inject": opt.inject, "shrunk": list(outcome.prepared.shrunk),
+            "summary": {k: s[k] for k in keep} if s else {},
+            "verdict": {"ok": v.ok, "agreed": v.agreed, "checked": v.checked, "problems": list(v.problems)},
+            "exit_code": exit_code}
+
+
 def render(outcome, v: Verdict, console) -> None:
     from rich.table import Table
     from rich.text import Text
