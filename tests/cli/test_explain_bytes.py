@@ -143,3 +143,17 @@ def test_the_readme_shows_what_explain_prints():
         printed = {line.rstrip() for line in proc.stdout.splitlines()}
         missing = [line for line in body.splitlines() if line != "..." and line not in printed]
         assert not missing, (spec, rank, missing)
+
+
+def test_check_buffer_findings_say_their_bytes_are_per_round_at_max_batch():
+    import copy
+
+    from specplan.plan import load_plan
+    from specplan.verify import verify
+
+    plan = build_plan(run_passes(load_spec(ROOT / "specs/llama-3.2-1b-eagle3-pp2.yaml"))).to_json()
+    mutant = copy.deepcopy(plan)
+    bound = next(b for b in mutant["boundaries"] if b["op"] == "broadcast")
+    bound["buffer_bytes"] += 8
+    found = [f.message for f in verify(load_plan(mutant, trusted=True)) if "buffer" in f.message]
+    assert found and all("max_batch=64" in m for m in found), found
