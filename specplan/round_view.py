@@ -7,7 +7,12 @@ of the live rows at a typical batch, `typical_batch`: a quarter of max_batch (at
 as decode batches run below the capacity they were sized for. The per-layer column counts the
 collectives each MoE layer of the target issues per forward to move rows between the
 attention layout and the experts' (the engine convention says which), apart from the fused
-count; the tensor-parallel all-reduces inside attention and dense layers are not counted."""
+count; the tensor-parallel all-reduces inside attention and dense layers are not counted.
+
+`explain --json` carries it under `round`: max_batch and typical_batch; per rank class and
+round, collectives, bytes (at max_batch), live_bytes (at typical_batch), dynamic_collectives,
+per_layer_collectives and per_layer ([{op, family, what}]); each site's source_member and
+source_ranks (that member's global rank in each group of the site's family)."""
 
 from __future__ import annotations
 
@@ -42,12 +47,12 @@ def round_data(plan: Plan) -> dict[str, Any]:
             # payload_width: dynamic leaves the sender's bytes unknown until run time (None)
             rounds[rnd] = {"collectives": len(fused),
                            "per_layer_collectives": len(layer) if moe else 0,
-                           "per_layer": [c for c in layer] if moe else [],
+                           "per_layer": list(layer) if moe else [],
                            "bytes": sum(o.bytes or 0 for o in fused if o.bytes is not ABSENT),
                            "live_bytes": sum(_live_bytes(plan, o, typical) for o in fused),
                            "dynamic_collectives": sum(1 for o in fused if o.bytes is None)}
         per_class.append({"class": cls.id, "rule": dict(cls.rule), "rounds": rounds})
-    groups = {f.name: plan.groups(f.name) for f in plan.families}
+    families = {f.name for f in plan.families}
     pipe = plan.pipeline
     return {
         "fingerprint": plan.fingerprint,
@@ -55,7 +60,8 @@ def round_data(plan: Plan) -> dict[str, Any]:
         "typical_batch": typical,
         "sites": [{"site": s.name, "round": s.round, "family": s.family,
                    "source_member": s.source_member,
-                   "source_ranks": [g[s.source_member] for g in groups.get(s.family, [])],
+                   "source_ranks": [g[s.source_member] for g in plan.groups(s.family)]
+                   if s.family in families else [],
                    "converge": s.converge,
                    "trivial": s.trivial, "boundary": s.boundary,
                    "bytes": sum(d.bytes for d in s.decisions), "reason": s.reason}
