@@ -7,7 +7,7 @@ of the live rows at a typical batch, `typical_batch`: a quarter of max_batch (at
 as decode batches run below the capacity they were sized for. The per-layer column counts the
 collectives each MoE layer of the target issues per forward to move rows between the
 attention layout and the experts' (the engine convention says which), apart from the fused
-count; the tensor-parallel all-reduces inside attention and dense layers are not counted.
+count; the tensor-parallel all-reduces of attention and dense layers are not counted.
 
 `explain --json` carries it under `round`: max_batch and typical_batch; per rank class and
 round, collectives, bytes (at max_batch), live_bytes (at typical_batch), dynamic_collectives,
@@ -138,7 +138,7 @@ def _legend(max_batch: int, typical: int, per_layer: list[tuple[str, str, str]])
             f"bytes: what those send, buffers sized for max_batch={max_batch} rows",
             f"live rows: the bytes of the live rows at a typical batch of {typical} (max_batch/4)",
             f"per-layer: collectives each MoE layer of the target issues per forward: {moved}",
-            "  (rows to and from the experts; tensor-parallel all-reduces are not counted)"]
+            "  (rows to and from the experts; the all-reduces of attention and dense layers are not counted)"]
 
 
 def source_text(member: int, ranks: list[int]) -> str:

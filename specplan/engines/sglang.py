@@ -127,22 +127,26 @@ class SGLang(Convention):
         return MoeLayout("tp" if deepep else "moe_ep", split)
 
     def moe_layer_collectives(self, derived, widths, moe) -> tuple[LayerCollective, ...]:
-        """_run_moe_ffn_dp_sync (reference/sglang.md §5.3): attention-CP partners gather and
-        reduce-scatter over attn_cp; under DP-attention a tensor-parallel MoE gathers every DP
-        rank's rows over tp and scatters them back (MAX_LEN mode, as a full decode batch
-        picks); an all-to-all backend dispatches and combines over tp, after each attention-TP
-        rank took its 1/attn_tp of the rows, which an all-gather over attn_tp restores."""
-        if derived["attn_cp"] > 1:
+        """MoeTransport (models/deepseek_common/moe_transport.py): attention-CP partners gather
+        and reduce-scatter their rows over attn_cp; under DP-attention a tensor-parallel MoE
+        gathers every DP rank's rows over tp, then hands each its rows back: a reduce-scatter
+        over tp when each DP shard is one rank and moe_ep = attn_dp (reduce_scatterv), else the
+        MoE's all-reduce over tp and a local copy (dp_scatter). An all-to-all backend dispatches
+        and combines, after each attention-TP rank took 1/attn_tp of the rows (regathered over
+        attn_tp) when the plan splits them."""
+        d, a2a = derived, moe.a2a != "none"
+        if d["attn_cp"] > 1 and not a2a:
             return (LayerCollective("all_gather", "attn_cp", "cp_gather"),
                     LayerCollective("reduce_scatter", "attn_cp", "cp_scatter"))
-        if moe.a2a != "none":
+        if a2a:
             out = (LayerCollective("all_to_all", moe.dispatch_family, "moe_dispatch"),
                    LayerCollective("all_to_all", moe.dispatch_family, "moe_combine"))
-            gather = (LayerCollective("all_gather", moe.gather_family, "moe_row_gather"),)
-            return out + (gather if moe.row_split else ())
-        if derived["attn_dp"] > 1:
+            split = moe.row_split and d["attn_cp"] == 1
+            return out + ((LayerCollective("all_gather", moe.gather_family, "moe_row_gather"),) if split else ())
+        if d["attn_dp"] > 1:
+            scatterv = d["attn_tp"] == 1 and d["moe_ep"] == d["attn_dp"]
             return (LayerCollective("all_gather", "tp", "dp_gather"),
-                    LayerCollective("reduce_scatter", "tp", "dp_scatter"))
+                    LayerCollective("reduce_scatter" if scatterv else "all_reduce", "tp", "dp_scatter"))
         return ()
 
     def behaviour(self, spec: Spec, method: Method) -> Choices:

@@ -50,8 +50,12 @@ def test_typical_batch_is_a_quarter_of_max_batch():
 
 @pytest.mark.parametrize("path, expected", [
     # sglang DP-attention, tensor-parallel MoE: every MoE layer gathers the DP ranks' rows over
-    # tp and scatters them back (reference/sglang.md §5.3, _use_tp_moe_gather)
-    (TEACHING, [("dp_gather", "all_gather", "tp"), ("dp_scatter", "reduce_scatter", "tp")]),
+    # tp and hands them back (reference/sglang.md §5.3, MoeTransport): with attn_tp 2 through
+    # the MoE's all-reduce and a local copy; with one rank per DP shard and moe_ep = attn_dp,
+    # a reduce-scatter
+    (TEACHING, [("dp_gather", "all_gather", "tp"), ("dp_scatter", "all_reduce", "tp")]),
+    ("specs/deepseek-v4-dspark-tp8-dp8.yaml",
+     [("dp_gather", "all_gather", "tp"), ("dp_scatter", "reduce_scatter", "tp")]),
     # sglang DP-attention, DeepEP with attn_tp 2: dispatch and combine over tp, the attention-TP
     # row slices regathered over attn_tp
     ("tests/golden/plans/dflash-greedy-dpattn.yaml",
@@ -94,7 +98,7 @@ def test_the_tables_name_max_batch_the_typical_batch_and_the_per_layer_column():
     assert ["stage 0", "decode", "4", "42.5 KiB", "5.3 KiB", "2"] in rows
     assert "live rows: the bytes of the live rows at a typical batch of 64 (max_batch/4)" in out
     assert ("per-layer: collectives each MoE layer of the target issues per forward: dp_gather "
-            "(all_gather over tp), dp_scatter (reduce_scatter over tp)") in out
+            "(all_gather over tp), dp_scatter (all_reduce over tp)") in out
 
 
 def test_sources_are_named_as_ranks():
