@@ -109,8 +109,9 @@ def explain(spec: str, rank: int | None, as_json: bool, all_families: bool, pict
     """
     from specplan.cli_explain import run
 
-    sys.exit(run(spec, rank=rank, as_json=as_json, picture=picture, fmt=fmt, family=family,
-                 out=out, all_families=all_families))
+    sys.exit(run(spec, rank=rank, as_json=as_json, picture=picture, fmt=fmt, family=family, out=out,
+                 all_families=all_families, load_spec_arg=load_spec_arg, console=console,
+                 dump_json=dump_json))
 
 
 @main.command(name="compile")

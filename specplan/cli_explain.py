@@ -1,17 +1,19 @@
 """The body of `specplan explain`: tables, one rank's view, JSON or a picture of a spec or a
-deployment. cli.py declares the options; this module runs them."""
+deployment. cli.py declares the options and hands in its loader and printers (nothing imports
+cli); this module runs them."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 import click
 
 
 def run(spec: str, *, rank: int | None, as_json: bool, picture: str | None, fmt: str,
-        family: str | None, out: str | None, all_families: bool) -> int:
+        family: str | None, out: str | None, all_families: bool, load_spec_arg: Callable,
+        console: Callable, dump_json: Callable) -> int:
     """Explain SPEC; returns the exit code. A picture goes to `out`, or to stdout without it."""
-    from specplan.cli import console, dump_json, load_spec_arg
     from specplan.deploy import Deployment
     from specplan.errors import Diagnostic, SpecError
 
