@@ -2,18 +2,25 @@
 
 Entry point `vllm.general_plugins` -> `register`. vLLM calls it in every process (API server,
 engine core, each worker), possibly several times: registration is idempotent, and with
-SPECPLAN_PLAN unset it installs nothing and imports nothing. docs/engines.md lists each hook.
+SPECPLAN_PLAN unset it installs nothing and imports nothing; set, a plan whose accept or
+draft decisions vLLM's tensors cannot carry is refused right there. docs/engines.md lists
+each hook.
 
 - parallel_state.initialize_model_parallel (wrapped at register): after it returns, every
   rank reads every group of each coordinator vLLM built (tp, dcp, pcp, pp, dp, ep: its
   `group_ranks`), compares them and the speculative config with the plan, refuses the start
   on any difference, and binds the plan's runtime on the coordinators' device groups. Then
-  it wraps the two runner hooks below (their modules load with the GPU model runner).
+  it wraps the runner hooks below (their modules load with the GPU model runner).
 - V2 RejectionSampler.__call__: the sampler's output (sampled, num_sampled, num_rejected) is
-  converged over the plan's accept group from its source, in place (vllm_bridge.py).
+  converged over the plan's accept group from its source, in place (vllm_bridge.py, with
+  vllm_codec.py mapping vLLM's tensors to the plan's decisions).
+- spec_decode.init_speculator: the last stage's speculator's `propose` returns the plan's
+  drafts, written back into the tensor vLLM then keeps, hands to the scheduler and relays.
 - V2 PPHandler.broadcast / receive / broadcast_drafts: the sampled tokens and drafts reach
   the earlier stages as the plan carries them (its converge over a group spanning stages,
   and/or `rt.relay`), with vLLM's own skip predicate and PendingRecv ring kept.
+- AsyncOutput.get_output: on the device path, the step's desync check (`rt.check_round()`
+  when the flag's host copy shows a mismatch) where vLLM has waited for the step's output.
 
 Worked example, 8 ranks, tp 2 x pp 2 x dp 2: vLLM builds tp [0,1]..[6,7], pp [0,2] [1,3]
 [4,6] [5,7], dp [0,4] [1,5] [2,6] [3,7]; the plan's replicas are [0..3] and [4..7], sources
@@ -63,7 +70,7 @@ def register() -> None:
 
 def _check_sites(active: ActivePlan) -> None:
     """Refuse, before vLLM starts, a plan whose sites vLLM's tensors cannot carry."""
-    from specplan.plugins.vllm_bridge import PlanMismatch, plan_sites
+    from specplan.plugins.vllm_codec import PlanMismatch, plan_sites
 
     try:
         plan_sites(active.plan)
@@ -173,6 +180,11 @@ class VllmState:
             raise EngineRefused(f"rank {rank}: the specplan plugin runs the plan in vLLM's V2 model "
                                 "runner (its RejectionSampler and PPHandler); this engine runs V1: "
                                 "set VLLM_USE_V2_MODEL_RUNNER=1")
+        if getattr(getattr(config, "speculative_config", None), "enable_adaptive_verification", False):
+            raise EngineRefused(f"rank {rank}: vLLM's adaptive verification admits each request's "
+                                "drafts from this rank's own draft confidences, a decision plan "
+                                f"{self.active.name!r} does not converge for vLLM; start without "
+                                "enable_adaptive_verification")
         seqs = getattr(getattr(config, "scheduler_config", None), "max_num_seqs", None)
         cap = self.active.plan.runtime.max_batch
         if seqs is not None and seqs > cap:

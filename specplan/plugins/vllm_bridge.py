@@ -1,21 +1,12 @@
 """The vLLM plugin's torch side: vLLM's accept and its PP relay tensors through the plan's runtime.
 
-vLLM 0.33.0 verifies a chain (tree verification was removed), so one accept is
-`sampled [R, W]` int64 and `num_sampled [R]` int32, W = K + 1, K = num_speculative_tokens.
-The plan names the EAGLE accept triple; the codec between them (one row per request):
-
-    predict            [R * W] int32   sampled, -1 past num_sampled and to W, row-major
-    accept_index       [R, W]  int32   r * W + j for j < num_sampled[r], else -1
-    num_correct_drafts [R]     int32   num_sampled - 1 (-1: a chunked-prefill row, no sample)
-    next_token_ids     [R]     int64   sampled[:, 0] on a step without drafts (first token)
-    draft_tokens       [R, K]  int64   the drafts the last stage proposes for the next step
-
-How a site reaches the earlier stages is the plan's: its converge (when the boundary's group
-spans stages, the earlier stages join that one collective) and/or its relay over pp (`column`
-or `ring`, through `rt.relay`). Worked example, 4 ranks, tp 2 x pp 2, policy safe, relay
-broadcast: replica [0..3], source 2 (first rank of the last stage). Ranks 2, 3 converge the
-accept inside vLLM's rejection sampler; ranks 0, 1 join the same broadcast inside
-PPHandler.receive and hand vLLM the source's tokens; the same for the drafts.
+The codec between vLLM's tensors and the plan's decisions is vllm_codec.py. How a site reaches
+the earlier stages is the plan's: its converge (when the boundary's group spans stages, the
+earlier stages join that one collective) and/or its relay over pp (`column` or `ring`,
+through `rt.relay`). Worked example, 4 ranks, tp 2 x pp 2, policy safe, relay broadcast:
+replica [0..3], source 2 (first rank of the last stage). Ranks 2, 3 converge the accept
+inside vLLM's rejection sampler; ranks 0, 1 join the same broadcast inside PPHandler.receive
+and hand vLLM the source's tokens; the drafts likewise (the last stage at propose's return).
 """
 
 from __future__ import annotations
@@ -25,63 +16,10 @@ from collections import defaultdict
 import torch
 
 from specplan.plan import Plan
-from specplan.plan.model import Site
+from specplan.plugins.vllm_codec import (PlanMismatch, accept_layout, decode_accept, encode_accept,
+                                         pad_drafts, plan_sites)
 
-ACCEPT = ("predict", "accept_index", "num_correct_drafts")
-TARGET = ("next_token_ids",)
-DRAFT = ("draft_tokens",)
-
-
-# Methods vLLM 0.33.0 runs whose plans carry SGLang's site layout (vLLM's proposer class).
-SGLANG_LAYOUT = {"dspark": "DSparkSpeculator", "dflash": "DFlashSpeculator"}
-
-
-class PlanMismatch(ValueError):
-    """The plan's sites cannot carry vLLM's tensors (the plugin refuses the start)."""
-
-
-def plan_sites(plan: Plan) -> dict[str, Site | None]:
-    """The plan's accept, first-token and draft sites, by the decisions vLLM's tensors map to."""
-    found: dict[str, Site | None] = {"accept": None, "target": None, "draft": None}
-    wanted = {"accept": ACCEPT, "target": TARGET, "draft": DRAFT}
-    for site in plan.sites:
-        names = tuple(d.name for d in site.decisions)
-        kind = next((k for k, v in wanted.items() if site.phase == k and names == v), None)
-        if kind is None and site.phase in ("accept", "draft") and plan.speculative.method != "none":
-            raise PlanMismatch(_unmapped(plan.speculative.method, site.name, names, wanted[site.phase]))
-        if kind:
-            found[kind] = site
-    return found
-
-
-def _unmapped(method: str, site: str, names: tuple, wanted: tuple) -> str:
-    if method in SGLANG_LAYOUT:
-        return (f"speculative.method {method}: vLLM 0.33.0 runs {method} (its V2 {SGLANG_LAYOUT[method]} "
-                "proposes, its chain RejectionSampler verifies: sampled, num_sampled), but the plan's "
-                f"site {site} carries {list(names)}, SGLang 0.5.23's {method} accept, which vLLM "
-                "does not compute; the plugin converges the chain accept of eagle, eagle3, mtp and "
-                "standalone plans")
-    return (f"site {site} carries {list(names)}; vLLM's chain accept maps to {list(wanted)} "
-            "(methods of the EAGLE family: eagle, eagle3, mtp, standalone, with topk 1)")
-
-
-def encode_accept(sampled: torch.Tensor, num_sampled: torch.Tensor, width: int) -> dict:
-    rows = sampled.shape[0]
-    padded = torch.full((rows, width), -1, dtype=torch.int32, device=sampled.device)
-    padded[:, : sampled.shape[1]] = sampled
-    cols = torch.arange(width, dtype=torch.int32, device=sampled.device)
-    live = cols[None, :] < num_sampled[:, None]  # past num_sampled vLLM leaves stale memory
-    flat = torch.arange(rows, dtype=torch.int32, device=sampled.device)[:, None] * width + cols
-    index = torch.where(live, flat, torch.full_like(flat, -1))
-    predict = torch.where(live, padded, torch.full_like(padded, -1))
-    return {"predict": predict.reshape(-1), "accept_index": index,
-            "num_correct_drafts": (num_sampled - 1).to(torch.int32)}
-
-
-def decode_accept(dec: dict, rows: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(sampled [rows, width] int64, num_sampled [rows] int32) from converged decisions."""
-    sampled = dec["predict"][: rows * width].reshape(rows, width).to(torch.int64)
-    return sampled, (dec["num_correct_drafts"][:rows] + 1).to(torch.int32)
+__all__ = ["PlanMismatch", "StepFlags", "VllmBridge", "plan_sites"]
 
 
 class VllmBridge:
@@ -90,6 +28,9 @@ class VllmBridge:
     def __init__(self, rt, plan: Plan, *, need_mask, width: int):
         self.rt, self.need_mask, self.width = rt, need_mask, width
         self.sites = plan_sites(plan)
+        accept = self.sites["accept"]
+        self.accept_names = tuple(d.name for d in accept.decisions) if accept else ()
+        self.layout = accept_layout(self.accept_names) if accept else None
         self.pp = rt.plan.families["pp"].group_size if "pp" in rt.plan.families else 1
         self.stage = rt.plan.stage_of(rt.rank) if self.pp > 1 else 0
         self.rounds: dict[str, int] = defaultdict(lambda: -1)
@@ -136,9 +77,9 @@ class VllmBridge:
         if site is None or site.boundary is None:
             return
         self.calls[f"converge:{site.name}"] += 1
-        dec = self.rt.converge(site.name, encode_accept(sampled, num_sampled, self.width),
+        dec = self.rt.converge(site.name, self._encode(sampled, num_sampled),
                                round=r, live_rows=rows, requests=_ids(batch))
-        new_sampled, new_num = decode_accept(dec, rows, self.width)
+        new_sampled, new_num = self._decode(dec, rows, batch)
         num_rejected.add_(num_sampled - new_num)  # decode rows: sampled + rejected = logits
         num_sampled.copy_(new_num)
         sampled.copy_(new_sampled[:, : sampled.shape[1]])
@@ -152,7 +93,7 @@ class VllmBridge:
         self.sent_this_step = True
         rows = sampled.shape[0]
         if sampled.shape[1] > 1:
-            values = encode_accept(sampled, num_sampled, self.width)
+            values = self._encode(sampled, num_sampled)
             dec = self._relay("accept", values, self.rounds["accept"], rows)
             self.rt.maybe_probe(self.rounds["accept"], dec)
             return
@@ -173,16 +114,19 @@ class VllmBridge:
             return
         self.sent_this_step = False
         rows, r = drafts.shape[0], self._begin("draft")
-        out = self._converge("draft", {"draft_tokens": drafts}, r, rows, batch)
-        if out is not None and out.get("draft_tokens") is not drafts:
-            drafts.copy_(out["draft_tokens"][:rows].to(drafts.dtype))
         self.draft_round = r
+        site = self.sites["draft"]
+        if site is None or site.boundary is None:
+            return
+        out = self._converge("draft", {"draft_tokens": pad_drafts(drafts, site)}, r, rows, batch)
+        drafts.copy_(out["draft_tokens"][:rows, : drafts.shape[1]].to(drafts.dtype))
 
     def send_drafts(self, drafts) -> None:
         """PPHandler.broadcast_drafts: the drafts the last stage kept (converged at propose), by
         the plan's relay; the earlier stages of a converge spanning stages already have them."""
-        rows = drafts.shape[0]
-        self._relay("draft", {"draft_tokens": drafts}, self.draft_round, rows)
+        rows, site = drafts.shape[0], self.sites["draft"]
+        values = {"draft_tokens": drafts if site is None else pad_drafts(drafts, site)}
+        self._relay("draft", values, self.draft_round, rows)
 
     # -- an earlier stage --------------------------------------------------------------------
     def recv_sampled(self, batch, width: int, mask) -> tuple[torch.Tensor, ...]:
@@ -192,7 +136,7 @@ class VllmBridge:
             r = self._begin("accept")
             dec = self._receive("accept", r, rows, batch)
             self.rt.maybe_probe(r, dec)
-            sampled, num = decode_accept(dec, rows, self.width)
+            sampled, num = self._decode(dec, rows, batch)
             logits = (batch.cu_num_logits[1: rows + 1] - batch.cu_num_logits[:rows]).to(num.device)
             rejected = torch.where(num > 0, logits.to(torch.int32) - num, torch.zeros_like(num))
             return sampled[:, :width].contiguous(), num, rejected
@@ -204,7 +148,15 @@ class VllmBridge:
 
     def recv_drafts(self, rows: int) -> torch.Tensor:
         r = self._begin("draft")
-        return self._receive("draft", r, rows, None)["draft_tokens"][:rows].to(torch.int64)
+        drafts = self._receive("draft", r, rows, None)["draft_tokens"][:rows]
+        return drafts[:, : self.width - 1].to(torch.int64)
+
+    # -- the codec --------------------------------------------------------------------------
+    def _encode(self, sampled, num_sampled) -> dict:
+        return encode_accept(self.layout, self.accept_names, sampled, num_sampled, self.width)
+
+    def _decode(self, dec: dict, rows: int, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        return decode_accept(self.layout, self.accept_names, dec, rows, self.width, batch)
 
     # -- the runtime ------------------------------------------------------------------------
     def _begin(self, kind: str) -> int:

@@ -141,19 +141,31 @@ def test_other_speculative_settings_are_refused(tmp_path):
     assert "method: engine mtp, plan eagle3" in lines[0] and "num_steps: engine 2, plan 3" in lines[0]
 
 
-@pytest.mark.parametrize("method", ["dspark", "dflash"])
-def test_dspark_and_dflash_plans_are_refused_naming_the_method(tmp_path, method):
-    """vLLM 0.33.0 runs both (V2 DSpark/DFlash speculators, chain RejectionSampler), but their
-    plans carry SGLang's accept decisions, which vLLM does not compute: refused at plugin load."""
-    plan = compile_spec(tmp_path / method, f"""
+def _method_plan(tmp: Path, method: str, topology: str) -> Path:
+    return compile_spec(tmp / method, f"""
 name: v-{method}
 engine: vllm
-topology: {{tp: 2, device: cpu}}
+topology: {topology}
 model: {{num_layers: 8, hidden_size: 64, vocab_size: 1000}}
 speculative: {{method: {method}, num_steps: 3, sampling: sampling}}
 runtime: {{max_batch: 8, timeout_s: 300}}
 """)
+
+
+@pytest.mark.parametrize("method", ["dspark", "dflash"])
+def test_dspark_and_dflash_accept_converge_as_count_and_bonus(tmp_path, method):
+    """vLLM 0.33.0 runs both (V2 DSpark/DFlash speculators, the chain RejectionSampler); their
+    plans name a count and a bonus: every rank ends with the source's tokens, decoded from
+    the step's own drafts (input_ids), and keeps the source's drafts."""
     spec = json.dumps({"method": method, "num_speculative_tokens": 3})
-    for line in refusals(run(2, 2, 1, plan=plan, spec=spec)):
-        assert f"speculative.method {method}: vLLM 0.33.0 runs {method}" in line, line
-        assert f"site {method}_accept_sample carries" in line and "does not compute" in line, line
+    out = ok(run(2, 2, 1, plan=_method_plan(tmp_path, method, "{tp: 2, device: cpu}"), spec=spec))
+    assert out[0]["local"] != out[1]["local"]
+    assert out[0]["final"] == out[1]["final"] == out[0]["local"]
+    assert out[0]["kept"] == out[1]["kept"] == out[0]["drafts"]
+    assert out[1]["calls"] == {f"converge:{method}_accept_sample": 1, f"converge:{method}_draft": 1}
+
+
+def test_dflash_pp2_earlier_stages_decode_the_source_accept(tmp_path):
+    spec = json.dumps({"method": "dflash", "num_speculative_tokens": 3})
+    plan = _method_plan(tmp_path, "dflash", "{tp: 2, pp: 2, device: cpu}")
+    _pp_checks(ok(run(4, 2, 2, plan=plan, spec=spec)), 2, range(4))
