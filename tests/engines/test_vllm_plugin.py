@@ -141,6 +141,23 @@ def test_other_speculative_settings_are_refused(tmp_path):
     assert "method: engine mtp, plan eagle3" in lines[0] and "num_steps: engine 2, plan 3" in lines[0]
 
 
+def test_device_path_pp2_each_stage_raises_a_forged_header_at_its_step_check(tmp_path):
+    """pp 2, relay broadcast: the source (rank 2) runs one accept round ahead. Its stage peer
+    raises at AsyncOutput.get_output; stage 0, which joined the same converge, at its next
+    PPHandler.receive (from the flag copy its previous receive left)."""
+    plan = plan_for(tmp_path, "pp2d", "{tp: 2, pp: 2, device: cpu}")
+    out = ok(run(4, 2, 2, plan=plan, fault="stale:2", hot_path="device"))
+    assert "desync" not in out[2]
+    assert out[3]["at"] == "AsyncOutput.get_output"
+    for o in (out[0], out[1], out[3]):
+        assert o["desync"].startswith("DesyncError: desync at site eagle3_accept"), o["desync"]
+        assert "round 0" in o["desync"] and o["desync"].endswith("read at check_round)")
+    assert out[0]["at"] == out[1]["at"] == "PPHandler.receive"
+    healthy = ok(run(4, 2, 2, plan=plan, hot_path="device"))
+    assert all("desync" not in o for o in healthy)
+    _pp_checks(healthy, 2, range(4))
+
+
 def _method_plan(tmp: Path, method: str, topology: str) -> Path:
     return compile_spec(tmp / method, f"""
 name: v-{method}

@@ -78,12 +78,19 @@ def _run_step(ps, pp: int, active, stop_after_output: bool = False) -> dict:
     batch = _batch()
     handler = _handler(ps, pp) if pp > 1 else None
     if handler is not None and not handler.is_last_rank:
-        handler.receive(batch, recv_drafts=True)
+        # A faulted run's last stage stops at its step check, before it proposes drafts.
+        handler.receive(batch, recv_drafts=not stop_after_output)
         got = handler.queue[-1]
-        return {"received": {"sampled": _accepted(got.sampled_tokens, got.num_sampled),
-                             "num_sampled": got.num_sampled.tolist(),
-                             "num_rejected": got.num_rejected.tolist(), "drafts": got.draft_tokens.tolist()},
-                "calls": _calls(active)}
+        drafts = None if got.draft_tokens is None else got.draft_tokens.tolist()
+        out = {"received": {"sampled": _accepted(got.sampled_tokens, got.num_sampled),
+                            "num_sampled": got.num_sampled.tolist(),
+                            "num_rejected": got.num_rejected.tolist(), "drafts": drafts},
+               "calls": _calls(active)}
+        try:  # the next step's receive, on a batch with no sampled row (no collective)
+            handler.receive(_batch(prefill_len=100), recv_drafts=False)
+        except Exception as exc:  # an earlier stage's step check (DesyncError) names site and round
+            out.update(desync=f"{type(exc).__name__}: {exc}", at="PPHandler.receive")
+        return out
     rs = _rejection_sampler()
     logits = _logits()
     call = type(rs).__call__
@@ -162,8 +169,9 @@ def _logits():
     return logits
 
 
-def _batch():
-    """The step's InputBatch fields the rejection sampler and PPHandler read (R decode rows)."""
+def _batch(prefill_len: int = 10):
+    """The step's InputBatch fields the rejection sampler and PPHandler read (R decode rows;
+    with prefill_len past the computed tokens, R rows of a prefill chunk that samples nothing)."""
     import numpy as np
     import torch
 
@@ -179,7 +187,7 @@ def _batch():
               idx_mapping_np=np.arange(R, dtype=np.int32), cu_num_logits=cu, cu_num_logits_np=cu.numpy(),
               seq_lens=torch.full((R,), 24, dtype=torch.int32),
               seq_lens_cpu_upper_bound=torch.full((R,), 24, dtype=torch.int32),
-              num_computed_tokens_np=np.full(R, 20), prefill_len_np=np.full(R, 10),
+              num_computed_tokens_np=np.full(R, 20), prefill_len_np=np.full(R, prefill_len),
               num_scheduled_tokens=np.full(R, K + 1), max_seq_len_np=None,
               is_prefilling_np=np.zeros(R, dtype=bool))
 
