@@ -9,8 +9,9 @@ collectives after sampling:
   (sampled tokens [R, K+1] int64, num_sampled/num_rejected [2, R] int32, drafts [R, K] int64)
   on vLLM's pp coordinator (world 2: tp 2, pp 1, so there is no relay and no baseline);
 - the plugin's step: the accept converged over the replica (every rank, TP peers included)
-  and the drafts converged, each one guarded collective (the plan's default relay
-  `broadcast`: the earlier stages take part in the same collective);
+  and the drafts converged at propose (written back into the drafts the stage keeps), each
+  one guarded collective (the plan's default relay `broadcast`: the earlier stages take part
+  in the same collective; at world 2 there is no PP, so no vLLM baseline);
 reported as median microseconds per step on rank 0 and the ratio. Also the start-up check +
 bind at each world size and the hooks installed with SPECPLAN_PLAN unset (must be 0).
 """
@@ -79,10 +80,12 @@ def rank_main(argv: list[str]) -> None:
     def plugin_step():
         if bridge.last_stage:
             bridge.accept_last(sampled.clone(), num.clone(), num.clone(), batch)
-            if pp == 1:
-                return  # no PPHandler: the accept is the step's one collective
-            bridge.send_sampled(sampled.clone(), num.clone(), batch)
-            bridge.send_drafts(drafts.clone())
+            if pp > 1:
+                bridge.send_sampled(sampled.clone(), num.clone(), batch)
+            kept = drafts.clone()
+            bridge.converge_drafts(kept, batch)  # at propose: the stage keeps the source's drafts
+            if pp > 1:
+                bridge.send_drafts(kept)
         else:
             bridge.recv_sampled(batch, K + 1, batch.num_scheduled_tokens > 0)
             bridge.recv_drafts(live)

@@ -131,7 +131,8 @@ def startup_check(active: ActivePlan, engine_groups: dict[str, list[list[int]]],
                         f"({ENV_PLAN}={active.path}): {diffs}")
 
 
-def bind_engine(active: ActivePlan, *, rank: int, world_size: int, groups: dict, device=None):
+def bind_engine(active: ActivePlan, *, rank: int, world_size: int, groups: dict, device=None,
+                hot_path: str = "auto"):
     """Bind the plan's runtime on the engine's own process groups (family -> this rank's group).
 
     Runs after the engine's torch.distributed is up, so bind's fingerprint agreement is an
@@ -140,7 +141,8 @@ def bind_engine(active: ActivePlan, *, rank: int, world_size: int, groups: dict,
     from specplan.runtime import FingerprintMismatch, GroupMismatch, WorldSizeMismatch, bind
 
     try:
-        rt = bind(active.plan, rank=rank, world_size=world_size, device=device, groups=groups)
+        rt = bind(active.plan, rank=rank, world_size=world_size, device=device, groups=groups,
+                  hot_path=hot_path)
     except (FingerprintMismatch, WorldSizeMismatch, GroupMismatch) as exc:
         raise EngineRefused(f"{ENV_PLAN}={active.path}: foreign plan: {exc}") from None
     active.runtime = rt

@@ -2,18 +2,25 @@
 
 Entry point `vllm.general_plugins` -> `register`. vLLM calls it in every process (API server,
 engine core, each worker), possibly several times: registration is idempotent, and with
-SPECPLAN_PLAN unset it installs nothing and imports nothing. docs/engines.md lists each hook.
+SPECPLAN_PLAN unset it installs nothing and imports nothing; set, a plan whose accept or
+draft decisions vLLM's tensors cannot carry is refused right there. docs/engines.md lists
+each hook.
 
 - parallel_state.initialize_model_parallel (wrapped at register): after it returns, every
   rank reads every group of each coordinator vLLM built (tp, dcp, pcp, pp, dp, ep: its
   `group_ranks`), compares them and the speculative config with the plan, refuses the start
   on any difference, and binds the plan's runtime on the coordinators' device groups. Then
-  it wraps the two runner hooks below (their modules load with the GPU model runner).
+  it wraps the runner hooks below (their modules load with the GPU model runner).
 - V2 RejectionSampler.__call__: the sampler's output (sampled, num_sampled, num_rejected) is
-  converged over the plan's accept group from its source, in place (vllm_bridge.py).
+  converged over the plan's accept group from its source, in place (vllm_bridge.py, with
+  vllm_codec.py mapping vLLM's tensors to the plan's decisions).
+- spec_decode.init_speculator: the last stage's speculator's `propose` returns the plan's
+  drafts, written back into the tensor vLLM then keeps, hands to the scheduler and relays.
 - V2 PPHandler.broadcast / receive / broadcast_drafts: the sampled tokens and drafts reach
   the earlier stages as the plan carries them (its converge over a group spanning stages,
   and/or `rt.relay`), with vLLM's own skip predicate and PendingRecv ring kept.
+- AsyncOutput.get_output: on the device path, the step's desync check (`rt.check_round()`
+  when the flag's host copy shows a mismatch) where vLLM has waited for the step's output.
 
 Worked example, 8 ranks, tp 2 x pp 2 x dp 2: vLLM builds tp [0,1]..[6,7], pp [0,2] [1,3]
 [4,6] [5,7], dp [0,4] [1,5] [2,6] [3,7]; the plan's replicas are [0..3] and [4..7], sources
@@ -23,6 +30,8 @@ Worked example, 8 ranks, tp 2 x pp 2 x dp 2: vLLM builds tp [0,1]..[6,7], pp [0,
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -34,7 +43,13 @@ ENGINE = "vllm"
 PS = "vllm.distributed.parallel_state"
 SAMPLER = "vllm.v1.worker.gpu.spec_decode.rejection_sampler"
 PP_UTILS = "vllm.v1.worker.gpu.pp_utils"
+ASYNC = "vllm.v1.worker.gpu.async_utils"
+SPEC_DECODE = "vllm.v1.worker.gpu.spec_decode"
+RUNNER = "vllm.v1.worker.gpu.model_runner"
 # plan family -> the parallel_state global holding vLLM's coordinator (None: not built).
+# "auto" (device on CUDA, host on a CPU), "host" or "device": forces the runtime's hot path
+# (e.g. the device path on CPU ranks, to test the step's desync check without a GPU).
+ENV_HOT_PATH = "SPECPLAN_HOT_PATH"
 COORDINATORS = {"tp": "_TP", "dcp": "_DCP", "pcp": "_PCP", "pp": "_PP", "dp": "_DP", "ep": "_EP"}
 
 
@@ -45,11 +60,22 @@ def register() -> None:
     active = activate(ENGINE, _version())
     if active.hooks:
         return
+    _check_sites(active)
     import vllm.distributed.parallel_state as ps
 
     state = VllmState(active)
     wrap(ps, "initialize_model_parallel", state.initialize_model_parallel)
     active.hooks.append(f"{PS}.initialize_model_parallel")
+
+
+def _check_sites(active: ActivePlan) -> None:
+    """Refuse, before vLLM starts, a plan whose sites vLLM's tensors cannot carry."""
+    from specplan.plugins.vllm_codec import PlanMismatch, plan_sites
+
+    try:
+        plan_sites(active.plan)
+    except PlanMismatch as exc:
+        raise EngineRefused(f"plan {active.name!r} ({active.path}): {exc}") from None
 
 
 def _version() -> str:
@@ -141,8 +167,9 @@ class VllmState:
             dist.barrier(group=ps.get_world_group().cpu_group)  # all refuse; none leaves early
             raise
         t1 = time.perf_counter()
-        rt = bind_engine(self.active, rank=rank, world_size=world, device=coordinators["tp"].device,
-                         groups={fam: c.device_group for fam, c in coordinators.items()})
+        rt = bind_engine(self.active, rank=rank, world_size=world, device=ps.get_tp_group().device,
+                         groups={fam: c.device_group for fam, c in coordinators.items()},
+                         hot_path=os.environ.get(ENV_HOT_PATH, "auto"))
         self.timings = {"check": t1 - t0, "bind": time.perf_counter() - t1}
         self.active.startup_s = self.timings
         self._install_runner_hooks(rt, rank)
@@ -153,8 +180,13 @@ class VllmState:
             raise EngineRefused(f"rank {rank}: the specplan plugin runs the plan in vLLM's V2 model "
                                 "runner (its RejectionSampler and PPHandler); this engine runs V1: "
                                 "set VLLM_USE_V2_MODEL_RUNNER=1")
+        if getattr(getattr(config, "speculative_config", None), "enable_adaptive_verification", False):
+            raise EngineRefused(f"rank {rank}: vLLM's adaptive verification admits each request's "
+                                "drafts from this rank's own draft confidences, a decision plan "
+                                f"{self.active.name!r} does not converge for vLLM; start without "
+                                "enable_adaptive_verification")
         seqs = getattr(getattr(config, "scheduler_config", None), "max_num_seqs", None)
-        cap = self.active.plan["runtime"].get("max_batch") or self.active.plan["speculative"]["max_batch"]
+        cap = self.active.plan.runtime.max_batch
         if seqs is not None and seqs > cap:
             raise EngineRefused(f"rank {rank}: vLLM max_num_seqs {seqs} exceeds plan "
                                 f"{self.active.name!r} runtime.max_batch {cap} (the converge "
@@ -167,21 +199,32 @@ class VllmState:
 
         pp_utils = importlib.import_module(PP_UTILS)
         sampler = importlib.import_module(SAMPLER)
+        outputs = importlib.import_module(ASYNC)
+        spec_decode = importlib.import_module(SPEC_DECODE)
         try:
             self.bridge = VllmBridge(rt, self.active.plan, need_mask=pp_utils.compute_need_sampled_mask,
-                                     width=self.active.plan["speculative"]["num_steps"] + 1)
+                                     width=self.active.plan.speculative.num_steps + 1)
         except PlanMismatch as exc:
             raise EngineRefused(f"rank {rank}: plan {self.active.name!r} ({self.active.path}): {exc}") from None
-        self.active.bridge = self.bridge
+        self.active.bridge, self.active.vllm = self.bridge, self
         hooks = ((sampler.RejectionSampler, "__call__", self.reject, SAMPLER),
                  (pp_utils.PPHandler, "broadcast", self.pp_broadcast, PP_UTILS),
                  (pp_utils.PPHandler, "receive", self.pp_receive, PP_UTILS),
-                 (pp_utils.PPHandler, "broadcast_drafts", self.pp_broadcast_drafts, PP_UTILS))
+                 (pp_utils.PPHandler, "broadcast_drafts", self.pp_broadcast_drafts, PP_UTILS),
+                 (outputs.AsyncOutput, "get_output", self.get_output, ASYNC))
         for owner, name, hook, module in hooks:
             wrap(owner, name, hook)
-            target = f"{module}.{owner.__name__}.{name}"
-            if target not in self.active.hooks:
-                self.active.hooks.append(target)
+            self._hooked(f"{module}.{owner.__name__}.{name}")
+        # The runner binds init_speculator at its (lazy) import: the package's and, when the
+        # runner module is already loaded, its own name.
+        for module in (spec_decode, sys.modules.get(RUNNER)):
+            if module is not None:
+                wrap(module, "init_speculator", self.init_speculator)
+        self._hooked(f"{SPEC_DECODE}.init_speculator")
+
+    def _hooked(self, target: str) -> None:
+        if target not in self.active.hooks:
+            self.active.hooks.append(target)
 
     # -- the accept --------------------------------------------------------------------------
     def reject(self, original, sampler, logits, input_batch, *args, **kwargs):
@@ -189,10 +232,39 @@ class VllmState:
         self.bridge.accept_last(out.sampled_token_ids, out.num_sampled, out.num_rejected, input_batch)
         return out
 
+    # -- the drafts ---------------------------------------------------------------------------
+    def init_speculator(self, original, *args, **kwargs):
+        """The last stage's speculator, its `propose` returning the plan's drafts."""
+        speculator = original(*args, **kwargs)
+        self.wrap_propose(speculator)
+        return speculator
+
+    def wrap_propose(self, speculator) -> None:
+        propose = speculator.propose
+        if getattr(propose, "__specplan__", False):
+            return
+
+        @functools.wraps(propose)
+        def converged(input_batch, *args, **kwargs):
+            drafts = propose(input_batch, *args, **kwargs)
+            if kwargs.get("num_speculative_tokens", 1) > 0:
+                self.bridge.converge_drafts(drafts, input_batch)
+            return drafts
+
+        converged.__specplan__ = True
+        speculator.propose = converged
+
+    # -- the step's desync check (device path) ------------------------------------------------
+    def get_output(self, original, output):
+        """After vLLM waited for the step's output copy: raise a recorded desync (rt.check_round)."""
+        result = original(output)
+        self.bridge.flags.check()
+        return result
+
     # -- the PP relay --------------------------------------------------------------------------
     def pp_broadcast(self, original, handler, sampled, num_sampled, num_rejected, input_batch):
         if self.bridge.need_mask(input_batch) is None:
-            handler.sampled_tokens_broadcast = False
+            handler.sampled_tokens_broadcast = self.bridge.sent_this_step = False
             return
         handler.sampled_tokens_broadcast = True
         # On the main stream: a converge here writes the source's tokens back into the
@@ -206,6 +278,7 @@ class VllmState:
     def pp_receive(self, original, handler, input_batch, recv_drafts):
         import importlib
 
+        self.bridge.flags.check()  # earlier receives whose flag copy has landed
         mask = self.bridge.need_mask(input_batch)
         if mask is None:
             return False
@@ -213,6 +286,7 @@ class VllmState:
         with _side_stream(handler):
             sampled, num, rejected = self.bridge.recv_sampled(input_batch, handler._sample_len(input_batch), mask)
             drafts = self.bridge.recv_drafts(input_batch.num_reqs) if recv_drafts else None
+            self.bridge.flags.snapshot("receive", self.bridge.rounds["accept"])
             event = _record(handler, (sampled, num, rejected, drafts))
         pending = importlib.import_module(PP_UTILS).PendingRecv
         handler.queue[-1] = pending(event, sampled, num, rejected, input_batch.idx_mapping,

@@ -21,7 +21,7 @@ STUBBED = (
     "prometheus_client",
     # heavy model tooling (configs, weights, tokenizers, images, grammars)
     "transformers", "huggingface_hub", "safetensors", "PIL", "xgrammar", "llguidance",
-    "partial_json_parser",
+    "partial_json_parser", "tqdm", "einops",
     # process and serialisation niceties vLLM imports at module level
     "psutil", "cpuinfo", "cbor2", "cachetools", "cloudpickle", "pybase64",
 )

@@ -48,7 +48,9 @@ def main(argv: list[str]) -> None:
     os._exit(0)
 
 
-def step(tp: str, pp: str, dp: str, speculative: str) -> dict:
+def step(tp: str, pp: str, dp: str, speculative: str, fault: str = "") -> dict:
+    """One step. `fault` "stale:<rank>": that rank's plugin runs one accept round ahead, so its
+    guard header names another round than its peers expect (a forged header)."""
     import vllm_harness
 
     from specplan.plugins import common
@@ -64,22 +66,31 @@ def step(tp: str, pp: str, dp: str, speculative: str) -> dict:
     out = {"hooks": list(active.hooks) if active else [],
            "groups": {"tp": ps._TP.group_ranks, "pp": ps._PP.group_ranks, "dp": ps._DP.group_ranks},
            "startup_s": getattr(active, "startup_s", None)}
-    out.update(_run_step(ps, int(pp), active))
+    if fault.startswith("stale:") and int(fault.split(":")[1]) == ps.get_world_group().rank:
+        active.bridge.rounds["accept"] += 1
+    out.update(_run_step(ps, int(pp), active, stop_after_output=bool(fault)))
     return out
 
 
-def _run_step(ps, pp: int, active) -> dict:
+def _run_step(ps, pp: int, active, stop_after_output: bool = False) -> dict:
     import torch
 
     batch = _batch()
     handler = _handler(ps, pp) if pp > 1 else None
     if handler is not None and not handler.is_last_rank:
-        handler.receive(batch, recv_drafts=True)
+        # A faulted run's last stage stops at its step check, before it proposes drafts.
+        handler.receive(batch, recv_drafts=not stop_after_output)
         got = handler.queue[-1]
-        return {"received": {"sampled": _accepted(got.sampled_tokens, got.num_sampled),
-                             "num_sampled": got.num_sampled.tolist(),
-                             "num_rejected": got.num_rejected.tolist(), "drafts": got.draft_tokens.tolist()},
-                "calls": _calls(active)}
+        drafts = None if got.draft_tokens is None else got.draft_tokens.tolist()
+        out = {"received": {"sampled": _accepted(got.sampled_tokens, got.num_sampled),
+                            "num_sampled": got.num_sampled.tolist(),
+                            "num_rejected": got.num_rejected.tolist(), "drafts": drafts},
+               "calls": _calls(active)}
+        try:  # the next step's receive, on a batch with no sampled row (no collective)
+            handler.receive(_batch(prefill_len=100), recv_drafts=False)
+        except Exception as exc:  # an earlier stage's step check (DesyncError) names site and round
+            out.update(desync=f"{type(exc).__name__}: {exc}", at="PPHandler.receive")
+        return out
     rs = _rejection_sampler()
     logits = _logits()
     call = type(rs).__call__
@@ -87,11 +98,45 @@ def _run_step(ps, pp: int, active) -> dict:
     final = rs(logits, batch)  # through the plugin when it is on
     out = {"local": _sampler_out(local), "final": _sampler_out(final)}
     if handler is not None:
-        drafts = torch.full((R, K), 100 + torch.distributed.get_rank(), dtype=torch.int64)
         handler.broadcast(final.sampled_token_ids, final.num_sampled, final.num_rejected, batch)
-        handler.broadcast_drafts(drafts)
-        out["drafts"] = drafts.tolist()
-    out["calls"] = _calls(active)
+    try:
+        _async_output(final, batch).get_output()  # where vLLM waits for the step's output copy
+    except Exception as exc:  # the plugin's step check (DesyncError) names site and round here
+        return {"desync": f"{type(exc).__name__}: {exc}", "at": "AsyncOutput.get_output",
+                "final": out["final"]}
+    if stop_after_output:  # a faulted run: a peer stopped at its step check, run nothing more
+        return out
+    # The runner's draft path: propose (through the plugin's wrapper of the last stage's
+    # speculator), req_states.draft_tokens[idx_mapping] = drafts, then the same rows read back
+    # and handed to PPHandler.broadcast_drafts.
+    drafts = torch.full((R, K), 100 + torch.distributed.get_rank(), dtype=torch.int64)
+    speculator = NS(propose=lambda input_batch, *a, **k: drafts.clone())
+    if active is not None:
+        active.vllm.wrap_propose(speculator)
+    req_drafts = torch.zeros(8, K, dtype=torch.int64)  # RequestState.draft_tokens (pinned: CUDA)
+    req_drafts[batch.idx_mapping] = speculator.propose(batch, num_speculative_tokens=K)
+    kept = req_drafts[batch.idx_mapping]
+    if handler is not None:
+        handler.broadcast_drafts(kept)
+    out.update(drafts=drafts.tolist(), kept=kept.tolist(), calls=_calls(active))
+    return out
+
+
+def _async_output(final, batch):
+    """vLLM's AsyncOutput as the runner leaves it after its copies (made without its __init__:
+    CUDA streams and events); get_output is vLLM's own."""
+    from vllm.v1.outputs import ModelRunnerOutput
+    from vllm.v1.worker.gpu.async_utils import AsyncOutput
+
+    out = object.__new__(AsyncOutput)
+    ids = list(batch.req_ids)
+    out.model_runner_output = ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)})
+    out.copy_event = NS(synchronize=lambda: None)
+    out.sampled_token_ids = final.sampled_token_ids.numpy()
+    out.num_sampled_tokens_np = final.num_sampled.numpy()
+    out.sampling_mask_tensors = out.num_nans = out.logprobs_tensors = out.pending_aux_output = None
+    out._has_fault = None
+    out.prompt_logprobs_dict, out.prompt_token_id_logprobs_dict = {}, {}
     return out
 
 
@@ -124,8 +169,9 @@ def _logits():
     return logits
 
 
-def _batch():
-    """The step's InputBatch fields the rejection sampler and PPHandler read (R decode rows)."""
+def _batch(prefill_len: int = 10):
+    """The step's InputBatch fields the rejection sampler and PPHandler read (R decode rows;
+    with prefill_len past the computed tokens, R rows of a prefill chunk that samples nothing)."""
     import numpy as np
     import torch
 
@@ -141,7 +187,7 @@ def _batch():
               idx_mapping_np=np.arange(R, dtype=np.int32), cu_num_logits=cu, cu_num_logits_np=cu.numpy(),
               seq_lens=torch.full((R,), 24, dtype=torch.int32),
               seq_lens_cpu_upper_bound=torch.full((R,), 24, dtype=torch.int32),
-              num_computed_tokens_np=np.full(R, 20), prefill_len_np=np.full(R, 10),
+              num_computed_tokens_np=np.full(R, 20), prefill_len_np=np.full(R, prefill_len),
               num_scheduled_tokens=np.full(R, K + 1), max_seq_len_np=None,
               is_prefilling_np=np.zeros(R, dtype=bool))
 
