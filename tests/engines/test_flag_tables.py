@@ -1,0 +1,50 @@
+"""The stored flag tables equal what the engines' real parsers accept (SGLang 0.5.23,
+vLLM 0.33.0 built from their wheels): a flag added, removed or changed in arity fails here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flag_tables import dumps, table_in_subprocess
+
+pytestmark = pytest.mark.engines
+
+STORED = Path(__file__).resolve().parents[2] / "specplan" / "engines" / "flags"
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_stored_table_is_the_parsers(engine):
+    stored = json.loads((STORED / f"{engine}.json").read_text())
+    real = table_in_subprocess(engine)
+    assert dumps(stored) == dumps(real), (
+        f"specplan/engines/flags/{engine}.json differs from the {engine} parser; rerun "
+        "`python tools/engine_flags.py` and review the diff")
+    names = {n for f in real["flags"] for n in f["names"]}
+    assert {"--tp-size", "--speculative-algorithm"} <= names or {"-tp", "-O.", "-sc"} & names
+
+
+@pytest.mark.parametrize("engine,parse,expected", [
+    ("sglang", ["--tp", "16", "--dp", "8", "--enable-dp-attention"],
+     {"tp_size": 16, "dp_size": 8, "enable_dp_attention": True}),
+    ("vllm", ["m", "--tensor_parallel_size", "4", "-O3", "--speculative-config.method", "mtp",
+              "--speculative-config.num_speculative_tokens", "1"],
+     {"tensor_parallel_size": 4, "optimization_level": "3"}),
+])
+def test_the_real_parser_accepts_what_import_reads(engine, parse, expected):
+    """The spellings import accepts are the engine's: the real parser reads them alike."""
+    import subprocess
+    import sys
+
+    code = ("import sys, json; sys.path.insert(0, '.'); import flag_tables as f; "
+            f"p = f.{engine}_parser(); ns = p.parse_args({parse!r}); "
+            "print(json.dumps({k: v for k, v in vars(ns).items() "
+            "if isinstance(v, (int, str, bool))}))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).parent, timeout=900,
+                          env={**__import__('os').environ, "VLLM_TARGET_DEVICE": "cpu"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert {k: got[k] for k in expected} == expected
