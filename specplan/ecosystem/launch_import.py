@@ -68,9 +68,10 @@ def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], l
     while rest and _ENV_NAME.match(rest[0]):
         env.append(rest.pop(0))
     module = convention(engine).flag_table().program.split()[-1]  # sglang.launch_server | serve
+    cli = f"{engine} serve"  # both engines' console scripts: `sglang serve`, `vllm serve`
     for i, token in enumerate(rest):
         before = rest[i - 1].rsplit("/", 1)[-1] if i else ""
-        if token.endswith(module) and module != "serve" or token == "serve" and before == engine:
+        if token.endswith(module) and module != "serve" or f"{before} {token}" in (cli,):
             return env, rest[:i + 1], rest[i + 1:]
     return env, [], rest
 
