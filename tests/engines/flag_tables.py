@@ -86,7 +86,8 @@ def table_of(parser: argparse.ArgumentParser, engine: str, program: str, undersc
         if action.nargs == 0:
             row["sets"] = {o: _bare_value(action, o, parser) for o in names}
         if action.choices is not None and all(isinstance(c, (str, int)) for c in action.choices):
-            row["choices"] = [c for c in action.choices]
+            ordered = isinstance(action.choices, (list, tuple))  # a set's order varies per run
+            row["choices"] = list(action.choices) if ordered else sorted(action.choices, key=str)
         if _is_json(action):
             row["json"] = True
         flags.append(row)
