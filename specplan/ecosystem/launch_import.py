@@ -18,7 +18,8 @@ import shlex
 
 from specplan.ecosystem import spec_tp_sync
 from specplan.ecosystem.argv import read_words
-from specplan.ecosystem.flags import MODELLED, SGLANG_ENV, SITE_SLUGS, VLLM_ENV
+from specplan.ecosystem.flags import (DRAFT_PLACEHOLDER, MODEL_PLACEHOLDER, MODELLED, SGLANG_ENV,
+                                      SITE_SLUGS, VLLM_ENV)
 from specplan.ecosystem.launch_read import READERS, ImportProblem
 from specplan.ecosystem.yaml_out import spec_data
 from specplan.engines import convention
@@ -27,6 +28,7 @@ from specplan.schema import Spec
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 _ARRAY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\($")
+_PLACEHOLDER_WORDS = {"$" + MODEL_PLACEHOLDER, "$" + DRAFT_PLACEHOLDER}
 __all__ = ["ImportProblem", "build", "parse_script", "read_launch"]
 
 
@@ -100,7 +102,9 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
     modelled = MODELLED[engine]
     kept = [a.text for a in args if a.flag is not None and a.dest not in modelled]
     notes += [f"kept, not planned: {text}" for text in kept]
-    out["_line"] = [*env_words, *([" ".join(program)] if program else []), *(a.text for a in args)]
+    # specplan's own additions (a shell variable for a path it does not know) are not the line's
+    line = [a.text for a in args if not set(a.words) & _PLACEHOLDER_WORDS]
+    out["_line"] = [*env_words, *([" ".join(program)] if program else []), *line]
     out["_notes"] = notes
     return out
 
