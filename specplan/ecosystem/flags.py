@@ -66,6 +66,11 @@ KV_CACHE_DTYPES = {"auto": "auto", "bf16": "bf16", "bfloat16": "bf16", "fp16": "
 DEEPEP_BACKENDS = frozenset({"deepep", "deepep_v2", "deepep_high_throughput",
                              "deepep_low_latency"})
 NO_A2A_BACKENDS = frozenset({"none", "allgather_reducescatter", "naive"})
+# SGLang --moe-a2a-backend values that set ep_size = tp_size (arg_groups/overrides.py
+# _a2a_ep_size, _A2A_EP_SPANNING_BACKENDS).
+SGLANG_EP_SPANNING_A2A = frozenset({"megamoe", "deepep", "deepep_v2", "mooncake", "nixl",
+                                    "ascend_fuseep", "flashinfer", "flashinfer_megamoe", "mori",
+                                    "pplx"})
 
 # speculative.method -> SGLang --speculative-algorithm (fields/spec.py lists the builtins:
 # EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, DFLASH, DSPARK, UNO; NEXTN aliases EAGLE).

@@ -13,7 +13,8 @@ import json
 from specplan.ecosystem import spec_tp_sync
 from specplan.ecosystem.flags import (DEEPEP_BACKENDS, DRAFT_PLACEHOLDER, DTYPE_ALIASES,
                                       FP8_QUANTIZATION, KV_CACHE_DTYPES, MODEL_PLACEHOLDER,
-                                      NO_A2A_BACKENDS, SGLANG_ALGORITHMS, VLLM_METHODS,
+                                      NO_A2A_BACKENDS, SGLANG_ALGORITHMS,
+                                      SGLANG_EP_SPANNING_A2A, VLLM_METHODS,
                                       VLLM_SPEC_IGNORED, VLLM_SPEC_KEYS)
 
 
@@ -52,6 +53,12 @@ def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
                   cp=_int(v, "attn_cp_size", "--attn-cp-size"), dcp=_int(v, "dcp_size", "--dcp-size"),
                   ep=_int(v, "ep_size", "--ep-size"), moe_dp=_int(v, "moe_dp_size", "--moe-dp-size"),
                   nodes=_int(v, "nnodes", "--nnodes"), dp_lm_head=bool(v.get("enable_dp_lm_head")))
+    a2a = v.get("moe_a2a_backend")
+    if a2a in SGLANG_EP_SPANNING_A2A and topo.get("ep", 1) != topo["tp"]:
+        notes.append(f"--moe-a2a-backend {a2a} sets the expert parallel size to the tensor "
+                     f"parallel size, {topo['tp']} (SGLang 0.5.23 overrides.py _a2a_ep_size)")
+    if a2a in SGLANG_EP_SPANNING_A2A and topo["tp"] > 1:
+        topo["ep"] = topo["tp"]
     device = v.get("device")
     if device is not None:
         if device not in ("cuda", "npu", "cpu"):
