@@ -81,14 +81,9 @@ SGLANG_ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
 # SpeculativeMethod; "mtp" is one of MTPModelTypes, "draft_model" the standalone drafter).
 VLLM_METHODS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "standalone": "draft_model",
                 "ngram": "ngram", "dflash": "dflash", "dspark": "dspark"}
-# speculative_config keys import reads, and the other SpeculativeConfig fields it accepts
-# and ignores (tuning knobs with no bearing on the plan).
+# speculative_config keys import plans; the other SpeculativeConfig fields (flags/vllm.json
+# "keys") are kept in the line, not planned.
 VLLM_SPEC_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size")
-VLLM_SPEC_IGNORED = (
-    "enforce_eager", "quantization", "moe_backend", "attention_backend", "kv_cache_dtype",
-    "max_model_len", "revision", "code_revision", "disable_padded_drafter_batch",
-    "prompt_lookup_max", "prompt_lookup_min", "parallel_drafting", "draft_sample_method",
-    "rejection_sample_method", "dspark_draft_topk", "use_local_argmax_reduction")
 
 # dtype spellings both engines accept for --dtype.
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}

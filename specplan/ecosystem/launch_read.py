@@ -14,8 +14,7 @@ from specplan.ecosystem import spec_tp_sync
 from specplan.ecosystem.flags import (DEEPEP_BACKENDS, DRAFT_PLACEHOLDER, DTYPE_ALIASES,
                                       FP8_QUANTIZATION, KV_CACHE_DTYPES, MODEL_PLACEHOLDER,
                                       NO_A2A_BACKENDS, SGLANG_ALGORITHMS,
-                                      SGLANG_EP_SPANNING_A2A, VLLM_METHODS,
-                                      VLLM_SPEC_IGNORED, VLLM_SPEC_KEYS)
+                                      SGLANG_EP_SPANNING_A2A, VLLM_METHODS, VLLM_SPEC_KEYS)
 
 
 class ImportProblem(Exception):
@@ -179,19 +178,25 @@ def read_vllm(v: dict, env: dict, notes: list[str]) -> dict:
     model = _model(v, v.get("model_tag") or v.get("model"), notes)
     moe = _moe(v.get("all2all_backend"), "--all2all-backend", v.get("enable_eplb"), notes)
     return {"topology": topo, "model": model, "moe": moe, "runtime": runtime,
-            "speculative": _vllm_speculative(v.get("speculative_config")), "_sync_slugs": None}
+            "speculative": _vllm_speculative(v.get("speculative_config"), notes),
+            "_sync_slugs": None}
 
 
-def _vllm_speculative(config) -> dict:
+def _vllm_speculative(config, notes: list[str]) -> dict:
+    from specplan.engines import convention
+
     if config is None:
         return {}
     if not isinstance(config, dict):
         raise ImportProblem(f"--speculative-config is not a JSON object: {json.dumps(config)}")
+    accepted = convention("vllm").flag_table().by_dest("speculative_config").keys or ()
     for key in config:
-        if key not in VLLM_SPEC_KEYS + VLLM_SPEC_IGNORED:
-            close = difflib.get_close_matches(key, VLLM_SPEC_KEYS + VLLM_SPEC_IGNORED, n=3)
-            hint = f"; close matches: {', '.join(close)}" if close else ""
+        if key not in accepted:  # vLLM's SpeculativeConfig refuses it too
+            close = difflib.get_close_matches(key, accepted, n=3)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
             raise ImportProblem(f"unknown --speculative-config key {key!r}{hint}")
+    notes += [f"kept, not planned: --speculative-config key {k}" for k in config
+              if k not in VLLM_SPEC_KEYS]
     by_name = {val: k for k, val in VLLM_METHODS.items()}
     name = config.get("method")
     method = "mtp" if isinstance(name, str) and name.endswith("_mtp") else by_name.get(name)

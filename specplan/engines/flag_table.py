@@ -31,6 +31,7 @@ class EngineFlag:
     sets: dict = field(default_factory=dict, hash=False, compare=False)  # bare flag -> value
     choices: tuple = ()
     json: bool = False  # the value is a JSON object (vLLM config flags)
+    keys: tuple[str, ...] | None = None  # the keys that object may hold, when known
 
     @property
     def name(self) -> str:
@@ -101,7 +102,8 @@ def flag_table(engine: str) -> FlagTable:
     """The stored table of `engine` (sglang | vllm)."""
     data = json.loads((_DIR / f"{engine}.json").read_text())
     flags = tuple(EngineFlag(tuple(f["names"]), f["dest"], f["nargs"], f.get("sets", {}),
-                             tuple(f.get("choices", ())), f.get("json", False))
+                             tuple(f.get("choices", ())), f.get("json", False),
+                             tuple(f["keys"]) if "keys" in f else None)
                   for f in data["flags"])
     return FlagTable(engine, data["program"], data["allow_abbrev"], data["underscores"],
                      data["json_dotted"], tuple(data["positional"]), flags)

@@ -85,7 +85,7 @@ def test_writes_atomically_to_out(cli, tmp_path, checkpoint):
      "--data-parallel-size or --pipeline-parallel-size?"),
     ("sglang", ["--t", "8"], "ambiguous option: --t could match"),
     ("vllm", ["vllm", "serve", "m", "-sc", '{"method": "eagle3", "num_spec_tokens": 3}'],
-     "unknown --speculative-config key 'num_spec_tokens'; close matches: num_speculative_tokens"),
+     "unknown --speculative-config key 'num_spec_tokens'; did you mean num_speculative_tokens"),
     ("sglang", ["--tp-size", "8", "--speculative-algorithm", "UNO"],
      "--speculative-algorithm UNO: specplan plans EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, "
      "DFLASH, DSPARK"),

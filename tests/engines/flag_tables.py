@@ -67,8 +67,22 @@ def _is_json(action: argparse.Action) -> bool:
     return value is not None and not isinstance(value, (str, int, float))
 
 
+def _config_keys(action: argparse.Action, classes: dict) -> list[str] | None:
+    """The keys a JSON flag's object may hold: the fields of the config class it validates
+    against (parse_dataclass's bound class, or `classes[dest]` for a flag parsed as a plain
+    dict and validated later, as vLLM's --speculative-config)."""
+    import dataclasses
+
+    cls = classes.get(action.dest)
+    defaults = getattr(action.type, "__defaults__", None) or ()
+    cls = cls or next((d for d in defaults if isinstance(d, type)), None)
+    if cls is None or not dataclasses.is_dataclass(cls):
+        return None
+    return [f.name for f in dataclasses.fields(cls)]
+
+
 def table_of(parser: argparse.ArgumentParser, engine: str, program: str, underscores: bool,
-             json_dotted: bool) -> dict:
+             json_dotted: bool, classes: dict | None = None) -> dict:
     """The flag table of `parser` as JSON-able data (see specplan/engines/flag_table.py)."""
     by_action: dict[int, list[str]] = {}
     actions: dict[int, argparse.Action] = {}
@@ -90,6 +104,9 @@ def table_of(parser: argparse.ArgumentParser, engine: str, program: str, undersc
             row["choices"] = list(action.choices) if ordered else sorted(action.choices, key=str)
         if _is_json(action):
             row["json"] = True
+            keys = _config_keys(action, classes or {})
+            if keys is not None:
+                row["keys"] = keys
         flags.append(row)
     positional = [a.dest for a in parser._actions if not a.option_strings]
     return {"engine": engine, "version": VERSIONS[engine], "program": program,
@@ -103,7 +120,11 @@ def table(engine: str) -> dict:
         return table_of(sglang_parser(), "sglang", "python -m sglang.launch_server",
                         underscores=False, json_dotted=False)
     # FlexibleArgumentParser.parse_args: `--a_b` reads as `--a-b`, `--x.y v` builds JSON
-    return table_of(vllm_parser(), "vllm", "vllm serve", underscores=True, json_dotted=True)
+    parser = vllm_parser()
+    from vllm.config.speculative import SpeculativeConfig
+
+    return table_of(parser, "vllm", "vllm serve", underscores=True, json_dotted=True,
+                    classes={"speculative_config": SpeculativeConfig})
 
 
 def table_in_subprocess(engine: str) -> dict:
