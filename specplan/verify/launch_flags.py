@@ -13,9 +13,10 @@ from specplan.verify.findings import Finding
 
 
 def check_launch_flags(view: PlanView) -> list[Finding]:
+    out = _eplb(view)
     if view.raw.runtime.async_scheduling is not True:
-        return []
-    out = [Finding("INFO", None, None, None, (), "decode", None,
+        return out
+    out += [Finding("INFO", None, None, None, (), "decode", None,
                    "async scheduling: round r's decisions (accept lengths, bonus tokens, drafts) "
                    "are consumed in round r + 1; the plan converges them in round r and the next "
                    "round reads the converged values on the device",
@@ -31,3 +32,15 @@ def check_launch_flags(view: PlanView) -> list[Finding]:
                                f"converge it (sync.sites: {{{site.name}: on}}) or turn async "
                                "scheduling off"))
     return out
+
+
+def _eplb(view: PlanView) -> list[Finding]:
+    moe = view.raw.model.moe
+    if moe is None or moe.eplb is not True:
+        return []
+    return [Finding("INFO", None, None, "moe_ep", (), "decode", None,
+                    "EPLB: experts move between ranks at rebalance steps; every rank must "
+                    "rebalance at the same step (the engines count forward passes, which "
+                    "idle DP ranks run as dummies), so expert placement stays agreed",
+                    "nothing to change while sync.idle_ranks is dummy; with skip, idle ranks "
+                    "count fewer passes and rebalance late")]

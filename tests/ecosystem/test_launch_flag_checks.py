@@ -21,3 +21,10 @@ def test_host_decisions_under_async_scheduling_warn(cli, write_spec):
                       "speculative: {method: ngram, num_steps: 3}\nruntime: {async_scheduling: true}\n")
     out = cli("check", str(spec), "--format", "json").stdout
     assert "under async scheduling sees round r - 1" in out
+
+
+def test_eplb_is_a_planned_behaviour(cli, write_spec):
+    spec = write_spec("engine: sglang\nname: a\ntopology: {tp: 4, ep: 4}\nmodel: {num_layers: 8, "
+                      "hidden_size: 64, vocab_size: 1000, moe: {num_experts: 8, top_k: 2, "
+                      "eplb: true}}\n")
+    assert "EPLB: experts move between ranks" in cli("check", str(spec), "--format", "json").stdout
