@@ -41,6 +41,7 @@ SGLANG_MODELLED: dict[str, str] = {
     "cuda_graph_max_bs_decode": "runtime.max_batch",
     "disaggregation_mode": "disaggregation.role",
     "disaggregation_transfer_backend": "disaggregation.connector",
+    "config": "(its options are read as if on the line)",
 }
 VLLM_MODELLED: dict[str, str] = {
     "model_tag": "model.path", "model": "model.path", "tensor_parallel_size": "topology.tp",
@@ -52,6 +53,7 @@ VLLM_MODELLED: dict[str, str] = {
     "all2all_backend": "model.moe.a2a", "enable_eplb": "model.moe.eplb",
     "speculative_config": "speculative", "async_scheduling": "runtime.async_scheduling",
     "kv_transfer_config": "disaggregation",
+    "config": "(its options are read as if on the line)",
 }
 MODELLED = {"sglang": SGLANG_MODELLED, "vllm": VLLM_MODELLED}
 

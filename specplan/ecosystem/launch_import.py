@@ -85,11 +85,13 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
     env_words, program, words = split_command(engine, argv)
     env = {**env, **dict(w.partition("=")[::2] for w in env_words)}
     table = convention(engine).flag_table()
+    notes: list[str] = []
     try:
         args, values = read_words(table, words)
+        if values.get("config"):  # both engines: the file's keys first, the line overrides them
+            _, values = read_words(table, config_words(values["config"], notes) + words)
     except FlagProblem as exc:
         raise ImportProblem(str(exc)) from None
-    notes: list[str] = []
     out = READERS[engine](values, env, notes)
     out["disaggregation"] = _disaggregation(engine, table, values)
     part = env.get(f"{engine.upper()}_PP_LAYER_PARTITION")
@@ -107,6 +109,33 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
     out["_line"] = [*env_words, *([" ".join(program)] if program else []), *line]
     out["_notes"] = notes
     return out
+
+
+def config_words(path: str, notes: list[str]) -> list[str]:
+    """`--config FILE` (YAML key: value) as the words both engines insert before the line's
+    (SGLang ConfigArgumentMerger, vLLM FlexibleArgumentParser._pull_args_from_config)."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ImportProblem(f"cannot read --config {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise ImportProblem(f"--config {path}: expected a mapping of option: value")
+    words: list[str] = []
+    for key, value in data.items():
+        flag = f"--{key}"
+        if value is True:
+            words.append(flag)
+        elif isinstance(value, list):
+            words += [flag, *map(str, value)]
+        elif isinstance(value, dict):
+            words += [flag, json.dumps(value)]
+        elif value is not False and value is not None:
+            words += [flag, str(value)]
+    notes.append(f"read {len(data)} options from --config {path}")
+    return words
 
 
 def _disaggregation(engine: str, table, values: dict) -> dict | None:

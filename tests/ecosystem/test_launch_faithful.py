@@ -127,3 +127,15 @@ def test_vllm_spellings():
     assert values["compilation_config"] == {"cudagraph_capture_sizes": ["1", "2"]}
     assert values["speculative_config"] == {"method": "ngram"}
     assert [a.words for a in args][:2] == [("m",), ("-O", "3")]
+
+
+def test_a_config_file_is_read_as_the_engines_read_it(cli, tmp_path, hub):
+    config = tmp_path / "serve.yaml"
+    config.write_text("tensor-parallel-size: 4\nenable-expert-parallel: true\n"
+                      "speculative-config:\n  method: deepseek_mtp\n  num_speculative_tokens: 1\n")
+    line = f"vllm serve deepseek-ai/DeepSeek-V3 --config {config} -tp 8"
+    spec, notes = _import(cli, tmp_path, hub, "vllm", line)
+    s = load_spec(spec)
+    assert (s.topology.tp, s.topology.ep, s.speculative.method) == (8, 8, "mtp")  # the line wins
+    assert f"read 3 options from --config {config}" in notes
+    assert cli("export", str(spec)).stdout.splitlines()[-1] == line
