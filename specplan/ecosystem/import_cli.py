@@ -46,7 +46,7 @@ def run_import(engine: str, line: list[str], environ: dict[str, str], script: st
     except UserError as exc:
         return EXIT_BAD_INPUT, "", [f"specplan import: the launch line makes an invalid spec: "
                                     f"{d.path}: {d.message}" for d in exc.diagnostics]
-    skipped = ignored_env(engine, env)
+    skipped = ignored_env(engine, env)  # from the environment or `export` lines, not the line
     messages = [f"specplan import: {note}" for note in launch["_notes"]]
     if skipped:
         messages.append(f"specplan import: ignored {', '.join(skipped)} (no bearing on the plan)")

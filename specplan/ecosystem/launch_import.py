@@ -83,7 +83,8 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
     disaggregation, `_sync_slugs`), `_line` (its words: env, program, arguments) and `_notes`
     (one per argument kept but not planned, and each reading worth saying)."""
     env_words, program, words = split_command(engine, argv)
-    env = {**env, **dict(w.partition("=")[::2] for w in env_words)}
+    line_env = dict(w.partition("=")[::2] for w in env_words)
+    env = {**env, **line_env}
     table = convention(engine).flag_table()
     notes: list[str] = []
     try:
@@ -104,6 +105,7 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
     modelled = MODELLED[engine]
     kept = [a.text for a in args if a.flag is not None and a.dest not in modelled]
     notes += [f"kept, not planned: {text}" for text in kept]
+    notes += [f"kept, not planned: {name}={line_env[name]}" for name in ignored_env(engine, line_env)]
     # specplan's own additions (a shell variable for a path it does not know) are not the line's
     line = [a.text for a in args if not set(a.words) & _PLACEHOLDER_WORDS]
     out["_line"] = [*env_words, *([" ".join(program)] if program else []), *line]

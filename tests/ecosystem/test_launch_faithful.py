@@ -139,3 +139,11 @@ def test_a_config_file_is_read_as_the_engines_read_it(cli, tmp_path, hub):
     assert (s.topology.tp, s.topology.ep, s.speculative.method) == (8, 8, "mtp")  # the line wins
     assert f"read 3 options from --config {config}" in notes
     assert cli("export", str(spec)).stdout.splitlines()[-1] == line
+
+
+def test_unplanned_variables_on_the_line_are_kept(cli, tmp_path, hub):
+    line = ("SGLANG_ENABLE_SPEC_V2=1 python3 -m sglang.launch_server --model-path org/llama "
+            "--tp 2")
+    spec, notes = _import(cli, tmp_path, hub, "sglang", line)
+    assert "specplan import: kept, not planned: SGLANG_ENABLE_SPEC_V2=1" in notes.splitlines()
+    assert cli("export", str(spec)).stdout.splitlines()[-1] == line
