@@ -61,3 +61,45 @@ def test_the_real_parser_reads_what_import_reads(engine, parse, expected):
             assert {k: real[dest][k] for k in value} == value
         else:
             assert str(real[dest]) == str(value)
+
+
+LINES = Path(__file__).resolve().parents[1] / "ecosystem" / "lines"
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_the_real_parser_accepts_the_corpus_as_import_reads_it(engine):
+    """Every line of tests/ecosystem/lines/ parses with the engine's own parser, which stores
+    the values import reads for every flag specplan plans."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from specplan.ecosystem.argv import read_words
+    from specplan.ecosystem.flags import MODELLED
+    from specplan.ecosystem.launch_import import split_command
+    from specplan.engines import convention
+
+    table = convention(engine).flag_table()
+    lines = {p.stem: split_command(engine, shlex.split(p.read_text()))[2]
+             for p in sorted(LINES.glob(f"*.{engine}.sh"))}
+    code = ("import sys, json; sys.path.insert(0, '.'); import flag_tables as f; "
+            f"p = f.{engine}_parser(); lines = json.loads(sys.stdin.read()); out = {{}}\n"
+            "for name, words in lines.items():\n"
+            "    ns = vars(p.parse_args(words))\n"
+            "    out[name] = {k: v for k, v in ns.items() if isinstance(v, (int, float, str, bool, dict))}\n"
+            "print(json.dumps(out))")
+    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(lines), text=True,
+                          capture_output=True, cwd=Path(__file__).parent, timeout=900,
+                          env={**os.environ, "VLLM_TARGET_DEVICE": "cpu"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    real = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(real) == len(lines) >= 12
+    compared = 0
+    for name, words in lines.items():
+        _, ours = read_words(table, words)
+        for dest, value in ours.items():
+            if dest in MODELLED[engine] and dest in real[name] and dest != "model":
+                assert str(real[name][dest]) == str(value) or real[name][dest] == value, (name, dest)
+                compared += 1
+    assert compared >= 3 * len(lines)  # model, sizes, speculative flags: compared, not skipped
