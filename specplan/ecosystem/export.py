@@ -82,7 +82,7 @@ def _engine_args(spec: Spec, target: Spec, launch: Launch) -> None:
             launch.notes.append(f"no {ENGINE_NAMES[launch.engine]} equivalent, not carried over: "
                                 + ", ".join(lost))
         return
-    changed = restated(spec)
+    changed = restated(spec, {name: value for name, value, _ in launch.env})
     if not changed:
         launch.faithful = spec
         launch.notes[:0] = dp_attention_note(spec)

@@ -20,16 +20,17 @@ _ENGINE_DEFAULTS = {("SGLANG_SPEC_TP_SYNC", "all")}
 _NEEDS_DRAFT = ("eagle", "eagle3", "standalone", "dflash", "dspark")
 
 
-def restated(spec: Spec) -> list[str] | None:
+def restated(spec: Spec, env: dict[str, str] | None = None) -> list[str] | None:
     """The keys where re-reading spec.engine_args differs from the spec ([] when none);
-    None when the spec has no engine_args."""
+    None when the spec has no engine_args. `env` is what specplan's export sets
+    (SGLANG_SPEC_TP_SYNC, the layer partition): keys it states are added, not changed."""
     from specplan.ecosystem.launch_import import build, read_launch
     from specplan.ecosystem.yaml_out import reload, spec_data
 
     if not spec.engine_args:
         return None
     words = [w for arg in spec.engine_args for w in shlex.split(arg)]
-    launch = read_launch(spec.engine, {}, words)
+    launch = read_launch(spec.engine, dict(env or {}), words)
     hint = {"num_nextn_predict_layers": 1} if spec.speculative.method == "mtp" else None
     data = build(spec.engine, launch, spec, {}, spec.name, hint)
     got, want = spec_data(reload(data)), spec_data(spec)

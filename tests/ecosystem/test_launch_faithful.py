@@ -147,3 +147,15 @@ def test_unplanned_variables_on_the_line_are_kept(cli, tmp_path, hub):
     spec, notes = _import(cli, tmp_path, hub, "sglang", line)
     assert "specplan import: kept, not planned: SGLANG_ENABLE_SPEC_V2=1" in notes.splitlines()
     assert cli("export", str(spec)).stdout.splitlines()[-1] == line
+
+
+def test_a_sync_edit_adds_the_variable_and_keeps_the_line(cli, tmp_path, hub):
+    line = ("python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 "
+            "--attn-dp-size 8 --speculative-algorithm DSPARK --speculative-dspark-block-size 7 "
+            "--speculative-draft-model-path org/dspark")
+    spec, _ = _import(cli, tmp_path, hub, "sglang", line)
+    assert cli("export", str(spec)).stdout.splitlines()[1:] == [line]  # the engine's default: all
+    spec.write_text(spec.read_text().replace("policy: all", "policy: rng"))
+    out = cli("export", str(spec)).stdout.splitlines()
+    assert out[1:] == ["# added by specplan:", "export SGLANG_SPEC_TP_SYNC=rng  # SpecTpSync "
+                       "sites the plan converges: dspark-mem, dspark-target", line]
