@@ -78,8 +78,14 @@ def render_faithful(spec: Spec, launch, title: str) -> str:
 
 def dp_attention_note(spec: Spec) -> list[str]:
     """The older SGLang spelling kept as written, and the one SGLang 0.5.23 documents now."""
-    words = [w for arg in spec.engine_args or () for w in arg.split(" ")]
-    if "--enable-dp-attention" not in words or not spec.topology.dp_attention:
+    from specplan.ecosystem.argv import read_words
+    from specplan.ecosystem.launch_import import split_command
+    from specplan.engines import convention
+
+    words = [w for arg in spec.engine_args or () for w in shlex.split(arg)]
+    args, _ = read_words(convention(spec.engine).flag_table(), split_command(spec.engine, words)[2])
+    written = {a.dest: a.text for a in args if a.flag is not None}
+    if "enable_dp_attention" not in written or "dp_size" not in written:
         return []
-    return [f"--dp-size {spec.topology.dp} --enable-dp-attention is kept as written; SGLang "
+    return [f"{written['dp_size']} {written['enable_dp_attention']} is kept as written; SGLang "
             f"0.5.23 spells it --attn-dp-size {spec.topology.dp}"]

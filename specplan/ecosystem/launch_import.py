@@ -93,7 +93,8 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
             _, values = read_words(table, config_words(values["config"], notes) + words)
     except FlagProblem as exc:
         raise ImportProblem(str(exc)) from None
-    out = READERS[engine](values, env, notes)
+    written = {a.dest: a.text for a in args if a.flag is not None}  # notes quote the user's words
+    out = READERS[engine]({**values, "_written": written}, env, notes)
     out["disaggregation"] = _disaggregation(engine, table, values)
     part = env.get(f"{engine.upper()}_PP_LAYER_PARTITION")
     if part:

@@ -45,7 +45,8 @@ def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
                             f"{attn_dp}) have no spec spelling: topology.dp is one or the other")
     dp_attention = attn_dp > 1 or bool(v.get("enable_dp_attention")) and dp > 1
     if v.get("enable_dp_attention") and dp > 1:
-        notes.append(f"--dp-size {dp} --enable-dp-attention is SGLang 0.5.23's older spelling of "
+        said = v["_written"].get("dp_size", f"--dp-size {dp}")
+        notes.append(f"{said} --enable-dp-attention is SGLang 0.5.23's older spelling of "
                      f"--attn-dp-size {dp}; kept as written")
     topo = _sizes(tp=_int(v, "tp_size", "--tp-size"), pp=_int(v, "pp_size", "--pp-size"),
                   dp=attn_dp if attn_dp > 1 else dp, dp_attention=dp_attention,
