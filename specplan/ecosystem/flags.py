@@ -1,6 +1,9 @@
-"""The engines' launch options specplan reads and writes, as data.
+"""The engines' launch options specplan plans, reads and writes, as data.
 
-Every name below was read from the released wheels (`pip download --no-deps`), never guessed:
+Every option each engine's parser accepts is in specplan/engines/flags/*.json (generated from
+the real parsers by tools/engine_flags.py); this module says which of them specplan plans and
+into which spec key (MODELLED), and how it spells what it writes. Every name below was read
+from the released wheels (`pip download --no-deps`), never guessed:
 
 - SGLang 0.5.23 (sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64.whl). ServerArgs fields are
   declared in sglang/srt/arg_groups/fields/*.py; `add_cli_args_from_dataclass`
