@@ -31,6 +31,7 @@ class Launch:
     env: list[tuple[str, str, str]] = field(default_factory=list)  # (name, value, comment)
     args: list[tuple[str, str | None, str]] = field(default_factory=list)  # (flag, value, comment)
     notes: list[str] = field(default_factory=list)
+    faithful: Spec | None = None  # an imported spec whose own line is printed back as written
 
 
 def export(spec: Spec, engine: str | None = None) -> Launch:
@@ -57,20 +58,66 @@ def export(spec: Spec, engine: str | None = None) -> Launch:
 
         dis = spec.disaggregation
         launch.args += FLAGS[engine].write(dis.role, dis.connector or DEFAULT_CONNECTOR[engine])
+    _engine_args(spec, target, launch)
     return launch
+
+
+def _engine_args(spec: Spec, target: Spec, launch: Launch) -> None:
+    """An imported spec: its own line back (faithful), else the arguments it keeps."""
+    from specplan.ecosystem.faithful import dp_attention_note, restated
+
+    if not spec.engine_args:
+        return
+    kept = _kept(spec)
+    if target is not spec:
+        from specplan.engines import convention
+
+        theirs = convention(launch.engine).flag_table().options
+        same = [a for a in kept if a.split(" ")[0].partition("=")[0] in theirs]
+        launch.args += [(a, None, "kept from engine_args: the same flag there") for a in same]
+        lost = [a for a in kept if a not in same]
+        if target.topology.dp_lm_head != spec.topology.dp_lm_head:
+            lost.append("--enable-dp-lm-head (topology.dp_lm_head)")
+        if lost:
+            launch.notes.append(f"no {ENGINE_NAMES[launch.engine]} equivalent, not carried over: "
+                                + ", ".join(lost))
+        return
+    changed = restated(spec, {name: value for name, value, _ in launch.env})
+    if not changed:
+        launch.faithful = spec
+        launch.notes[:0] = dp_attention_note(spec)
+        return
+    launch.notes.append("the spec differs from the launch line it was imported from at "
+                        + ", ".join(changed) + ": specplan's spelling follows, with the "
+                        "arguments it does not plan kept as written")
+    launch.args += [(arg, None, "kept from engine_args, not planned") for arg in kept]
+
+
+def _kept(spec: Spec) -> list[str]:
+    """The arguments of spec.engine_args that specplan does not plan, as written."""
+    from specplan.ecosystem.argv import read_words
+    from specplan.ecosystem.flags import MODELLED
+    from specplan.ecosystem.launch_import import split_command
+    from specplan.engines import convention
+
+    words = [w for arg in spec.engine_args for w in shlex.split(arg)]
+    _, _, rest = split_command(spec.engine, words)
+    args, _ = read_words(convention(spec.engine).flag_table(), rest)
+    return [a.text for a in args if a.flag is not None and a.dest not in MODELLED[spec.engine]]
 
 
 def _paths(spec: Spec, launch: Launch, model_flag: str, draft_flag: str | None) -> None:
     path = spec.model.path
-    launch.args.append((model_flag, path or MODEL_PLACEHOLDER,
-                        "target checkpoint (model.path" + (")" if path else "; unset: fill it in)")))
+    launch.args.append((model_flag, path or MODEL_PLACEHOLDER, "target checkpoint (model.path"
+                        + (")" if path else f"; unset: set {MODEL_PLACEHOLDER} first)")))
     if draft_flag is None:
         return
     draft = spec.speculative.draft_path
     if draft is None and spec.speculative.method in _NO_DRAFT_PATH:
         return
     launch.args.append((draft_flag, draft or DRAFT_PLACEHOLDER, "draft checkpoint "
-                        "(speculative.draft_path" + (")" if draft else "; unset: fill it in)")))
+                        "(speculative.draft_path" + (")" if draft else f"; unset: set "
+                                                     f"{DRAFT_PLACEHOLDER} first)")))
 
 
 def _topology(spec: Spec, launch: Launch, names: dict[str, str]) -> None:
@@ -113,6 +160,16 @@ def _sglang(spec: Spec, sites: dict, launch: Launch) -> None:
                             "the overlap scheduler off"))
     if t.device in ("npu", "cpu"):
         launch.args.append(("--device", t.device, "accelerator (topology.device)"))
+    if t.dp_lm_head:
+        launch.args.append(("--enable-dp-lm-head", None, "LM head vocab-parallel over attn_tp "
+                            "(topology.dp_lm_head)"))
+    _extras(spec, launch, "--moe-a2a-backend", "deepep")
+    if spec.runtime.async_scheduling is False and t.pp == 1:
+        launch.args.append(("--disable-overlap-schedule", None, "round r's decisions are read "
+                            "before round r + 1 is scheduled (runtime.async_scheduling: false)"))
+    if "max_batch" in spec.runtime.model_fields_set:
+        launch.args.append(("--cuda-graph-max-bs-decode", str(spec.runtime.max_batch),
+                            "decode capacity (runtime.max_batch)"))
     _sglang_method(spec, launch)
     _sglang_env(spec, sites, launch)
 
@@ -205,10 +262,18 @@ def _vllm(spec: Spec, sites: dict, launch: Launch) -> None:
     if t.ep > 1:
         launch.args.append(("--enable-expert-parallel", None, f"experts over dp * pcp * tp = "
                             f"{t.ep} ranks (topology.ep)"))
+    _extras(spec, launch, "--all2all-backend", "deepep_low_latency")
+    if spec.runtime.async_scheduling is not None:
+        on = spec.runtime.async_scheduling
+        launch.args.append(("--async-scheduling" if on else "--no-async-scheduling", None,
+                            f"runtime.async_scheduling: {'true' if on else 'false'}"))
     if s.method != "none":
         config = {"method": VLLM_METHODS[s.method], "num_speculative_tokens": s.num_steps}
-        if s.draft_path or s.method not in _NO_DRAFT_PATH:
-            config["model"] = s.draft_path or DRAFT_PLACEHOLDER
+        if s.draft_path:
+            config["model"] = s.draft_path
+        elif s.method not in _NO_DRAFT_PATH:
+            launch.notes.append(f"speculative.draft_path is unset: add \"model\": <the {s.method} "
+                                "draft checkpoint> to --speculative-config")
         if s.draft_tp is not None:
             config["draft_tensor_parallel_size"] = s.draft_tp
         launch.args.append(("--speculative-config", json.dumps(config, separators=(",", ":")),
@@ -227,13 +292,33 @@ def _vllm(spec: Spec, sites: dict, launch: Launch) -> None:
         launch.notes.append(f"speculative.sampling {s.sampling} is chosen per request, not at launch")
 
 
+def _extras(spec: Spec, launch: Launch, a2a_flag: str, deepep: str) -> None:
+    """KV dtype, the MoE all-to-all backend and EPLB: the same keys on both engines."""
+    m, add = spec.model, launch.args.append
+    if m.kv_cache_dtype not in (None, "auto"):
+        add(("--kv-cache-dtype", _KV_SPELLING.get(m.kv_cache_dtype, m.kv_cache_dtype),
+             f"KV cache dtype (model.kv_cache_dtype: {m.kv_cache_dtype})"))
+    if m.moe is not None and m.moe.a2a == "deepep":
+        add((a2a_flag, deepep, "DeepEP dispatch (model.moe.a2a: deepep)"))
+    if m.moe is not None and m.moe.eplb:
+        add(("--enable-eplb", None, "experts rebalanced at the same step on every rank "
+             "(model.moe.eplb)"))
+
+
+_KV_SPELLING = {"bf16": "bfloat16", "fp16": "float16"}
+
+
 def render(launch: Launch) -> str:
     """The bash script of a Launch."""
+    if launch.faithful is not None:
+        from specplan.ecosystem.faithful import render_faithful
+
+        return render_faithful(launch.faithful, launch, launch.title)
     out = [f"# specplan export: {launch.title}"]
     out += [f"# note: {n}" for n in launch.notes]
     for name, value, comment in launch.env:
         out.append(f"export {name}={shlex.quote(value)}  # {comment}")
-    rows = [(flag if value is None else f"{flag} {shlex.quote(value)}", comment)
+    rows = [(flag if value is None else f"{flag} {_quote(value)}", comment)
             for flag, value, comment in launch.args]
     width = max([len(r[0]) for r in rows if len(r[0]) <= 48] or [0])
     out.append("args=(")
@@ -241,6 +326,13 @@ def render(launch: Launch) -> str:
     out.append(")")
     out.append(f'{PROGRAMS[launch.engine]} "${{args[@]}}"')
     return "\n".join(out) + "\n"
+
+
+def _quote(value: str) -> str:
+    """A placeholder is a shell variable the user sets, never a value printed as real."""
+    if value in (MODEL_PLACEHOLDER, DRAFT_PLACEHOLDER):
+        return f'"${value}"'
+    return shlex.quote(value)
 
 
 _WRITERS = {"sglang": _sglang, "vllm": _vllm}  # each engine's launch line, from flags.py

@@ -1,6 +1,9 @@
-"""The engines' launch options specplan reads and writes, as data.
+"""The engines' launch options specplan plans, reads and writes, as data.
 
-Every name below was read from the released wheels (`pip download --no-deps`), never guessed:
+Every option each engine's parser accepts is in specplan/engines/flags/*.json (generated from
+the real parsers by tools/engine_flags.py); this module says which of them specplan plans and
+into which spec key (MODELLED), and how it spells what it writes. Every name below was read
+from the released wheels (`pip download --no-deps`), never guessed:
 
 - SGLang 0.5.23 (sglang-0.5.23-cp311-cp311-manylinux_2_34_x86_64.whl). ServerArgs fields are
   declared in sglang/srt/arg_groups/fields/*.py; `add_cli_args_from_dataclass`
@@ -19,131 +22,60 @@ Every name below was read from the released wheels (`pip download --no-deps`), n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+# Which of the engine's arguments specplan plans: argparse dest -> the spec key it lands in.
+# Every other argument the engine's parser accepts (specplan/engines/flags/*.json) is kept
+# verbatim in `engine_args:` and re-emitted by export ("kept, not planned").
+SGLANG_MODELLED: dict[str, str] = {
+    "model_path": "model.path", "tp_size": "topology.tp", "pp_size": "topology.pp",
+    "dp_size": "topology.dp", "attn_dp_size": "topology.dp",
+    "enable_dp_attention": "topology.dp_attention", "attn_cp_size": "topology.cp",
+    "dcp_size": "topology.dcp", "ep_size": "topology.ep", "moe_dp_size": "topology.moe_dp",
+    "nnodes": "topology.nodes", "device": "topology.device",
+    "enable_dp_lm_head": "topology.dp_lm_head", "dtype": "model.dtype",
+    "quantization": "model.dtype", "kv_cache_dtype": "model.kv_cache_dtype",
+    "moe_a2a_backend": "model.moe.a2a", "enable_eplb": "model.moe.eplb",
+    "speculative_algorithm": "speculative.method", "speculative_num_steps": "speculative.num_steps",
+    "speculative_eagle_topk": "speculative.topk",
+    "speculative_num_draft_tokens": "speculative.num_draft_tokens",
+    "speculative_dspark_block_size": "speculative.num_steps",
+    "speculative_dflash_block_size": "speculative.num_steps",
+    "speculative_draft_model_path": "speculative.draft_path",
+    "disable_overlap_schedule": "runtime.async_scheduling",
+    "cuda_graph_max_bs_decode": "runtime.max_batch",
+    "disaggregation_mode": "disaggregation.role",
+    "disaggregation_transfer_backend": "disaggregation.connector",
+    "config": "(its options are read as if on the line)",
+}
+VLLM_MODELLED: dict[str, str] = {
+    "model_tag": "model.path", "model": "model.path", "tensor_parallel_size": "topology.tp",
+    "pipeline_parallel_size": "topology.pp", "data_parallel_size": "topology.dp",
+    "prefill_context_parallel_size": "topology.cp",
+    "decode_context_parallel_size": "topology.dcp", "enable_expert_parallel": "topology.ep",
+    "nnodes": "topology.nodes", "data_parallel_size_local": "topology.nodes",
+    "dtype": "model.dtype", "quantization": "model.dtype", "kv_cache_dtype": "model.kv_cache_dtype",
+    "all2all_backend": "model.moe.a2a", "enable_eplb": "model.moe.eplb",
+    "speculative_config": "speculative", "async_scheduling": "runtime.async_scheduling",
+    "kv_transfer_config": "disaggregation",
+    "config": "(its options are read as if on the line)",
+}
+MODELLED = {"sglang": SGLANG_MODELLED, "vllm": VLLM_MODELLED}
 
-
-@dataclass(frozen=True)
-class Flag:
-    """One engine option: its spelling, what it sets in the engine, the spec key it carries."""
-
-    name: str
-    sets: str
-    key: str | None  # the spec key it reads / writes; None when it carries no spec value
-    aliases: tuple[str, ...] = ()
-    takes_value: bool = True
-    source: str = ""  # the wheel file that declares it
-
-
-_SG_PAR = "sglang/srt/arg_groups/fields/parallel.py"
-_SG_SPEC = "sglang/srt/arg_groups/fields/spec.py"
-_SG_MODEL = "sglang/srt/arg_groups/fields/model.py"
-
-SGLANG_FLAGS: tuple[Flag, ...] = (
-    Flag("--model-path", "target checkpoint", "model.path", ("--model",), source=_SG_MODEL),
-    Flag("--tp-size", "tensor parallel size of one stage", "topology.tp",
-         ("--tensor-parallel-size",), source=_SG_PAR),
-    Flag("--pp-size", "pipeline stages", "topology.pp", ("--pipeline-parallel-size",),
-         source=_SG_PAR),
-    Flag("--dp-size", "independent data-parallel replicas (worlds)", "topology.dp",
-         ("--data-parallel-size",), source=_SG_PAR),
-    Flag("--attn-dp-size", "DP-attention: attention replicas inside the TP block", "topology.dp",
-         ("--attention-data-parallel-size",), source=_SG_PAR),
-    Flag("--enable-dp-attention", "deprecated spelling: --dp-size N --enable-dp-attention "
-         "means --attn-dp-size N", "topology.dp_attention", takes_value=False,
-         source="sglang/srt/server_args.py"),
-    Flag("--attn-cp-size", "attention context parallel inside the TP block", "topology.cp",
-         ("--attention-context-parallel-size",), source=_SG_PAR),
-    Flag("--dcp-size", "decode context parallel inside the attention TP group", "topology.dcp",
-         ("--decode-context-parallel-size",), source=_SG_PAR),
-    Flag("--ep-size", "expert parallel: moe_ep inside the TP block", "topology.ep",
-         ("--expert-parallel-size", "--ep"), source=_SG_PAR),
-    Flag("--moe-dp-size", "MoE data parallel inside the TP block", "topology.moe_dp",
-         ("--moe-data-parallel-size",), source=_SG_PAR),
-    Flag("--nnodes", "machines", "topology.nodes", source=_SG_PAR),
-    Flag("--device", "accelerator kind", "topology.device",
-         source="sglang/srt/arg_groups/fields/device.py"),
-    Flag("--dtype", "weight and activation dtype", "model.dtype", source=_SG_MODEL),
-    Flag("--speculative-algorithm", "speculative method", "speculative.method", source=_SG_SPEC),
-    Flag("--speculative-num-steps", "draft steps", "speculative.num_steps", source=_SG_SPEC),
-    Flag("--speculative-eagle-topk", "draft tree branching", "speculative.topk", source=_SG_SPEC),
-    Flag("--speculative-num-draft-tokens", "verify width including the root",
-         "speculative.num_draft_tokens", source=_SG_SPEC),
-    Flag("--speculative-dspark-block-size", "DSpark gamma (verify window gamma + 1)",
-         "speculative.num_steps", source=_SG_SPEC),
-    Flag("--speculative-dflash-block-size", "DFlash block size (num_steps + 1)",
-         "speculative.num_steps", source=_SG_SPEC),
-    Flag("--speculative-draft-model-path", "draft checkpoint", "speculative.draft_path",
-         ("--speculative-draft-model",), source=_SG_SPEC),
-    Flag("--disable-overlap-schedule", "turn the overlap scheduler off (pipeline parallel "
-         "requires it)", None, takes_value=False,
-         source="sglang/srt/arg_groups/fields/schedule.py"),
-    Flag("--disaggregation-mode", "prefill or decode instance of a PD deployment",
-         "disaggregation.role", source="sglang/srt/arg_groups/fields/disagg.py"),
-    Flag("--disaggregation-transfer-backend", "KV transfer backend", "disaggregation.connector",
-         source="sglang/srt/arg_groups/fields/disagg.py"),
-)
-
-# Real SGLang options with no bearing on the plan: import accepts and ignores them.
-SGLANG_IGNORED: tuple[Flag, ...] = tuple(
-    Flag(name, "no bearing on the plan", None, takes_value=value, source=src)
-    for name, value, src in (
-        ("--host", True, "fields/serving.py"), ("--port", True, "fields/serving.py"),
-        ("--served-model-name", True, "fields/serving.py"),
-        ("--tokenizer-path", True, "fields/serving.py"),
-        ("--trust-remote-code", False, "fields/model.py"),
-        ("--context-length", True, "fields/model.py"),
-        ("--quantization", True, "fields/model.py"),
-        ("--kv-cache-dtype", True, "fields/model.py"),
-        ("--mem-fraction-static", True, "fields/schedule.py"),
-        ("--chunked-prefill-size", True, "fields/schedule.py"),
-        ("--random-seed", True, "fields/device.py"),
-        ("--max-running-requests", True, "fields/schedule.py"),
-        ("--log-level", True, "fields/observability.py"),
-        ("--dist-init-addr", True, "fields/parallel.py"),
-        ("--node-rank", True, "fields/parallel.py"),
-        ("--disaggregation-mode", True, "fields/disagg.py"),
-    )
-)
-
-_VL_ARGS = "vllm/engine/arg_utils.py"
-
-VLLM_FLAGS: tuple[Flag, ...] = (
-    Flag("--model", "target checkpoint (also `vllm serve MODEL`)", "model.path", source=_VL_ARGS),
-    Flag("--tensor-parallel-size", "tensor parallel size", "topology.tp", ("-tp",), source=_VL_ARGS),
-    Flag("--pipeline-parallel-size", "pipeline stages", "topology.pp", ("-pp",), source=_VL_ARGS),
-    Flag("--data-parallel-size", "data parallel replicas", "topology.dp", ("-dp",), source=_VL_ARGS),
-    Flag("--prefill-context-parallel-size", "prefill context parallel (multiplies the world)",
-         "topology.cp", ("-pcp",), source=_VL_ARGS),
-    Flag("--decode-context-parallel-size", "decode context parallel inside the TP group",
-         "topology.dcp", ("-dcp",), source=_VL_ARGS),
-    Flag("--enable-expert-parallel", "experts across dp * pcp * tp ranks", "topology.ep",
-         ("-ep",), takes_value=False, source=_VL_ARGS),
-    Flag("--no-enable-expert-parallel", "experts stay tensor parallel", "topology.ep",
-         takes_value=False, source=_VL_ARGS),
-    Flag("--nnodes", "machines", "topology.nodes", ("-n",), source=_VL_ARGS),
-    Flag("--dtype", "weight and activation dtype", "model.dtype", source=_VL_ARGS),
-    Flag("--speculative-config", "speculative decoding (JSON)", "speculative",
-         ("-sc",), source=_VL_ARGS),
-    Flag("--kv-transfer-config", "KV connector and role of a PD instance (JSON: kv_connector, "
-         "kv_role)", "disaggregation", source=_VL_ARGS),
-)
-
-VLLM_IGNORED: tuple[Flag, ...] = tuple(
-    Flag(name, "no bearing on the plan", None, takes_value=value, source=src)
-    for name, value, src in (
-        ("--host", True, "entrypoints/common/cli_args.py"),
-        ("--port", True, "entrypoints/common/cli_args.py"),
-        ("--served-model-name", True, _VL_ARGS), ("--tokenizer", True, _VL_ARGS),
-        ("--trust-remote-code", False, _VL_ARGS), ("--max-model-len", True, _VL_ARGS),
-        ("--quantization", True, _VL_ARGS), ("--kv-cache-dtype", True, _VL_ARGS),
-        ("--gpu-memory-utilization", True, _VL_ARGS), ("--seed", True, _VL_ARGS),
-        ("--enforce-eager", False, _VL_ARGS), ("--node-rank", True, _VL_ARGS),
-        ("--max-num-seqs", True, _VL_ARGS),
-        ("--master-addr", True, _VL_ARGS), ("--master-port", True, _VL_ARGS),
-        ("--data-parallel-address", True, _VL_ARGS), ("--data-parallel-rpc-port", True, _VL_ARGS),
-        ("--data-parallel-size-local", True, _VL_ARGS),
-    )
-)
+# --quantization values whose activations (and so taps and stage payloads) are FP8.
+FP8_QUANTIZATION = frozenset({"fp8", "w8a8_fp8", "modelopt_fp8", "fbgemm_fp8", "fp8_e4m3"})
+# --kv-cache-dtype spellings -> model.kv_cache_dtype (vLLM's "fp8" is e4m3).
+KV_CACHE_DTYPES = {"auto": "auto", "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16",
+                   "float16": "fp16", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3",
+                   "fp8_e5m2": "fp8_e5m2"}
+# MoE all-to-all backends that dispatch as DeepEP does (SGLang --moe-a2a-backend, vLLM
+# --all2all-backend); "none" / allgather_reducescatter keep MoE collectives tensor parallel.
+DEEPEP_BACKENDS = frozenset({"deepep", "deepep_v2", "deepep_high_throughput",
+                             "deepep_low_latency"})
+NO_A2A_BACKENDS = frozenset({"none", "allgather_reducescatter", "naive"})
+# SGLang --moe-a2a-backend values that set ep_size = tp_size (arg_groups/overrides.py
+# _a2a_ep_size, _A2A_EP_SPANNING_BACKENDS).
+SGLANG_EP_SPANNING_A2A = frozenset({"megamoe", "deepep", "deepep_v2", "mooncake", "nixl",
+                                    "ascend_fuseep", "flashinfer", "flashinfer_megamoe", "mori",
+                                    "pplx"})
 
 # speculative.method -> SGLang --speculative-algorithm (fields/spec.py lists the builtins:
 # EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, DFLASH, DSPARK, UNO; NEXTN aliases EAGLE).
@@ -154,14 +86,9 @@ SGLANG_ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
 # SpeculativeMethod; "mtp" is one of MTPModelTypes, "draft_model" the standalone drafter).
 VLLM_METHODS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "standalone": "draft_model",
                 "ngram": "ngram", "dflash": "dflash", "dspark": "dspark"}
-# speculative_config keys import reads, and the other SpeculativeConfig fields it accepts
-# and ignores (tuning knobs with no bearing on the plan).
+# speculative_config keys import plans; the other SpeculativeConfig fields (flags/vllm.json
+# "keys") are kept in the line, not planned.
 VLLM_SPEC_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size")
-VLLM_SPEC_IGNORED = (
-    "enforce_eager", "quantization", "moe_backend", "attention_backend", "kv_cache_dtype",
-    "max_model_len", "revision", "code_revision", "disable_padded_drafter_batch",
-    "prompt_lookup_max", "prompt_lookup_min", "parallel_drafting", "draft_sample_method",
-    "rejection_sample_method", "dspark_draft_topk", "use_local_argmax_reduction")
 
 # dtype spellings both engines accept for --dtype.
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
@@ -203,13 +130,3 @@ VLLM_ENV = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER")
 # Placeholders export prints for unset checkpoint paths; import reads them back as unset.
 MODEL_PLACEHOLDER = "MODEL_PATH"
 DRAFT_PLACEHOLDER = "DRAFT_MODEL_PATH"
-
-
-def table(engine: str) -> dict[str, Flag]:
-    """Every spelling (name and aliases) of the engine's known flags -> its Flag."""
-    flags = {"sglang": SGLANG_FLAGS + SGLANG_IGNORED, "vllm": VLLM_FLAGS + VLLM_IGNORED}[engine]
-    out: dict[str, Flag] = {}
-    for f in flags:
-        for spelling in (f.name, *f.aliases):
-            out[spelling] = f
-    return out

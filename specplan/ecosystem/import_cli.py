@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specplan.ecosystem.launch_import import (ImportProblem, build, ignored_env, model_shape,
-                                              parse_script, read_launch)
+from specplan.ecosystem.launch_import import (ImportProblem, build, find_config, ignored_env,
+                                              model_shape, parse_script, read_launch)
 from specplan.ecosystem.yaml_out import reload, to_yaml
 from specplan.errors import UserError
 from specplan.files import read_text, write_atomic
@@ -23,17 +23,22 @@ def run_import(engine: str, line: list[str], environ: dict[str, str], script: st
     prefix = ("SGLANG_", "VLLM_")
     env = {k: v for k, v in environ.items() if k.startswith(prefix)}
     argv = list(line)
+    own_form = False  # specplan export's one-flag-per-line form: its spelling, not the user's
     if script:
-        script_env, script_argv = parse_script(read_text(script, "a shell script holding a launch line"))
+        text = read_text(script, "a shell script holding a launch line")
+        script_env, script_argv = parse_script(text)
         env, argv = {**env, **script_env}, script_argv + argv
+        own_form = '"${args[@]}"' in text
     if not argv:
         return EXIT_BAD_INPUT, "", ["specplan import: no launch line: give it after `--` or "
                                     "with --file"]
     base = load_spec(base_path) if base_path else None
     try:
         launch = read_launch(engine, env, argv)
-        shape = _shape(model_config, launch["model"].get("path"))
-        data = build(engine, launch, base, shape, name)
+        if own_form:
+            launch["_line"] = None
+        config = _config(find_config(model_config, launch["model"].get("path")))
+        data = build(engine, launch, base, model_shape(config) if config else {}, name, config)
     except ImportProblem as exc:
         return EXIT_BAD_INPUT, "", [f"specplan import: {exc}"]
     try:
@@ -41,8 +46,10 @@ def run_import(engine: str, line: list[str], environ: dict[str, str], script: st
     except UserError as exc:
         return EXIT_BAD_INPUT, "", [f"specplan import: the launch line makes an invalid spec: "
                                     f"{d.path}: {d.message}" for d in exc.diagnostics]
-    skipped = ignored_env(engine, env)
-    messages = [f"specplan import: ignored {', '.join(skipped)} (no bearing on the plan)"] if skipped else []
+    skipped = ignored_env(engine, env)  # from the environment or `export` lines, not the line
+    messages = [f"specplan import: {note}" for note in launch["_notes"]]
+    if skipped:
+        messages.append(f"specplan import: ignored {', '.join(skipped)} (no bearing on the plan)")
     text = to_yaml(data, header=f"Imported from a {engine} launch line by `specplan import`.")
     if out is None:
         return 0, text, messages
@@ -50,13 +57,10 @@ def run_import(engine: str, line: list[str], environ: dict[str, str], script: st
     return 0, "", messages + [f"wrote {out}"]
 
 
-def _shape(model_config: str | None, model_path: str | None) -> dict:
-    path = model_config
-    if path is None and model_path and (Path(model_path) / "config.json").is_file():
-        path = str(Path(model_path) / "config.json")
+def _config(path: str | None) -> dict | None:
     if path is None:
-        return {}
+        return None
     try:
-        return model_shape(json.loads(Path(path).read_text()))
+        return json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ImportProblem(f"cannot read the model config {path}: {exc}") from None

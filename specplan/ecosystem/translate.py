@@ -41,6 +41,7 @@ def translate(spec: Spec, engine: str) -> tuple[Spec, list[str]]:
     topo = {k: v for k, v in topo.items() if k == "tp" or v is True or type(v) is int and v > 1}
     data["topology"] = {k: v for k, v in {**data["topology"], **topo}.items()
                         if k in topo or k in ("device", "backend", "nodes")}
+    data.pop("engine_args", None)  # the other engine's line: its own spelling
     data["engine"] = engine
     notes += _partition(spec, engine, data)
     try:

@@ -15,6 +15,7 @@ from specplan.schema import Spec
 from specplan.schema.load import load_spec_text
 
 _PLAIN = re.compile(r"^[A-Za-z_/.][A-Za-z0-9_./@:+-]*$")
+_WORDS = re.compile(r"^[A-Za-z_/.-][A-Za-z0-9_./@:+=, -]*[A-Za-z0-9_./@+-]$")
 _RESERVED = {"true", "false", "null", "yes", "no", "y", "n", "~"}
 
 
@@ -26,7 +27,10 @@ def _scalar(v) -> str:
     if v is None:
         return "null"
     s = str(v)
-    return s if _PLAIN.match(s) and s.lower() not in _RESERVED else json.dumps(s)
+    if _PLAIN.match(s) and s.lower() not in _RESERVED:
+        return s
+    plain_words = _WORDS.match(s) and ": " not in s and " #" not in s and not s.startswith("- ")
+    return s if plain_words and s.lower() not in _RESERVED else json.dumps(s)
 
 
 def _ordered(data: dict, model: type[BaseModel] | None) -> list[str]:
@@ -53,6 +57,9 @@ def _lines(data: dict, model: type[BaseModel] | None, indent: str) -> list[str]:
             out.extend(_lines(v, _submodel(model, name), indent + "  "))
         elif isinstance(v, dict):
             out.append(f"{indent}{key}: {{}}")
+        elif isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+            out.append(f"{indent}{key}:")  # a launch line: one argument per line
+            out.extend(f"{indent}  - {_scalar(x)}" for x in v)
         elif isinstance(v, list):
             out.append(f"{indent}{key}: [{', '.join(_scalar(x) for x in v)}]")
         else:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from specplan.behaviour import Choices
+    from specplan.engines.flag_table import FlagTable
     from specplan.mesh.family import Family
     from specplan.methods.base import Method
     from specplan.plan.model import MoeRows
@@ -146,6 +147,12 @@ class Convention(ABC):
     @abstractmethod
     def launch_refusal(self, spec: Spec) -> str | None:
         """Why the engine cannot launch the spec's method here, or None when it can."""
+
+    def flag_table(self) -> FlagTable:
+        """Every launch flag the engine's parser accepts (flags/<name>.json)."""
+        from specplan.engines.flag_table import flag_table
+
+        return flag_table(self.name)
 
     # -- shared rules -----------------------------------------------------------------------
 

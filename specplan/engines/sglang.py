@@ -188,6 +188,10 @@ def _tp_alias(width: int, tp: int) -> str | None:
 
 
 def _attention_rules(t: Topology) -> list[Violation]:
+    if t.dp_lm_head and not (t.dp_attention and t.dp > 1):
+        return [Violation(("topology", "dp_lm_head"), "dp_lm_head needs DP-attention (dp > 1 with "
+                          f"dp_attention): --enable-dp-lm-head requires attention DP ({T} "
+                          "arg_groups/overrides.py _dp_lm_head_validation)")]
     if t.dp_attention and t.tp % t.dp:
         return [Violation(("topology", "dp"), f"tp={t.tp} is not divisible by dp={t.dp} with "
                           f"dp_attention ({T} handle_data_parallelism: tp % attn_dp_size)")]

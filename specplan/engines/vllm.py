@@ -170,4 +170,7 @@ def _sglang_only(t: Topology) -> list[Violation]:
     if t.moe_dp != 1:
         out.append(Violation(("topology", "moe_dp"), f"moe_dp={t.moe_dp} is an sglang option; "
                              "expected 1 with engine vllm"))
+    if t.dp_lm_head:
+        out.append(Violation(("topology", "dp_lm_head"), "dp_lm_head is an sglang option "
+                             "(--enable-dp-lm-head); vLLM shards the LM head over tp (set it false)"))
     return out

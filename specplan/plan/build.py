@@ -26,15 +26,19 @@ from specplan.schema.model import DEVICE_BACKENDS
 # Keys added after plans were first fingerprinted: left out while unset, so a spec that does
 # not write them keeps its fingerprint.
 _LATER_KEYS = {"model": ("num_kv_heads", "attention", "kv_cache_dtype", "page_size"),
-               "speculative": ("draft_num_layers",), "": ("disaggregation",)}
+               "speculative": ("draft_num_layers",), "": ("disaggregation",),
+               "runtime": ("async_scheduling",), "topology": ("dp_lm_head",)}
 
 
 def spec_sha256(p: Planning) -> str:
     data = p.spec.model_dump(mode="json")
+    data.pop("engine_args", None)  # the launch line's spelling: no part of the plan
+    if data["model"]["moe"] and not data["model"]["moe"]["eplb"]:
+        data["model"]["moe"].pop("eplb")
     for section, keys in _LATER_KEYS.items():
         part = data[section] if section else data
         for key in keys:
-            if part.get(key) is None:
+            if part.get(key) in (None, False):
                 part.pop(key, None)
     return hashlib.sha256(canonical(data)).hexdigest()
 
@@ -85,7 +89,16 @@ def write_plan(plan: Plan, out_dir: str | Path) -> Path:
 def _model(p: Planning) -> dict:
     m = p.spec.model
     return {"num_layers": m.num_layers, "hidden_size": m.hidden_size, "vocab_size": m.vocab_size,
-            "dtype": m.dtype, "moe": m.moe.model_dump() if m.moe else None}
+            "dtype": m.dtype, "moe": _moe(m.moe)}
+
+
+def _moe(moe) -> dict | None:
+    if moe is None:
+        return None
+    out = {"num_experts": moe.num_experts, "top_k": moe.top_k, "a2a": moe.a2a}
+    if moe.eplb:
+        out["eplb"] = True  # experts move at rebalance steps: every rank at the same step
+    return out
 
 
 def _speculative(p: Planning) -> dict:
@@ -120,8 +133,11 @@ def _source(p: Planning) -> dict:
 
 def _runtime(p: Planning) -> dict:
     r = p.spec.runtime
-    return {"max_batch": r.max_batch, "timeout_s": r.timeout_s, "trace_dir": r.trace_dir,
-            "probe_every": r.probe_every}
+    out = {"max_batch": r.max_batch, "timeout_s": r.timeout_s, "trace_dir": r.trace_dir,
+           "probe_every": r.probe_every}
+    if r.async_scheduling is not None:
+        out["async_scheduling"] = r.async_scheduling
+    return out
 
 
 def _family(f) -> dict:

@@ -285,6 +285,7 @@ class MoeShape(JsonObject):
     num_experts: Count
     top_k: Count
     a2a: Literal["none", "deepep"]
+    eplb: bool = ABSENT  # true: the expert-parallel load balancer moves experts
 
 
 @dataclass(frozen=True)
@@ -319,6 +320,7 @@ class RuntimeSettings(JsonObject):
     timeout_s: float
     trace_dir: str | None
     probe_every: Index
+    async_scheduling: bool = ABSENT  # round r's decisions are consumed in round r + 1
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,9 @@ class Topology(_Model):
                                     "(expert parallel on).")
     moe_dp: Axis = Field(1, description="sglang only: MoE data parallel inside the TP block.")
     nodes: Axis = Field(1, description="Machines; GPUs per node = ranks / nodes.")
+    dp_lm_head: bool = Field(False, description="sglang: with dp_attention, the LM head is "
+                             "vocab-parallel over attn_tp inside each replica instead of over tp "
+                             "(--enable-dp-lm-head).")
     device: Device = Field("cuda", description="Accelerator kind: cuda | rocm | npu | cpu.")
     backend: Backend | None = Field(
         None, description="Collective backend: nccl | hccl | zbal | gloo (default by device: "
@@ -81,6 +84,8 @@ class Moe(_Model):
         description="Experts each token is routed to (at most num_experts).")
     a2a: Literal["none", "deepep"] = Field(
         "none", description="All-to-all backend for expert dispatch: none | deepep.")
+    eplb: bool = Field(False, description="Expert-parallel load balancer: experts move between "
+                       "ranks at rebalance steps, every rank at the same step (--enable-eplb).")
 
 
 class ModelCfg(_Model):
@@ -209,6 +214,11 @@ class Runtime(_Model):
     probe_every: Annotated[int, Field(ge=0, le=2**31 - 1)] = Field(
         0, description="Rounds between agreement probes (a hash of every decision, all-gathered "
                        "over each replica); 0 = off.")
+    async_scheduling: bool | None = Field(
+        None, description="The host schedules round r + 1 before round r's decisions reach it, "
+                          "so they are consumed in round r + 1 on the device (SGLang's overlap "
+                          "scheduler, off with --disable-overlap-schedule; vLLM "
+                          "--async-scheduling); unset: not modelled.")
 
 
 class Spec(_Model):
@@ -228,6 +238,11 @@ class Spec(_Model):
     runtime: Runtime = Field(default_factory=Runtime)
     disaggregation: Disaggregation | None = Field(
         None, description="Set when this spec is one instance of a prefill / decode deployment.")
+    engine_args: list[str] | None = Field(
+        None, description="The launch line as `specplan import` read it, one argument per item, "
+                          "in order: `specplan export` to the same engine prints it back as "
+                          "written (flags specplan plans are re-read and must agree with the "
+                          "keys above; the others are kept, not planned).")
 
     _source: object = PrivateAttr(default=None)
 

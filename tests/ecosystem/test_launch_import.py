@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import json
+import shlex
 
 import pytest
 
@@ -78,12 +79,13 @@ def test_writes_atomically_to_out(cli, tmp_path, checkpoint):
 
 
 @pytest.mark.parametrize("engine,argv,message", [
-    ("sglang", ["--tp-szie", "8"], "unknown sglang flag --tp-szie; close matches: --tp-size, --pp-size, --ep-size"),
+    ("sglang", ["--tp-szie", "8"], "unknown sglang flag --tp-szie; did you mean --tp-size or --pp-size or --ep-size?"),
     ("vllm", ["vllm", "serve", "m", "--tensor-paralel-size", "2"],
-     "unknown vllm flag --tensor-paralel-size; close matches: --tensor-parallel-size, "
-     "--data-parallel-size, --pipeline-parallel-size"),
+     "unknown vllm flag --tensor-paralel-size; did you mean --tensor-parallel-size or "
+     "--data-parallel-size or --pipeline-parallel-size?"),
+    ("sglang", ["--t", "8"], "ambiguous option: --t could match"),
     ("vllm", ["vllm", "serve", "m", "-sc", '{"method": "eagle3", "num_spec_tokens": 3}'],
-     "unknown --speculative-config key 'num_spec_tokens'; close matches: num_speculative_tokens"),
+     "unknown --speculative-config key 'num_spec_tokens'; did you mean num_speculative_tokens"),
     ("sglang", ["--tp-size", "8", "--speculative-algorithm", "UNO"],
      "--speculative-algorithm UNO: specplan plans EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, "
      "DFLASH, DSPARK"),
@@ -94,14 +96,14 @@ def test_writes_atomically_to_out(cli, tmp_path, checkpoint):
 def test_bad_lines_exit_2(cli, engine, argv, message):
     result = cli("import", "--engine", engine, "--", *argv)
     assert result.exit_code == 2
-    assert result.stderr == f"specplan import: {message}\n"
+    assert result.stderr.startswith(f"specplan import: {message}")
 
 
 def test_parse_script_reads_plain_lines():
     env, argv = parse_script("export VLLM_PP_LAYER_PARTITION=8,8\n"
                              "VLLM_USE_V2_MODEL_RUNNER=1 vllm serve m \\\n  -tp 2  # two GPUs\n")
-    assert env == {"VLLM_PP_LAYER_PARTITION": "8,8", "VLLM_USE_V2_MODEL_RUNNER": "1"}
-    assert argv == ["vllm", "serve", "m", "-tp", "2"]
+    assert env == {"VLLM_PP_LAYER_PARTITION": "8,8"}
+    assert argv == ["VLLM_USE_V2_MODEL_RUNNER=1", "vllm", "serve", "m", "-tp", "2"]
 
 
 def _flag_lines(text: str) -> list[str]:
@@ -124,22 +126,10 @@ def test_export_of_import_gives_the_same_flags(cli, tmp_path, engine, line):
     first = cli("import", "--engine", engine, "--model-config", str(config), "-o", str(spec),
                 "--", *line)
     assert first.exit_code == 0, first.stderr
-    _, argv = parse_script(cli("export", str(spec)).stdout)
-    given = line[3:]  # past the program (and vLLM's positional model)
-    exported = argv[argv.index(line[2]) + 1:] if engine == "sglang" else argv[2:]
-    assert _pairs(exported) >= _pairs(given)
-
-
-def _pairs(argv: list[str]) -> set[tuple[str, str]]:
-    """{(flag, value)} of a flag list, short aliases spelt out, JSON values parsed."""
-    alias = {"-tp": "--tensor-parallel-size", "-dp": "--data-parallel-size",
-             "-pcp": "--prefill-context-parallel-size", "-pp": "--pipeline-parallel-size"}
-    out = set()
-    for flag, value in zip(argv[::2], argv[1::2]):
-        if value.startswith("{"):
-            value = json.dumps(json.loads(value), sort_keys=True)
-        out.add((alias.get(flag, flag), value))
-    return out
+    script = cli("export", str(spec)).stdout
+    _, argv = parse_script(script)
+    assert argv == line  # the user's words, in the user's spelling and order
+    assert shlex.join(line) in script.splitlines()
 
 
 # Every (spec, engine) export refuses, with a piece of its reason; every other pair must

@@ -1,0 +1,91 @@
+"""Export of an imported spec to its own engine: the user's launch line, as written.
+
+A spec holding `engine_args` (what `specplan import` read) is exported as that line, word for
+word, when re-reading it gives the spec's own keys back. What the plan needs beyond the line
+(an environment variable, a draft checkpoint the spec lacks) follows `# added by specplan:`
+with its reason; a path specplan does not know is a shell variable (`"$DRAFT_MODEL_PATH"`),
+never a placeholder printed as if it were real. When the spec has been edited since (a key
+the line states differs), `None` is returned and export writes specplan's own spelling.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from specplan.ecosystem.flags import DRAFT_PLACEHOLDER
+from specplan.schema import Spec
+
+# Values that equal the engine's behaviour when the variable is unset: never added.
+_ENGINE_DEFAULTS = {("SGLANG_SPEC_TP_SYNC", "all")}
+_NEEDS_DRAFT = ("eagle", "eagle3", "standalone", "dflash", "dspark")
+
+
+def restated(spec: Spec, env: dict[str, str] | None = None) -> list[str] | None:
+    """The keys where re-reading spec.engine_args differs from the spec ([] when none);
+    None when the spec has no engine_args. `env` is what specplan's export sets
+    (SGLANG_SPEC_TP_SYNC, the layer partition): keys it states are added, not changed."""
+    from specplan.ecosystem.launch_import import build, read_launch
+    from specplan.ecosystem.yaml_out import reload, spec_data
+
+    if not spec.engine_args:
+        return None
+    words = [w for arg in spec.engine_args for w in shlex.split(arg)]
+    launch = read_launch(spec.engine, dict(env or {}), words)
+    hint = {"num_nextn_predict_layers": 1} if spec.speculative.method == "mtp" else None
+    data = build(spec.engine, launch, spec, {}, spec.name, hint)
+    got, want = spec_data(reload(data)), spec_data(spec)
+    return sorted(_diff(got, want))
+
+
+def _diff(got: dict, want: dict, path: str = "") -> set[str]:
+    out = set()
+    for key in set(got) | set(want):
+        a, b = got.get(key), want.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out |= _diff(a, b, f"{path}{key}.")
+        elif a != b:
+            out.add(f"{path}{key}")
+    return out
+
+
+def render_faithful(spec: Spec, launch, title: str) -> str:
+    """The user's line (spec.engine_args) with what specplan adds after `# added by specplan:`.
+    `launch` is specplan's own export of the spec (its env and notes are reused)."""
+    line_env = {a.partition("=")[0]: a.partition("=")[2] for a in spec.engine_args
+                if "=" in a.split(" ")[0] and not a.startswith("-")}
+    added_env = [(n, v, why) for n, v, why in launch.env
+                 if line_env.get(n) != v and (n, v) not in _ENGINE_DEFAULTS
+                 and not (n == "VLLM_USE_V2_MODEL_RUNNER" and spec.topology.pp == 1)]
+    added_flags = []
+    s = spec.speculative
+    has_draft = any(a.split(" ")[0] == "--speculative-draft-model-path" for a in spec.engine_args)
+    if s.method in _NEEDS_DRAFT and s.draft_path is None and not has_draft:
+        for flag, value, _ in launch.args:
+            if value == DRAFT_PLACEHOLDER and flag.startswith("--speculative-draft"):
+                added_flags.append((flag, f'"${DRAFT_PLACEHOLDER}"', f"speculative.draft_path is "
+                                    f"unset: set {DRAFT_PLACEHOLDER} to the {s.method} draft checkpoint"))
+    out = [f"# specplan export: {title} (the launch line as imported)"]
+    out += [f"# note: {n}" for n in launch.notes]
+    if added_env or added_flags:
+        out.append("# added by specplan:")
+        out += [f"#   {flag} {value}: {why}" for flag, value, why in added_flags]
+        out += [f"export {n}={shlex.quote(v)}  # {why}" for n, v, why in added_env]
+    command = " ".join(spec.engine_args)
+    if added_flags:
+        command += " \\\n" + " \\\n".join(f"  {flag} {value}" for flag, value, _ in added_flags)
+    return "\n".join(out) + "\n" + command + "\n"
+
+
+def dp_attention_note(spec: Spec) -> list[str]:
+    """The older SGLang spelling kept as written, and the one SGLang 0.5.23 documents now."""
+    from specplan.ecosystem.argv import read_words
+    from specplan.ecosystem.launch_import import split_command
+    from specplan.engines import convention
+
+    words = [w for arg in spec.engine_args or () for w in shlex.split(arg)]
+    args, _ = read_words(convention(spec.engine).flag_table(), split_command(spec.engine, words)[2])
+    written = {a.dest: a.text for a in args if a.flag is not None}
+    if "enable_dp_attention" not in written or "dp_size" not in written:
+        return []
+    return [f"{written['dp_size']} {written['enable_dp_attention']} is kept as written; SGLang "
+            f"0.5.23 spells it --attn-dp-size {spec.topology.dp}"]

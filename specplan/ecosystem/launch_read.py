@@ -1,0 +1,218 @@
+"""A launch line's arguments (argparse dest -> value) -> the spec keys they plan.
+
+Readers per engine, driven by flags.MODELLED: topology, model (path, dtype, KV dtype, MoE
+all-to-all and EPLB), speculative, runtime (async scheduling, capacity) and, for SGLang's
+DSpark / DFlash, `_sync_slugs` (its SpecTpSync set). `notes` collects what import prints.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+
+from specplan.ecosystem import spec_tp_sync
+from specplan.ecosystem.flags import (DEEPEP_BACKENDS, DRAFT_PLACEHOLDER, DTYPE_ALIASES,
+                                      FP8_QUANTIZATION, KV_CACHE_DTYPES, MODEL_PLACEHOLDER,
+                                      NO_A2A_BACKENDS, SGLANG_ALGORITHMS,
+                                      SGLANG_EP_SPANNING_A2A, VLLM_METHODS, VLLM_SPEC_KEYS)
+
+
+class ImportProblem(Exception):
+    """The launch line says something specplan cannot read; the message names it."""
+
+
+def _int(values: dict, dest: str, flag: str, default: int | None = 1) -> int | None:
+    if values.get(dest) is None:
+        return default
+    try:
+        return int(values[dest])
+    except (TypeError, ValueError):
+        raise ImportProblem(f"{flag} expects an integer, found {values[dest]!r}") from None
+
+
+def _path(value, placeholder: str) -> str | None:
+    return None if value in (None, placeholder, "$" + placeholder) else value
+
+
+def _sizes(**sizes) -> dict:
+    return {k: v for k, v in sizes.items() if k == "tp" or v is True or type(v) is int and v > 1}
+
+
+def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
+    dp, attn_dp = _int(v, "dp_size", "--dp-size"), _int(v, "attn_dp_size", "--attn-dp-size")
+    if attn_dp > 1 and dp > 1:
+        raise ImportProblem(f"--dp-size {dp} replicas of an attention-DP block (--attn-dp-size "
+                            f"{attn_dp}) have no spec spelling: topology.dp is one or the other")
+    dp_attention = attn_dp > 1 or bool(v.get("enable_dp_attention")) and dp > 1
+    if v.get("enable_dp_attention") and dp > 1:
+        said = v["_written"].get("dp_size", f"--dp-size {dp}")
+        notes.append(f"{said} --enable-dp-attention is SGLang 0.5.23's older spelling of "
+                     f"--attn-dp-size {dp}; kept as written")
+    topo = _sizes(tp=_int(v, "tp_size", "--tp-size"), pp=_int(v, "pp_size", "--pp-size"),
+                  dp=attn_dp if attn_dp > 1 else dp, dp_attention=dp_attention,
+                  cp=_int(v, "attn_cp_size", "--attn-cp-size"), dcp=_int(v, "dcp_size", "--dcp-size"),
+                  ep=_int(v, "ep_size", "--ep-size"), moe_dp=_int(v, "moe_dp_size", "--moe-dp-size"),
+                  nodes=_int(v, "nnodes", "--nnodes"), dp_lm_head=bool(v.get("enable_dp_lm_head")))
+    a2a = v.get("moe_a2a_backend")
+    if a2a in SGLANG_EP_SPANNING_A2A and topo.get("ep", 1) != topo["tp"]:
+        notes.append(f"--moe-a2a-backend {a2a} sets the expert parallel size to the tensor "
+                     f"parallel size, {topo['tp']} (SGLang 0.5.23 overrides.py _a2a_ep_size)")
+    if a2a in SGLANG_EP_SPANNING_A2A and topo["tp"] > 1:
+        topo["ep"] = topo["tp"]
+    device = v.get("device")
+    if device is not None:
+        if device not in ("cuda", "npu", "cpu"):
+            raise ImportProblem(f"--device {device}: specplan plans cuda | rocm | npu | cpu")
+        if device != "cuda":
+            topo["device"] = device
+    runtime = {}
+    if v.get("disable_overlap_schedule") and topo.get("pp", 1) == 1:
+        runtime["async_scheduling"] = False  # under pipeline parallel SGLang requires it anyway
+    cap = _int(v, "cuda_graph_max_bs_decode", "--cuda-graph-max-bs-decode", None)
+    if cap is not None:
+        runtime["max_batch"] = cap
+    spec = _sglang_speculative(v)
+    slugs = None
+    if spec.get("method") in ("dspark", "dflash"):
+        try:
+            slugs = spec_tp_sync.parse(env.get("SGLANG_SPEC_TP_SYNC", "all"))
+        except ValueError as exc:
+            raise ImportProblem(str(exc)) from None
+    moe = _moe(v.get("moe_a2a_backend"), "--moe-a2a-backend", v.get("enable_eplb"), notes)
+    return {"topology": topo, "model": _model(v, v.get("model_path"), notes), "moe": moe,
+            "speculative": spec, "runtime": runtime, "_sync_slugs": slugs}
+
+
+def _model(v: dict, path, notes: list[str]) -> dict:
+    path = _path(path, MODEL_PLACEHOLDER)
+    model = {"path": path} if path else {}
+    dtype = v.get("dtype")
+    if dtype not in (None, "auto"):
+        if dtype not in DTYPE_ALIASES:
+            raise ImportProblem(f"--dtype {dtype} has no model.dtype; expected one of "
+                                f"{', '.join(DTYPE_ALIASES)}")
+        model["dtype"] = DTYPE_ALIASES[dtype]
+    if v.get("quantization") in FP8_QUANTIZATION:
+        model["dtype"] = "fp8"  # FP8 activations: taps and stage payloads are 1 byte wide
+    elif v.get("quantization") is not None:
+        notes.append(f"--quantization {v['quantization']}: weights only for the plan; "
+                     "activations stay model.dtype")
+    kv = v.get("kv_cache_dtype")
+    if kv is not None and kv in KV_CACHE_DTYPES:
+        model["kv_cache_dtype"] = KV_CACHE_DTYPES[kv]
+    elif kv is not None:
+        notes.append(f"--kv-cache-dtype {kv}: specplan sizes KV as auto | bf16 | fp16 | fp8_e4m3 "
+                     "| fp8_e5m2, so the KV handoff bytes are not planned for it")
+    return model
+
+
+def _moe(backend, flag: str, eplb, notes: list[str]) -> dict:
+    out = {}
+    if backend in DEEPEP_BACKENDS:
+        out["a2a"] = "deepep"
+    elif backend is not None and backend not in NO_A2A_BACKENDS:
+        notes.append(f"{flag} {backend}: planned as MoE without an all-to-all backend (specplan "
+                     "plans none | deepep)")
+    if eplb:
+        out["eplb"] = True
+    return out
+
+
+def _sglang_speculative(v: dict) -> dict:
+    algo = v.get("speculative_algorithm")
+    if algo is None:
+        return {}
+    by_name = {val: k for k, val in SGLANG_ALGORITHMS.items()}
+    method = by_name.get(algo.upper())
+    if method is None:
+        raise ImportProblem(f"--speculative-algorithm {algo}: specplan plans "
+                            f"{', '.join(SGLANG_ALGORITHMS.values())}")
+    out: dict = {"method": method}
+    width = _int(v, "speculative_num_draft_tokens", "--speculative-num-draft-tokens", None)
+    if method in ("dspark", "dflash"):
+        block = _int(v, f"speculative_{method}_block_size", f"--speculative-{method}-block-size", None)
+        steps = block if method == "dspark" else (block - 1 if block else None)
+        steps = steps if steps is not None else (width - 1 if width else None)
+        if steps is None:
+            raise ImportProblem(f"the {algo} draft width is not on the command line (SGLang reads "
+                                f"it from the draft checkpoint): pass "
+                                f"--speculative-{method}-block-size")
+        out["num_steps"] = steps
+    else:
+        steps = _int(v, "speculative_num_steps", "--speculative-num-steps", None)
+        if steps is None:
+            raise ImportProblem("--speculative-num-steps is missing (SGLang picks a per-model "
+                                "default that specplan cannot know)")
+        out["num_steps"] = steps
+        topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk")
+        if topk > 1:
+            out["topk"] = topk
+        if width is not None and width != steps + 1:
+            out["num_draft_tokens"] = width
+    draft = _path(v.get("speculative_draft_model_path"), DRAFT_PLACEHOLDER)
+    if draft:
+        out["draft_path"] = draft
+    return out
+
+
+def read_vllm(v: dict, env: dict, notes: list[str]) -> dict:
+    tp = _int(v, "tensor_parallel_size", "--tensor-parallel-size")
+    dp = _int(v, "data_parallel_size", "--data-parallel-size")
+    cp = _int(v, "prefill_context_parallel_size", "--prefill-context-parallel-size")
+    pp = _int(v, "pipeline_parallel_size", "--pipeline-parallel-size")
+    ep = dp * cp * tp if v.get("enable_expert_parallel") else 1
+    nodes = _int(v, "nnodes", "--nnodes")
+    local = _int(v, "data_parallel_size_local", "--data-parallel-size-local", None)
+    if local is not None and "nnodes" not in v:
+        if local < 1 or dp % local:
+            raise ImportProblem(f"--data-parallel-size-local {local} does not divide "
+                                f"--data-parallel-size {dp}")
+        nodes = dp // local  # each node runs `local` replicas of tp * pp * pcp GPUs
+    topo = _sizes(tp=tp, pp=pp, dp=dp, cp=cp,
+                  dcp=_int(v, "decode_context_parallel_size", "--decode-context-parallel-size"),
+                  ep=ep, nodes=nodes)
+    if env.get("VLLM_USE_V2_MODEL_RUNNER") in ("0", "false", "False"):
+        raise ImportProblem("VLLM_USE_V2_MODEL_RUNNER=0: specplan models vLLM's Model Runner V2")
+    runtime = {}
+    if v.get("async_scheduling") is not None:
+        runtime["async_scheduling"] = bool(v["async_scheduling"])
+    model = _model(v, v.get("model_tag") or v.get("model"), notes)
+    moe = _moe(v.get("all2all_backend"), "--all2all-backend", v.get("enable_eplb"), notes)
+    return {"topology": topo, "model": model, "moe": moe, "runtime": runtime,
+            "speculative": _vllm_speculative(v.get("speculative_config"), notes),
+            "_sync_slugs": None}
+
+
+def _vllm_speculative(config, notes: list[str]) -> dict:
+    from specplan.engines import convention
+
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise ImportProblem(f"--speculative-config is not a JSON object: {json.dumps(config)}")
+    accepted = convention("vllm").flag_table().by_dest("speculative_config").keys or ()
+    for key in config:
+        if key not in accepted:  # vLLM's SpeculativeConfig refuses it too
+            close = difflib.get_close_matches(key, accepted, n=3)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise ImportProblem(f"unknown --speculative-config key {key!r}{hint}")
+    notes += [f"kept, not planned: --speculative-config key {k}" for k in config
+              if k not in VLLM_SPEC_KEYS]
+    by_name = {val: k for k, val in VLLM_METHODS.items()}
+    name = config.get("method")
+    method = "mtp" if isinstance(name, str) and name.endswith("_mtp") else by_name.get(name)
+    if method is None:
+        raise ImportProblem(f"--speculative-config method {name!r}: specplan plans "
+                            f"{', '.join(VLLM_METHODS.values())} (and *_mtp)")
+    if "num_speculative_tokens" not in config:
+        raise ImportProblem("--speculative-config has no num_speculative_tokens")
+    out: dict = {"method": method, "num_steps": int(config["num_speculative_tokens"])}
+    draft = _path(config.get("model"), DRAFT_PLACEHOLDER)
+    if draft:
+        out["draft_path"] = draft
+    if "draft_tensor_parallel_size" in config:
+        out["draft_tp"] = int(config["draft_tensor_parallel_size"])
+    return out
+
+
+READERS = {"sglang": read_sglang, "vllm": read_vllm}

@@ -1,0 +1,1 @@
+python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 16 --dp 16 --enable-dp-attention --moe-a2a-backend deepep --enable-dp-lm-head --nnodes 2 --node-rank 0 --dist-init-addr 10.0.0.1:5757 --trust-remote-code --mem-fraction-static 0.8 --cuda-graph-max-bs-decode 128

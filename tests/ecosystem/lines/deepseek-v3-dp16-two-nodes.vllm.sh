@@ -1,0 +1,1 @@
+vllm serve deepseek-ai/DeepSeek-V3 --data-parallel-size 16 --data-parallel-size-local 8 --data-parallel-address 10.0.0.1 --data-parallel-rpc-port 13345 --enable-expert-parallel --all2all-backend deepep_high_throughput --trust-remote-code

@@ -1,0 +1,1 @@
+python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3-0324 --tp 16 --dist-init-addr 10.0.0.1:5000 --nnodes 2 --node-rank 0 --trust-remote-code --speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4

@@ -1,0 +1,1 @@
+SGLANG_ENABLE_PP_SPEC=1 python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 --pp-size 2 --speculative-algorithm EAGLE --speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2 --disable-overlap-schedule --trust-remote-code --nnodes 2

@@ -1,0 +1,1 @@
+python3 -m sglang.launch_server --model meta-llama/Llama-2-7b-chat-hf --speculative-algorithm EAGLE --speculative-draft-model-path lmsys/sglang-EAGLE-llama2-chat-7B --speculative-num-steps 5 --speculative-eagle-topk 4 --speculative-num-draft-tokens 16 --mem-fraction-static 0.7 --cuda-graph-max-bs-decode 8

@@ -1,0 +1,1 @@
+vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 4 --speculative-config '{"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-70B", "num_speculative_tokens": 5, "method": "eagle", "draft_tensor_parallel_size": 1}'

@@ -1,0 +1,1 @@
+python3 -m sglang.launch_server --model Qwen/Qwen3-235B-A22B --tp 8 --dp 8 --enable-dp-attention --ep-size 8 --moe-a2a-backend deepep --speculative-algorithm EAGLE3 --speculative-draft-model-path lmsys/Qwen3-235B-A22B-EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4

@@ -1,0 +1,1 @@
+python3 -m sglang.launch_server --model Qwen/Qwen3-32B --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_32b_eagle3 --speculative-num-steps 6 --speculative-eagle-topk 10 --speculative-num-draft-tokens 32 --tp 4 --mem-fraction 0.72

@@ -1,0 +1,156 @@
+"""The engines' launch-flag tables, read from their real argparse parsers.
+
+`sglang_parser()` builds the parser `python -m sglang.launch_server` parses with (SGLang 0.5.23
+prepare_server_args: argparse.ArgumentParser + ServerArgs.add_cli_args); `vllm_parser()` the one
+`vllm serve` parses with (vLLM 0.33.0 FlexibleArgumentParser + make_arg_parser). Each imports
+the wheel's modules with the harness stubs (nothing the parser calls is stubbed).
+`table_of(parser, ...)` turns a parser into the data stored in specplan/engines/flags/: every
+option string argparse accepts (hidden negations included), grouped by action, with what a
+bare flag sets. tools/engine_flags.py writes the tables; tests/engines/test_flag_tables.py
+checks the stored ones against these parsers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from wheels import VERSIONS, engine_root
+
+
+def sglang_parser() -> argparse.ArgumentParser:
+    import sglang_harness
+
+    sglang_harness.install(engine_root("sglang"))
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(prog="sglang serve")
+    ServerArgs.add_cli_args(parser)
+    return parser
+
+
+def vllm_parser() -> argparse.ArgumentParser:
+    import vllm_harness
+
+    # The parser's config defaults build a DeviceConfig, which asks the platform: a CPU here.
+    os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    vllm_harness.install(engine_root("vllm"))
+    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    return make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+
+
+def _nargs(action: argparse.Action) -> str:
+    if action.nargs is None:
+        return "1"
+    return str(action.nargs)
+
+
+def _bare_value(action: argparse.Action, option: str, parser) -> object:
+    """What `option` alone sets (a flag of nargs 0), as JSON data."""
+    namespace = argparse.Namespace()
+    action(parser, namespace, [], option)
+    value = getattr(namespace, action.dest, None)
+    return value if isinstance(value, (bool, int, float, str, type(None))) else repr(value)
+
+
+def _is_json(action: argparse.Action) -> bool:
+    """Whether the flag's value is parsed as a JSON object (vLLM's config flags)."""
+    if action.type is None or action.nargs == 0:
+        return False
+    try:
+        value = action.type("{}")
+    except Exception:  # noqa: BLE001 - a type that refuses "{}" takes no JSON object
+        return False
+    return value is not None and not isinstance(value, (str, int, float))
+
+
+def _config_keys(action: argparse.Action, classes: dict) -> list[str] | None:
+    """The keys a JSON flag's object may hold: the fields of the config class it validates
+    against (parse_dataclass's bound class, or `classes[dest]` for a flag parsed as a plain
+    dict and validated later, as vLLM's --speculative-config)."""
+    import dataclasses
+
+    cls = classes.get(action.dest)
+    defaults = getattr(action.type, "__defaults__", None) or ()
+    cls = cls or next((d for d in defaults if isinstance(d, type)), None)
+    if cls is None or not dataclasses.is_dataclass(cls):
+        return None
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def table_of(parser: argparse.ArgumentParser, engine: str, program: str, underscores: bool,
+             json_dotted: bool, classes: dict | None = None) -> dict:
+    """The flag table of `parser` as JSON-able data (see specplan/engines/flag_table.py)."""
+    by_action: dict[int, list[str]] = {}
+    actions: dict[int, argparse.Action] = {}
+    for option, action in parser._option_string_actions.items():
+        by_action.setdefault(id(action), []).append(option)
+        actions[id(action)] = action
+    flags = []
+    for key, options in by_action.items():
+        action = actions[key]
+        if isinstance(action, argparse._HelpAction):
+            continue
+        names = [o for o in action.option_strings if o in options]
+        names += [o for o in options if o not in names]
+        row: dict = {"names": names, "dest": action.dest, "nargs": _nargs(action)}
+        if action.nargs == 0:
+            row["sets"] = {o: _bare_value(action, o, parser) for o in names}
+        if action.choices is not None and all(isinstance(c, (str, int)) for c in action.choices):
+            ordered = isinstance(action.choices, (list, tuple))  # a set's order varies per run
+            row["choices"] = list(action.choices) if ordered else sorted(action.choices, key=str)
+        if _is_json(action):
+            row["json"] = True
+            keys = _config_keys(action, classes or {})
+            if keys is not None:
+                row["keys"] = keys
+        flags.append(row)
+    positional = [a.dest for a in parser._actions if not a.option_strings]
+    return {"engine": engine, "version": VERSIONS[engine], "program": program,
+            "allow_abbrev": parser.allow_abbrev, "underscores": underscores,
+            "json_dotted": json_dotted, "positional": positional, "flags": flags}
+
+
+def table(engine: str) -> dict:
+    """One engine's table (each engine in its own process: the two harnesses' stubs differ)."""
+    if engine == "sglang":
+        return table_of(sglang_parser(), "sglang", "python -m sglang.launch_server",
+                        underscores=False, json_dotted=False)
+    # FlexibleArgumentParser.parse_args: `--a_b` reads as `--a-b`, `--x.y v` builds JSON
+    parser = vllm_parser()
+    from vllm.config.speculative import SpeculativeConfig
+
+    return table_of(parser, "vllm", "vllm serve", underscores=True, json_dotted=True,
+                    classes={"speculative_config": SpeculativeConfig})
+
+
+def table_in_subprocess(engine: str) -> dict:
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run([sys.executable, os.path.join(here, "flag_tables.py"), engine],
+                          capture_output=True, text=True, timeout=900, cwd=here)
+    if proc.returncode != 0:
+        raise RuntimeError(f"building the {engine} parser failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout)
+
+
+def dumps(data: dict) -> str:
+    """The stored form: one flag per line, so a diff names the flags that changed."""
+    head = {k: v for k, v in data.items() if k != "flags"}
+    lines = [json.dumps(f, separators=(", ", ": ")) for f in data["flags"]]
+    body = json.dumps(head, indent=1)[:-2]
+    return body + ',\n "flags": [\n  ' + ",\n  ".join(lines) + "\n ]\n}\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    result = table(sys.argv[1])
+    sys.stdout.flush()
+    print(json.dumps(result))
