@@ -157,7 +157,7 @@ def compile_(spec: str, out_dir: str | None) -> None:
 
     Example: specplan compile specs/kimi-k3-dspark-tp8-pp2.yaml -o build/kimi
     """
-    from specplan.deploy import Deployment, load_target
+    from specplan.deploy import Deployment, commands
     from specplan.lower import build_plan, write_plan
     from specplan.passes import plan as run_passes
     from specplan.verify import has_errors, verify
@@ -165,8 +165,6 @@ def compile_(spec: str, out_dir: str | None) -> None:
 
     loaded = load_spec_arg(spec)
     if isinstance(loaded, Deployment):
-        from specplan.deploy import commands
-
         sys.exit(commands.compile_(loaded, out_dir, console(), _write_runtime_module))
     plan = build_plan(run_passes(loaded))
     findings = verify(plan)
@@ -409,8 +407,8 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
               help="Seed of the weights, the prompts and the sampling coins.")
 @click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1),
               help="Shrink deeper models to this many layers (stages and tap owners kept).")
-@click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan"]), default=None,
-              help="A fault: per-rank logit noise, a rank killed mid-run, a foreign plan.")
+@click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan", "layer-map"]), default=None,
+              help="A fault: logit noise, a rank killed, a foreign plan; layer-map (deployments).")
 @click.option("--allow-errors", is_flag=True,
               help="Run a spec `check` rejects, to watch the predicted failure happen.")
 @user_errors
@@ -430,10 +428,13 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     from specplan.verify import formats, has_errors, verify
     from specplan.verify.report import subject_of
 
-    from specplan.deploy import Deployment
+    from specplan.deploy.simulate import Deployment, command as simulate_deployment
 
     target = load_spec_arg(spec)
-    findings = [] if isinstance(target, Deployment) else verify(plan := build_plan(run_passes(target)))
+    if isinstance(target, Deployment) or inject == "layer-map":  # layer-map: deployments only
+        sys.exit(simulate_deployment(target, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
+                         inject=inject, allow_errors=allow_errors, console=console()))
+    findings = verify(plan := build_plan(run_passes(target)))
     if has_errors(findings) and not allow_errors:  # simulate and check never disagree
         sys.stdout.write(formats.render_text(subject_of(plan), findings, width=formats.terminal_width(),
                                              verbose=False))
