@@ -17,6 +17,11 @@ from specplan.deploy.handoff import Handoff, plan_handoff
 from specplan.deploy.load import Deployment
 
 SHOW_ROWS = 32
+ROLE_ROUNDS = {  # what passes.build_round.planned_rounds plans per role
+    "prefill": "plans the prefill round only (the target's prompt forward and the drafter's "
+               "prefill-time draft extend), then hands the request and its KV to decode",
+    "decode": "plans the decode rounds only, from the prompt's KV it receives (KV handoff below)",
+}
 
 
 def instance_data(spec) -> dict[str, Any]:
@@ -55,6 +60,7 @@ def render_deployment(data: dict, console: Console) -> None:
                   f"connector {data['connector']}")
     for role in ("prefill", "decode"):
         console.rule(f"{role}: {data['files'][role]}")
+        console.print(ROLE_ROUNDS[role])
         render(data["instances"][role], console)
     console.rule("KV handoff")
     console.print(f"rules: {data['rules']}")
