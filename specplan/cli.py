@@ -108,11 +108,11 @@ def explain(spec: str, rank: int | None, as_json: bool, picture: str | None, fmt
     """
     if picture and not out:
         raise click.UsageError("--picture needs -o/--out FILE")
-    from specplan.deploy import Deployment, load_target
+    from specplan.deploy import InstancePair, load_target
     from specplan.errors import Diagnostic, SpecError
 
     loaded = load_spec_arg(spec)  # bad input fails here, before the planner is even imported
-    if isinstance(loaded, Deployment):
+    if isinstance(loaded, InstancePair):
         from specplan.deploy import commands
 
         if rank is not None:
@@ -157,14 +157,14 @@ def compile_(spec: str, out_dir: str | None) -> None:
 
     Example: specplan compile specs/kimi-k3-dspark-tp8-pp2.yaml -o build/kimi
     """
-    from specplan.deploy import Deployment, commands
+    from specplan.deploy import InstancePair, commands
     from specplan.lower import build_plan, write_plan
     from specplan.passes import plan as run_passes
     from specplan.verify import has_errors, verify
     from specplan.verify.report import render_findings
 
     loaded = load_spec_arg(spec)
-    if isinstance(loaded, Deployment):
+    if isinstance(loaded, InstancePair):
         sys.exit(commands.compile_(loaded, out_dir, console(), _write_runtime_module))
     plan = build_plan(run_passes(loaded))
     findings = verify(plan)
@@ -224,10 +224,10 @@ def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verb
         raise click.UsageError("check takes one spec, deployment or plan.json, or two instance specs")
     loaded = None
     if len(targets) == 2 or not targets[0].endswith(".json"):
-        from specplan.deploy import Deployment, commands, load_pair, load_target
+        from specplan.deploy import InstancePair, commands, load_pair, load_target
 
         loaded = load_pair(*targets) if len(targets) == 2 else load_target(targets[0])
-        if isinstance(loaded, Deployment):
+        if isinstance(loaded, InstancePair):
             if fmt in ("sarif", "junit"):
                 raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints "
                                        "text or json")
@@ -348,16 +348,16 @@ def export_(spec: str, engine: str | None) -> None:
 
     Example: specplan export specs/deepseek-v4-dspark-tp8-dp8.yaml --engine sglang
     """
-    from specplan.deploy import Deployment, commands, load_target
+    from specplan.deploy import InstancePair, commands, load_target
     from specplan.ecosystem.export import export, render
     from specplan.ecosystem.translate import Refusal
 
     loaded = load_spec_arg(spec)
-    if isinstance(loaded, Deployment) and engine:
+    if isinstance(loaded, InstancePair) and engine:
         raise click.UsageError("--engine translates one spec; a deployment exports each "
                                "instance on its own engine")
     try:
-        text = commands.export(loaded) if isinstance(loaded, Deployment) else render(export(loaded, engine))
+        text = commands.export(loaded) if isinstance(loaded, InstancePair) else render(export(loaded, engine))
     except Refusal as exc:
         click.echo(f"specplan export: {exc}", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
@@ -428,10 +428,10 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     from specplan.verify import formats, has_errors, verify
     from specplan.verify.report import subject_of
 
-    from specplan.deploy.simulate import Deployment, command as simulate_deployment
+    from specplan.deploy.simulate import InstancePair, command as simulate_deployment
 
     target = load_spec_arg(spec)
-    if isinstance(target, Deployment) or inject == "layer-map":  # layer-map: deployments only
+    if isinstance(target, InstancePair) or inject == "layer-map":  # layer-map: deployments only
         sys.exit(simulate_deployment(target, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
                          inject=inject, allow_errors=allow_errors, console=console()))
     findings = verify(plan := build_plan(run_passes(target)))

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from specplan.deploy.handoff import Handoff, plan_handoff
-from specplan.deploy.load import Deployment
+from specplan.deploy.load import InstancePair
 
 SHOW_ROWS = 32
 ROLE_ROUNDS = {  # what passes.build_round.planned_rounds plans per role
@@ -37,7 +37,7 @@ def instance_data(spec) -> dict[str, Any]:
     return data
 
 
-def deployment_data(dep: Deployment, handoff: Handoff | None = None) -> dict[str, Any]:
+def deployment_data(dep: InstancePair, handoff: Handoff | None = None) -> dict[str, Any]:
     h = handoff or plan_handoff(dep)
     return {
         "name": dep.name,

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from specplan.deploy.handoff import Handoff, plan_handoff
-from specplan.deploy.load import Deployment
+from specplan.deploy.load import InstancePair
 from specplan.deploy.pairing import Instance
 from specplan.errors import Diagnostic, SpecError
 
@@ -56,7 +56,7 @@ class DeployOutcome:
     transfers: list[dict] = field(default_factory=list)
 
 
-def _sim_specs(dep: Deployment, requests: int, max_layers: int) -> tuple[dict, dict, list[str]]:
+def _sim_specs(dep: InstancePair, requests: int, max_layers: int) -> tuple[dict, dict, list[str]]:
     """Both instances' sim spec data, sharing one model."""
     from specplan.sim.setup import HEAD_DIM, sim_spec
 
@@ -83,7 +83,7 @@ def _sim_specs(dep: Deployment, requests: int, max_layers: int) -> tuple[dict, d
     return pre, dec, shrunk
 
 
-def prepare(dep: Deployment, where: Path, *, requests: int, max_layers: int, seed: int):
+def prepare(dep: InstancePair, where: Path, *, requests: int, max_layers: int, seed: int):
     """Both sim plans, the sim's handoff and the decode Prepared the report reads."""
     from specplan.schema import load_spec
     from specplan.sim.setup import HEAD_DIM, Prepared, compile_data
@@ -97,7 +97,7 @@ def prepare(dep: Deployment, where: Path, *, requests: int, max_layers: int, see
             raise SpecError([Diagnostic(dep.file, None, None, "", f"the {role} instance runs "
                                         f"{plans[role].num_worlds} independent worlds; simulate "
                                         "runs one world per instance")])
-    sim_dep = Deployment(dep.name, dep.file, Instance("prefill", specs["prefill"]),
+    sim_dep = InstancePair(dep.name, dep.file, Instance("prefill", specs["prefill"]),
                          Instance("decode", specs["decode"]), dep.connector)
     handoff = plan_handoff(sim_dep)
     m, sp = plans["decode"].model, plans["decode"].speculative
@@ -148,7 +148,7 @@ def _wrong(layers: list[int]) -> list[int]:
     return layers[1:] + layers[:1]
 
 
-def simulate(dep: Deployment, opt, on_round=lambda r: None) -> DeployOutcome:
+def simulate(dep: InstancePair, opt, on_round=lambda r: None) -> DeployOutcome:
     from specplan.sim.launch import kill_all, watch
 
     sim_dir = Path(tempfile.mkdtemp(prefix="specplan-simdep-"))
@@ -245,7 +245,7 @@ def verdict(out: DeployOutcome):
     return v
 
 
-def command(dep: Deployment, *, rounds: int, requests: int, seed: int, max_layers: int,
+def command(dep: InstancePair, *, rounds: int, requests: int, seed: int, max_layers: int,
             inject: str | None, allow_errors: bool, console) -> int:
     """The CLI's body for a deployment: refuse what check rejects, run, report, exit code."""
     from specplan.deploy.commands import EXIT_FOUND_PROBLEM
@@ -254,7 +254,7 @@ def command(dep: Deployment, *, rounds: int, requests: int, seed: int, max_layer
     from specplan.verify.cross_report import check_instances, render as render_check
     from specplan.verify.deployment import check_deployment
 
-    if not isinstance(dep, Deployment):
+    if not isinstance(dep, InstancePair):
         raise SpecError([Diagnostic(dep.line_of()[0], None, None, "", f"--inject {inject} breaks "
                                     "a deployment's KV handoff; this is one instance's spec (give "
                                     "the deployment, or a spec with disaggregation.peer)")])

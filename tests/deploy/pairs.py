@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specplan.deploy.load import Deployment
+from specplan.deploy.load import InstancePair
 from specplan.deploy.pairing import Instance
 from specplan.schema import Spec
 
@@ -16,10 +16,10 @@ def spec(name: str, engine: str, topology: dict, attention: str = "gqa", kv_head
     return Spec.model_validate(data)
 
 
-def deployment(engine: str, prefill: dict, decode: dict, connector: str, **model) -> Deployment:
+def deployment(engine: str, prefill: dict, decode: dict, connector: str, **model) -> InstancePair:
     p = spec("p", engine, prefill, **model)
     d = spec("d", engine, decode, **model)
-    return Deployment("pd", "<pairs>", Instance("prefill", p), Instance("decode", d), connector)
+    return InstancePair("pd", "<pairs>", Instance("prefill", p), Instance("decode", d), connector)
 
 
 # (prefill topology, decode topology, attention, num_kv_heads): every attention-TP ratio both
