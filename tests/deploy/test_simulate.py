@@ -19,18 +19,19 @@ from specplan.sim.launch import Options
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PAIRS = {  # name: (prefill topology, decode topology, method)
+PAIRS = {  # name: (prefill topology, decode topology, method[, engine])
     "tp2pp2-to-tp1-eagle3": ("{tp: 2, pp: 2}", "{tp: 1}", "eagle3"),
     "tp1-to-tp2-dspark": ("{tp: 1}", "{tp: 2}", "dspark"),
     "tp2-to-tp2-dpattn2-eagle3": ("{tp: 2}", "{tp: 2, dp: 2, dp_attention: true}", "eagle3"),
     "tp2pp2-to-tp1-dspark": ("{tp: 2, pp: 2}", "{tp: 1}", "dspark"),
+    "vllm-nixl-tp2pp2-to-tp2-eagle3": ("{tp: 2, pp: 2}", "{tp: 2}", "eagle3", "vllm"),
 }
 
 
 def deployment_file(tmp_path: Path, name: str) -> Path:
-    pre, dec, method = PAIRS[name]
+    pre, dec, method, engine = (*PAIRS[name], "sglang")[:4]
     path = tmp_path / f"{name}.yaml"
-    path.write_text(f"name: {name}\nengine: sglang\n"
+    path.write_text(f"name: {name}\nengine: {engine}\n"
                     "model: {num_layers: 6, hidden_size: 64, vocab_size: 512}\n"
                     f"speculative: {{method: {method}, num_steps: 3}}\n"
                     f"instances:\n  prefill: {{name: p, topology: {pre}}}\n"
