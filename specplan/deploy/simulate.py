@@ -120,6 +120,8 @@ def transfers(h: Handoff, serves: dict[int, list[int]], inject: str) -> tuple[li
     out, aux = [], []
     for e in h.entries:
         dst = e["decode_rank"]
+        if not serves[dst]:  # an idle decode replica: nothing to hand over
+            continue
         drafts = set(h.receipts[d.pp_of[dst]].drafts)
         lo, hi = e["head_offset"], e["head_offset"] + e["head_count"]
         for tp in e["prefill_tp_ranks"]:

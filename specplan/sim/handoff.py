@@ -159,10 +159,11 @@ def receive(raw: dict, sim, rank: int, views: dict, cfg) -> dict:
         buf = torch.empty(n, 2, rows, t["heads"][1] - t["heads"][0], cfg.head_dim, dtype=F64)
         works.append(dist.irecv(buf, src=t["src"]))
         got.append((t, buf))
-    aux = next(a for a in raw["aux"] if a["dst"] == me)
     first = torch.empty(len(serves), dtype=torch.int64)
     ctx = torch.empty(len(serves), cfg.drafter_in, dtype=F64)
-    works += [dist.irecv(first, src=aux["src"]), dist.irecv(ctx, src=aux["src"])]
+    aux = next((a for a in raw["aux"] if a["dst"] == me), None)
+    if aux is not None:  # none for an idle decode replica
+        works += [dist.irecv(first, src=aux["src"]), dist.irecv(ctx, src=aux["src"])]
     for w in works:
         w.wait(timeout=datetime.timedelta(seconds=views["prefill"].timeout_s))
     return {"transfers": got, "first": first, "ctx": ctx, "serves": serves, "lens": lens}
@@ -205,7 +206,7 @@ def install(e, got: dict) -> dict:
             covered[layer][lo:hi] = True
         for j, layer in enumerate(t["drafts"]):
             drafts_seen[(layer, t["heads"][0])] = buf[len(t["layers"]) + j]
-    holes = [layer for layer, c in covered.items() if not bool(c.all())]
+    holes = [layer for layer, c in covered.items() if e.requests and not bool(c.all())]
     if holes:
         raise LayoutMismatch(f"decode rank {e.rt.rank} holds layers {list(e.layers)}, heads "
                              f"{my_lo}..{my_lo + hp - 1}, but no prefill rank sent layer(s) "
