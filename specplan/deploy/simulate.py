@@ -30,6 +30,7 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
+from itertools import product
 from pathlib import Path
 
 from specplan.deploy.handoff import Handoff, plan_handoff
@@ -113,36 +114,41 @@ def prepare(dep: InstancePair, where: Path, *, requests: int, max_layers: int, s
 def transfers(h: Handoff, serves: dict[int, list[int]], inject: str) -> tuple[list[dict], list[dict]]:
     """The point-to-point sends the handoff plan makes: KV transfers and each decode rank's aux
     (first tokens and drafter context from the last prefill stage's TP rank 0)."""
-    p, d = h.prefill, h.decode
+    p = h.prefill
     rank_of = {(dp, tp, cp, pp): r for r, (dp, tp, cp, pp) in
                enumerate(zip(p.dp_of, p.tp_of, p.cp_of, p.pp_of))}
-    world = p.num_ranks
     out, aux = [], []
     for e in h.entries:
         dst = e["decode_rank"]
         if not serves[dst]:  # an idle decode replica: nothing to hand over
             continue
-        drafts = set(h.receipts[d.pp_of[dst]].drafts)
-        lo, hi = e["head_offset"], e["head_offset"] + e["head_count"]
-        for tp in e["prefill_tp_ranks"]:
-            p_lo, p_count = p.heads(tp)
-            heads = (max(lo, p_lo), min(hi, p_lo + p_count))
-            for cp in e["prefill_cp_ranks"]:
-                for pp in e["prefill_pp_ranks"]:
-                    start, end = p.stages[pp]
-                    layers = [i for a, b in e["layers"] for i in range(a, b)
-                              if start <= i < end and i not in drafts]
-                    dr = sorted(drafts) if pp == p.pp - 1 else []
-                    if heads[0] >= heads[1] or not (layers or dr):
-                        continue
-                    src = rank_of[(e["prefill_dp_rank"], tp, cp, pp)]
-                    out.append({"src": src, "dst": dst, "dst_world": world + dst,
-                                "serves": serves[dst], "heads": list(heads), "layers": layers,
-                                "layers_src": _wrong(layers) if inject == "layer-map" else layers,
-                                "drafts": dr, "drafts_src": dr})
+        out += _sources(h, e, rank_of, serves[dst], inject)
         src = rank_of[(e["prefill_dp_rank"], 0, 0, p.pp - 1)]
-        aux.append({"src": src, "dst": dst, "dst_world": world + dst, "serves": serves[dst]})
+        aux.append({"src": src, "dst": dst, "dst_world": p.num_ranks + dst, "serves": serves[dst]})
     return out, aux
+
+
+def _sources(h: Handoff, e: dict, rank_of: dict, serves: list[int], inject: str) -> list[dict]:
+    """One decode rank's transfers: per prefill (tp, cp, pp) source, the layers of the entry that
+    source's stage holds (draft layers from the last stage) and the KV heads both hold."""
+    p, dst = h.prefill, e["decode_rank"]
+    drafts = set(h.receipts[h.decode.pp_of[dst]].drafts)
+    lo, hi = e["head_offset"], e["head_offset"] + e["head_count"]
+    out = []
+    for tp, cp, pp in product(e["prefill_tp_ranks"], e["prefill_cp_ranks"], e["prefill_pp_ranks"]):
+        p_lo, p_count = p.heads(tp)
+        heads = [max(lo, p_lo), min(hi, p_lo + p_count)]
+        start, end = p.stages[pp]
+        layers = [i for a, b in e["layers"] for i in range(a, b)
+                  if start <= i < end and i not in drafts]
+        dr = sorted(drafts) if pp == p.pp - 1 else []
+        if heads[0] >= heads[1] or not (layers or dr):
+            continue
+        out.append({"src": rank_of[(e["prefill_dp_rank"], tp, cp, pp)], "dst": dst,
+                    "dst_world": p.num_ranks + dst, "serves": serves, "heads": heads,
+                    "layers": layers, "drafts": dr, "drafts_src": dr,
+                    "layers_src": _wrong(layers) if inject == "layer-map" else layers})
+    return out
 
 
 def _wrong(layers: list[int]) -> list[int]:

@@ -93,10 +93,6 @@ def _with_all_requests(e, requests: list[int]) -> None:
                       e.cfg.head_dim)
 
 
-def _payload_rows(serves: list[int], lens: dict[int, int]) -> int:
-    return sum(lens[q] for q in serves)
-
-
 def prefill_side(raw: dict, sim, rank: int, views: dict) -> dict:
     from specplan.sim.engine import Engine
 
@@ -108,38 +104,37 @@ def prefill_side(raw: dict, sim, rank: int, views: dict) -> dict:
     tokens = torch.tensor([x for t in e.tokens for x in t], dtype=torch.int64)
     logits, hidden, taps = e.forward(tokens, e.segments(counts, [causal(n) for n in counts]))
     starts = dict(zip(e.requests, (torch.tensor([0] + counts).cumsum(0)[:-1]).tolist()))
-    lens = dict(zip(e.requests, counts))
-    head_parts, head_index = e.shard.attn
-    my_lo = head_index * (e.cfg.heads // head_parts)
+    rows_of = {q: torch.arange(starts[q], starts[q] + n) for q, n in zip(e.requests, counts)}
     works, sent = [], 0
-    for t in raw["transfers"]:
-        if t["src"] != rank:
-            continue
-        rows = torch.cat([torch.arange(starts[q], starts[q] + lens[q]) for q in t["serves"]])
-        lo, hi = t["heads"][0] - my_lo, t["heads"][1] - my_lo
-        parts = []
-        for layer in t["layers_src"]:
-            k, v = e.pending_kv[layer]
-            parts.append(torch.stack([k[rows, lo:hi], v[rows, lo:hi]]))
-        for layer in t["drafts_src"]:
-            kv = [draft_kv(sim.seed, layer, e.tokens[e.requests.index(q)], e.w, e.cfg.heads,
-                           e.cfg.head_dim) for q in t["serves"]]
-            parts.append(torch.stack([torch.cat([k for k, _ in kv])[:, t["heads"][0]:t["heads"][1]],
-                                      torch.cat([v for _, v in kv])[:, t["heads"][0]:t["heads"][1]]]))
-        payload = torch.stack(parts).contiguous()
+    for t in (t for t in raw["transfers"] if t["src"] == rank):
+        payload = _payload(e, t, rows_of)
         works.append(dist.isend(payload, dst=t["dst_world"]))
         sent += payload.numel() * payload.element_size()
-    for a in raw["aux"]:
-        if a["src"] != rank:
-            continue
-        ends = torch.tensor([starts[q] + lens[q] - 1 for q in a["serves"]], dtype=torch.int64)
-        first = logits[ends].argmax(-1) if len(ends) else torch.empty(0, dtype=torch.int64)
+    for a in (a for a in raw["aux"] if a["src"] == rank):
+        ends = torch.stack([rows_of[q][-1] for q in a["serves"]])
         ctx = e.drafter_ctx(hidden, taps)[ends].contiguous()
-        works += [dist.isend(first.contiguous(), dst=a["dst_world"]),
+        works += [dist.isend(logits[ends].argmax(-1).contiguous(), dst=a["dst_world"]),
                   dist.isend(ctx, dst=a["dst_world"])]
     for w in works:
         w.wait(timeout=datetime.timedelta(seconds=view.timeout_s))
     return {"rank": rank, "role": "prefill", "stage": e.stage, "sent_bytes": sent, "error": None}
+
+
+def _payload(e, t: dict, rows_of: dict) -> torch.Tensor:
+    """One transfer: [layers + drafts, K/V, rows of its requests, heads, head_dim]."""
+    rows = torch.cat([rows_of[q] for q in t["serves"]])
+    head_parts, head_index = e.shard.attn
+    my_lo = head_index * (e.cfg.heads // head_parts)
+    lo, hi = t["heads"][0] - my_lo, t["heads"][1] - my_lo
+    parts = [torch.stack([k[rows, lo:hi], v[rows, lo:hi]])
+             for k, v in (e.pending_kv[layer] for layer in t["layers_src"])]
+    for layer in t["drafts_src"]:
+        kv = [draft_kv(e.sim.seed, layer, e.tokens[e.requests.index(q)], e.w, e.cfg.heads,
+                       e.cfg.head_dim) for q in t["serves"]]
+        heads = slice(*t["heads"])
+        parts.append(torch.stack([torch.cat([k for k, _ in kv])[:, heads],
+                                  torch.cat([v for _, v in kv])[:, heads]]))
+    return torch.stack(parts).contiguous()
 
 
 def receive(raw: dict, sim, rank: int, views: dict, cfg) -> dict:
@@ -150,7 +145,7 @@ def receive(raw: dict, sim, rank: int, views: dict, cfg) -> dict:
     me = rank - raw["prefill_world"]
     serves = raw["serves"][str(me)]
     lens = {q: len(prompt_of(sim.seed, q, cfg.vocab)) for q in serves}
-    rows = _payload_rows(serves, lens)
+    rows = sum(lens[q] for q in serves)
     got, works = [], []
     for t in raw["transfers"]:
         if t["dst"] != me:
@@ -180,7 +175,7 @@ def _reference_kv(cfg, w, prompt: list[int]) -> dict:
     return kv
 
 
-def install(e, got: dict) -> dict:
+def install(e, got: dict) -> dict | None:
     """Write the received KV into the decode engine's cache; first token and drafter state.
     Returns what the report needs: the first layer whose KV differs from the prompt's."""
     from specplan.sim.engine import EAGLE_LIKE, LayoutMismatch
@@ -189,28 +184,7 @@ def install(e, got: dict) -> dict:
     if e.requests != got["serves"]:
         raise LayoutMismatch(f"decode rank {e.rt.rank} serves requests {e.requests}, the handoff "
                              f"sent it requests {got['serves']}")
-    parts, index = e.shard.attn
-    hp = e.cfg.heads // parts
-    my_lo = index * hp
-    covered = {layer: torch.zeros(hp, dtype=torch.bool) for layer in e.layers}
-    offsets = torch.tensor([0] + [got["lens"][q] for q in e.requests]).cumsum(0).tolist()
-    drafts_seen = {}
-    for t, buf in got["transfers"]:
-        lo, hi = t["heads"][0] - my_lo, t["heads"][1] - my_lo
-        for i, layer in enumerate(t["layers"]):
-            for b, q in enumerate(e.requests):
-                slots = b * e.max_len + torch.arange(got["lens"][q])
-                rows = slice(offsets[b], offsets[b + 1])
-                e.cache.k[layer][slots, lo:hi] = buf[i, 0, rows]
-                e.cache.v[layer][slots, lo:hi] = buf[i, 1, rows]
-            covered[layer][lo:hi] = True
-        for j, layer in enumerate(t["drafts"]):
-            drafts_seen[(layer, t["heads"][0])] = buf[len(t["layers"]) + j]
-    holes = [layer for layer, c in covered.items() if e.requests and not bool(c.all())]
-    if holes:
-        raise LayoutMismatch(f"decode rank {e.rt.rank} holds layers {list(e.layers)}, heads "
-                             f"{my_lo}..{my_lo + hp - 1}, but no prefill rank sent layer(s) "
-                             f"{holes} (or some of their heads)")
+    drafts_seen = _write_kv(e, got)
     for b, q in enumerate(e.requests):
         e.cache_len[b] = got["lens"][q]
         e.tokens[b].append(int(got["first"][b]))
@@ -219,31 +193,68 @@ def install(e, got: dict) -> dict:
         e.state["ctx"] = got["ctx"]
         if e.method in EAGLE_LIKE:
             _extend(e, got["first"], converge=False)
-    return kv_diff(e, got, drafts_seen)
+    return _target_diff(e, got) or _draft_diff(e, got, drafts_seen)
 
 
-def kv_diff(e, got: dict, drafts_seen: dict) -> dict | None:
-    """The first layer (target, then draft) whose received KV is not the prompt's KV."""
+def _my_heads(e) -> slice:
     parts, index = e.shard.attn
     hp = e.cfg.heads // parts
-    heads = slice(index * hp, (index + 1) * hp)
-    refs = [_reference_kv(e.cfg, e.w, e.tokens[b][: got["lens"][q]]) for b, q in enumerate(e.requests)]
-    for layer in e.layers:
-        for b, q in enumerate(e.requests):
-            slots = b * e.max_len + torch.arange(got["lens"][q])
-            want = refs[b][layer][0][:, heads]
-            if not torch.allclose(e.cache.k[layer][slots], want, rtol=0, atol=1e-9):
-                same = [i for i in range(e.cfg.num_layers)
-                        if torch.allclose(e.cache.k[layer][slots], refs[b][i][0][:, heads], rtol=0, atol=1e-9)]
-                return {"layer": layer, "kind": "target", "request": q,
-                        "looks_like": same[0] if same else None}
+    return slice(index * hp, (index + 1) * hp)
+
+
+def _write_kv(e, got: dict) -> dict:
+    """Each transfer's target layers into the cache slots of its requests' prompts; every
+    layer and head this rank holds must be covered. Returns the draft KV by (id, first head)."""
+    from specplan.sim.engine import LayoutMismatch
+
+    mine = _my_heads(e)
+    covered = {layer: torch.zeros(mine.stop - mine.start, dtype=torch.bool) for layer in e.layers}
+    offsets = torch.tensor([0] + [got["lens"][q] for q in e.requests]).cumsum(0).tolist()
+    slots = torch.cat([b * e.max_len + torch.arange(got["lens"][q]) for b, q in enumerate(e.requests)]) \
+        if e.requests else torch.empty(0, dtype=torch.int64)
+    drafts = {}
+    for t, buf in got["transfers"]:
+        heads = slice(t["heads"][0] - mine.start, t["heads"][1] - mine.start)
+        for i, layer in enumerate(t["layers"]):
+            e.cache.k[layer][slots, heads] = buf[i, 0, : offsets[-1]]
+            e.cache.v[layer][slots, heads] = buf[i, 1, : offsets[-1]]
+            covered[layer][heads] = True
+        drafts.update({(layer, t["heads"][0]): buf[len(t["layers"]) + j]
+                       for j, layer in enumerate(t["drafts"])})
+    holes = [layer for layer, c in covered.items() if e.requests and not bool(c.all())]
+    if holes:
+        raise LayoutMismatch(f"decode rank {e.rt.rank} holds layers {list(e.layers)}, heads "
+                             f"{mine.start}..{mine.stop - 1}, but no prefill rank sent layer(s) "
+                             f"{holes} (or some of their heads)")
+    return drafts
+
+
+def _target_diff(e, got: dict) -> dict | None:
+    """The first target layer whose received K is not the prompt's (computed on one process)."""
+    heads = _my_heads(e)
+    for b, q in enumerate(e.requests):
+        ref = _reference_kv(e.cfg, e.w, e.tokens[b][: got["lens"][q]])
+        slots = b * e.max_len + torch.arange(got["lens"][q])
+        wrong = [layer for layer in e.layers
+                 if not torch.allclose(e.cache.k[layer][slots], ref[layer][0][:, heads], rtol=0, atol=1e-9)]
+        if wrong:
+            have = e.cache.k[wrong[0]][slots]
+            like = [i for i in range(e.cfg.num_layers)
+                    if torch.allclose(have, ref[i][0][:, heads], rtol=0, atol=1e-9)]
+            return {"layer": wrong[0], "kind": "target", "request": q,
+                    "looks_like": like[0] if like else None}
+    return None
+
+
+def _draft_diff(e, got: dict, drafts_seen: dict) -> dict | None:
+    """The first draft layer whose received K is not the KV its id names."""
+    starts = torch.tensor([0] + [got["lens"][q] for q in e.requests]).cumsum(0).tolist()
     for (layer, lo), buf in sorted(drafts_seen.items()):
         for b, q in enumerate(e.requests):
             k, _ = draft_kv(e.sim.seed, layer, e.tokens[b][: got["lens"][q]], e.w, e.cfg.heads,
                             e.cfg.head_dim)
-            rows = slice(sum(got["lens"][x] for x in e.requests[:b]),
-                         sum(got["lens"][x] for x in e.requests[: b + 1]))
-            if not torch.allclose(buf[0, rows], k[:, lo:lo + buf.shape[2]], rtol=0, atol=1e-9):
+            got_k = buf[0, starts[b]:starts[b + 1]]
+            if not torch.allclose(got_k, k[:, lo:lo + buf.shape[2]], rtol=0, atol=1e-9):
                 return {"layer": layer, "kind": "draft", "request": q, "looks_like": None}
     return None
 
