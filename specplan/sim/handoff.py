@@ -19,7 +19,9 @@ Ranks 0..P-1 are the prefill instance, P..P+D-1 the decode instance, all in one 
 Then the world is left, and the decode ranks bind the decode plan in the decode instance's
 own world (the runtime binds a plan to a world of the plan's size, as a real decode instance
 does) and run speculative decode rounds from that KV, exactly as `specplan simulate SPEC`
-runs them. Each decode rank also compares the KV it received with the prompt's KV computed
+runs them. The prefill side runs the model and the handoff only, not its plan's converges
+(the first token and drafter context come from the last prefill stage's TP rank 0, whose
+logits every TP peer of that stage shares after the all-reduce). Each decode rank also compares the KV it received with the prompt's KV computed
 on one process (the whole model) and records the first layer that differs (`kv_diff`).
 
 Exit codes and result files (SIM_DIR/rank<R>.json) as specplan.sim.worker's.
