@@ -8,6 +8,21 @@
     d.export("vllm")             # the launch line, as `specplan export` prints it
     d.simulate(rounds=8)         # Report (runs one CPU process per rank; needs torch)
 
+A disaggregated deployment loads the same way: a deployment file (`instances: {prefill,
+decode}`) or a spec whose `disaggregation` names its peer. Then `d.disaggregated` is True,
+`d.instances` holds each instance as a Deployment of its own ({"prefill": ..., "decode": ...}),
+and every method covers both instances and the KV handoff, as the commands do:
+
+    pd = specplan.load("specs/disagg/kimi-k3-dspark-pd.yaml")
+    pd.explain()["kv_handoff"]   # `explain DEPLOYMENT --json`: instances and kv_handoff
+    pd.check()                   # findings across the instances, then prefill's, then decode's
+    pd.compile("build/pd")       # {"prefill": plan, "decode": plan, "kv_handoff": [...]}
+    pd.export()                  # one launch script per instance
+    pd.simulate(rounds=4)        # both instances in one gloo world, the KV handed off by plan
+
+`specplan.Deployment` is the one public deployment type. (The loader's own record of a
+prefill/decode pair is `specplan.deploy.InstancePair`; `Deployment.pair` holds it.)
+
 Bad input raises `specplan.errors.UserError` (SpecError / PlanError) carrying every diagnostic;
 an export the engine cannot run raises `specplan.ecosystem.translate.Refusal`. Nothing here
 imports torch until `simulate` (or the runtime half of compile) needs it.
@@ -22,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from specplan.deploy import InstancePair
     from specplan.passes import Planning
     from specplan.schema.model import Spec
     from specplan.verify.findings import Finding
@@ -40,28 +56,51 @@ class Report:
     wall_s: float
 
 
-def load(spec: str | Path | dict[str, Any]) -> Deployment:
-    """A spec YAML file, or a dict with the same keys (diagnostics then name `<dict>`)."""
-    from specplan.schema import load_spec
+def load(spec: str | Path | dict[str, Any], peer: str | Path | None = None) -> Deployment:
+    """A spec YAML file, a deployment (file, or spec with a peer), or a dict of a spec's keys
+    (diagnostics then name `<dict>`); with `peer`, two instance specs paired as
+    `specplan check A.yaml B.yaml` pairs them."""
+    from specplan.deploy import InstancePair, load_pair, load_target
+
+    if peer is not None:
+        return Deployment(None, Path(spec), pair=load_pair(str(spec), str(peer)))
     from specplan.schema.load import load_spec_text
 
     if isinstance(spec, dict):
         import yaml
 
         return Deployment(load_spec_text(yaml.safe_dump(spec, sort_keys=False), "<dict>"), None)
-    return Deployment(load_spec(spec), Path(spec))
+    target = load_target(str(spec))
+    if isinstance(target, InstancePair):
+        return Deployment(None, Path(spec), pair=target)
+    return Deployment(target, Path(spec))
 
 
 class Deployment:
-    """One deployment, planned on first use; every method is the command of the same name."""
+    """One deployment, planned on first use; every method is the command of the same name.
 
-    def __init__(self, spec: Spec, path: Path | None):
+    A single spec (`spec`), or a disaggregated prefill/decode pair (`pair`, `instances`)."""
+
+    def __init__(self, spec: Spec | None, path: Path | None, pair: InstancePair | None = None):
         self.spec = spec
         self.path = path
+        self.pair = pair
+
+    @property
+    def disaggregated(self) -> bool:
+        return self.pair is not None
+
+    @cached_property
+    def instances(self) -> dict[str, Deployment]:
+        """Each instance of a disaggregated deployment by role; {} for a single spec."""
+        if self.pair is None:
+            return {}
+        return {i.role: Deployment(i.spec, None if i.file == self.pair.file else Path(i.file))
+                for i in self.pair.instances}
 
     @property
     def name(self) -> str:
-        return self.spec.name
+        return self.pair.name if self.pair else self.spec.name
 
     @cached_property
     def planning(self) -> Planning:
@@ -78,6 +117,10 @@ class Deployment:
 
     def explain(self) -> dict[str, Any]:
         """Widths, families, ranks, stages, replicas and the round: `explain --json`."""
+        if self.pair is not None:
+            from specplan.deploy.explain import deployment_data
+
+            return deployment_data(self.pair)
         from specplan.explain import explain_data
         from specplan.round_view import round_data
 
@@ -86,8 +129,14 @@ class Deployment:
         return data
 
     def check(self) -> list[Finding]:
-        """The verifier's findings, worst first; no ERROR means proven free of desyncs and hangs."""
+        """The verifier's findings, worst first; no ERROR means proven free of desyncs and hangs.
+        A disaggregated deployment: the findings across the instances (CrossFinding), then the
+        prefill instance's, then the decode instance's (`check --json`'s three lists, joined)."""
         from specplan.verify import verify
+
+        if self.pair is not None:
+            cross, own = self._checked
+            return [*cross, *(f for _, found in own.values() for f in found)]
 
         return verify(self.plan)
 
@@ -102,8 +151,11 @@ class Deployment:
         findings = self.check()
         if has_errors(findings):
             where = str(self.path or "<dict>")
-            raise PlanError([Diagnostic(where, f.line, None, f.site or "", f.message)
+            raise PlanError([Diagnostic(where, getattr(f, "line", None), None,
+                                        getattr(f, "site", None) or getattr(f, "kind", ""), f.message)
                              for f in findings if f.severity == "ERROR"])
+        if self.pair is not None:
+            return self._compile_pair(out_dir)
         if out_dir is not None:
             write_plan(self.plan, out_dir)
         return self.plan
@@ -112,6 +164,13 @@ class Deployment:
         """The launch line (with its environment) that runs this deployment on `engine`."""
         from specplan.ecosystem.export import export, render
 
+        if self.pair is not None:
+            from specplan.deploy.commands import export as export_pair
+
+            if engine is not None:
+                raise ValueError("a disaggregated deployment exports each instance on its own "
+                                 "engine; call export() without an engine")
+            return export_pair(self.pair)
         return render(export(self.spec, engine))
 
     def simulate(self, *, rounds: int = 16, requests: int = 4, seed: int = 0,
@@ -121,12 +180,38 @@ class Deployment:
         from specplan.sim.report import verdict
 
         opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers, inject="")
+        if self.pair is not None:
+            from specplan.deploy.simulate import simulate as simulate_pair, verdict as pair_verdict
+
+            out = simulate_pair(self.pair, opt)
+            v = pair_verdict(out)
+            return Report(v.ok, tuple(v.problems), v.checked, v.agreed,
+                          len(out.prefill) + len(out.results), rounds, out.wall_s)
         with tempfile.TemporaryDirectory(prefix="specplan-api-") as tmp:
             path = self.path or _written(self.spec, Path(tmp))
             outcome = simulate(str(path), opt)
         v = verdict(outcome)
         return Report(v.ok, tuple(v.problems), v.checked, v.agreed, len(outcome.results), rounds,
                       outcome.wall_s)
+
+
+    @cached_property
+    def _checked(self) -> tuple[list, dict]:
+        from specplan.deploy.handoff import plan_handoff
+        from specplan.verify.cross_report import check_instances
+        from specplan.verify.deployment import check_deployment
+
+        self._handoff = plan_handoff(self.pair)
+        return check_deployment(self._handoff), check_instances(self.pair)
+
+    def _compile_pair(self, out_dir) -> dict[str, Any]:
+        from specplan.deploy.commands import handoff_data, write_plans
+
+        _, own = self._checked
+        if out_dir is not None:
+            write_plans(self.pair, own, self._handoff, Path(out_dir))
+        data = handoff_data(self.pair, own, self._handoff)
+        return {**{role: built for role, (built, _) in own.items()}, "kv_handoff": data["kv_handoff"]}
 
 
 def _written(spec: Spec, folder: Path) -> Path:

@@ -124,16 +124,14 @@ def compile_(spec: str, out_dir: str | None) -> None:
 
     Example: specplan compile specs/kimi-k3-dspark-tp8-pp2.yaml -o build/kimi
     """
-    from specplan.deploy import Deployment, load_target
+    from specplan.deploy import InstancePair, commands
     from specplan.lower import build_plan, write_plan
     from specplan.passes import plan as run_passes
     from specplan.verify import has_errors, verify
     from specplan.verify.report import render_findings
 
     loaded = load_spec_arg(spec)
-    if isinstance(loaded, Deployment):
-        from specplan.deploy import commands
-
+    if isinstance(loaded, InstancePair):
         sys.exit(commands.compile_(loaded, out_dir, console(), _write_runtime_module))
     plan = build_plan(run_passes(loaded))
     findings = verify(plan)
@@ -193,10 +191,10 @@ def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verb
         raise click.UsageError("check takes one spec, deployment or plan.json, or two instance specs")
     loaded = None
     if len(targets) == 2 or not targets[0].endswith(".json"):
-        from specplan.deploy import Deployment, commands, load_pair, load_target
+        from specplan.deploy import InstancePair, commands, load_pair, load_target
 
         loaded = load_pair(*targets) if len(targets) == 2 else load_target(targets[0])
-        if isinstance(loaded, Deployment):
+        if isinstance(loaded, InstancePair):
             if fmt in ("sarif", "junit"):
                 raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints "
                                        "text or json")
@@ -317,16 +315,16 @@ def export_(spec: str, engine: str | None) -> None:
 
     Example: specplan export specs/deepseek-v4-dspark-tp8-dp8.yaml --engine sglang
     """
-    from specplan.deploy import Deployment, commands, load_target
+    from specplan.deploy import InstancePair, commands, load_target
     from specplan.ecosystem.export import export, render
     from specplan.ecosystem.translate import Refusal
 
     loaded = load_spec_arg(spec)
-    if isinstance(loaded, Deployment) and engine:
+    if isinstance(loaded, InstancePair) and engine:
         raise click.UsageError("--engine translates one spec; a deployment exports each "
                                "instance on its own engine")
     try:
-        text = commands.export(loaded) if isinstance(loaded, Deployment) else render(export(loaded, engine))
+        text = commands.export(loaded) if isinstance(loaded, InstancePair) else render(export(loaded, engine))
     except Refusal as exc:
         click.echo(f"specplan export: {exc}", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
@@ -376,8 +374,8 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
               help="Seed of the weights, the prompts and the sampling coins.")
 @click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1),
               help="Shrink deeper models to this many layers (stages and tap owners kept).")
-@click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan"]), default=None,
-              help="A fault: per-rank logit noise, a rank killed mid-run, a foreign plan.")
+@click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan", "layer-map"]), default=None,
+              help="A fault: logit noise, a rank killed, a foreign plan; layer-map (deployments).")
 @click.option("--allow-errors", is_flag=True,
               help="Run a spec `check` rejects, to watch the predicted failure happen.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object "
@@ -399,10 +397,13 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     from specplan.verify import formats, has_errors, verify
     from specplan.verify.report import subject_of
 
-    from specplan.deploy import Deployment
+    from specplan.deploy.simulate import InstancePair, command as simulate_deployment
 
     target = load_spec_arg(spec)
-    findings = [] if isinstance(target, Deployment) else verify(plan := build_plan(run_passes(target)))
+    if isinstance(target, InstancePair) or inject == "layer-map":  # layer-map: deployments only
+        sys.exit(simulate_deployment(target, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
+                         inject=inject, allow_errors=allow_errors, console=console()))
+    findings = verify(plan := build_plan(run_passes(target)))
     if has_errors(findings) and not allow_errors:  # simulate and check never disagree
         sys.stdout.write(formats.to_json(findings) if as_json else formats.render_text(
             subject_of(plan), findings, width=formats.terminal_width(), verbose=False))

@@ -14,13 +14,13 @@ def run(spec: str, *, rank: int | None, as_json: bool, picture: str | None, fmt:
         family: str | None, out: str | None, all_families: bool, load_spec_arg: Callable,
         console: Callable, dump_json: Callable) -> int:
     """Explain SPEC; returns the exit code. A picture goes to `out`, or to stdout without it."""
-    from specplan.deploy import Deployment
+    from specplan.deploy import InstancePair
     from specplan.errors import Diagnostic, SpecError
 
     if fmt == "png" and out is None and sys.stdout.isatty():
         raise click.UsageError("--format png is binary: write it with -o FILE or redirect stdout")
     loaded = load_spec_arg(spec)  # bad input fails here, before the planner is even imported
-    if isinstance(loaded, Deployment):
+    if isinstance(loaded, InstancePair):
         from specplan.deploy import commands
 
         if rank is not None:

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 from specplan.deploy.handoff import plan_handoff
-from specplan.deploy.load import Deployment
+from specplan.deploy.load import InstancePair
 
 EXIT_FOUND_PROBLEM = 3
 
 
-def explain(dep: Deployment, as_json: bool, console, picture: str | None = None,
+def explain(dep: InstancePair, as_json: bool, console, picture: str | None = None,
             fmt: str = "svg", out: str | None = None) -> int:
     from specplan.deploy.explain import deployment_data, render_deployment
 
@@ -29,7 +29,7 @@ def explain(dep: Deployment, as_json: bool, console, picture: str | None = None,
     return 0
 
 
-def _picture(dep: Deployment, picture: str, fmt: str, out: str | None) -> int:
+def _picture(dep: InstancePair, picture: str, fmt: str, out: str | None) -> int:
     from specplan.deploy.picture import kv_picture_data
     from specplan.errors import Diagnostic, SpecError
     from specplan.pictures import emit
@@ -44,7 +44,7 @@ def _picture(dep: Deployment, picture: str, fmt: str, out: str | None) -> int:
     return 0
 
 
-def check(dep: Deployment, as_json: bool, console) -> int:
+def check(dep: InstancePair, as_json: bool, console) -> int:
     from specplan.verify.cross_report import as_json as to_json, check_instances, render
     from specplan.verify.deployment import check_deployment
 
@@ -59,7 +59,7 @@ def check(dep: Deployment, as_json: bool, console) -> int:
     return EXIT_FOUND_PROBLEM if errors else 0
 
 
-def compile_(dep: Deployment, out_dir: str | None, console, write_runtime) -> int:
+def compile_(dep: InstancePair, out_dir: str | None, console, write_runtime) -> int:
     """A plan per instance (<out>/<role>/plan.json) and the handoff (<out>/kv_handoff.json)."""
     from specplan.verify.cross_report import check_instances, render
     from specplan.verify.deployment import check_deployment
@@ -72,20 +72,31 @@ def compile_(dep: Deployment, out_dir: str | None, console, write_runtime) -> in
         render(dep, cross, own, console)
         print("no plan written: the verifier found errors (see `specplan check`)", file=sys.stderr)
         return EXIT_FOUND_PROBLEM
-    from specplan.lower import write_plan
-
     out = Path(out_dir or f"build/{dep.name}")
-    for role, (built, _) in own.items():
-        path = write_plan(built, out / role)
+    for role, path, built in write_plans(dep, own, handoff, out):
+        if role == "kv_handoff":
+            print(f"wrote {path} ({len(handoff.entries)} decode ranks)")
+            continue
         print(f"wrote {path} ({role}: fingerprint {built.fingerprint[:16]}, "
               f"{len(built.rank_classes)} rank classes)")
         print(write_runtime(built, path.parent))
-    path = _write_json(out / "kv_handoff.json", {
-        "name": dep.name, "connector": dep.connector, "rules": handoff.rules.function,
-        "fingerprints": {role: built.fingerprint for role, (built, _) in own.items()},
-        "kv_handoff": handoff.entries})
-    print(f"wrote {path} ({len(handoff.entries)} decode ranks)")
     return 0
+
+
+def handoff_data(dep: InstancePair, own: dict, handoff) -> dict:
+    """kv_handoff.json: the handoff beside the fingerprints of the plans it pairs."""
+    return {"name": dep.name, "connector": dep.connector, "rules": handoff.rules.function,
+            "fingerprints": {role: built.fingerprint for role, (built, _) in own.items()},
+            "kv_handoff": handoff.entries}
+
+
+def write_plans(dep: InstancePair, own: dict, handoff, out: Path) -> list[tuple[str, Path, object]]:
+    """<out>/<role>/plan.json per instance, then <out>/kv_handoff.json: (role, path, plan)."""
+    from specplan.lower import write_plan
+
+    written = [(role, write_plan(built, out / role), built) for role, (built, _) in own.items()]
+    path = _write_json(out / "kv_handoff.json", handoff_data(dep, own, handoff))
+    return written + [("kv_handoff", path, None)]
 
 
 def _write_json(path: Path, data: dict) -> Path:
@@ -95,7 +106,7 @@ def _write_json(path: Path, data: dict) -> Path:
     return path
 
 
-def export(dep: Deployment) -> str:
+def export(dep: InstancePair) -> str:
     """One launch script per instance, each with its role and connector flags."""
     from specplan.ecosystem.export import export as export_spec, render
     from specplan.schema.model import Disaggregation

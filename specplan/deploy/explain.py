@@ -14,9 +14,14 @@ from rich.console import Console
 from rich.table import Table
 
 from specplan.deploy.handoff import Handoff, plan_handoff
-from specplan.deploy.load import Deployment
+from specplan.deploy.load import InstancePair
 
 SHOW_ROWS = 32
+ROLE_ROUNDS = {  # what passes.build_round.planned_rounds plans per role
+    "prefill": "plans the prefill round only (the target's prompt forward and the drafter's "
+               "prefill-time draft extend), then hands the request and its KV to decode",
+    "decode": "plans the decode rounds only, from the prompt's KV it receives (KV handoff below)",
+}
 
 
 def instance_data(spec) -> dict[str, Any]:
@@ -32,7 +37,7 @@ def instance_data(spec) -> dict[str, Any]:
     return data
 
 
-def deployment_data(dep: Deployment, handoff: Handoff | None = None) -> dict[str, Any]:
+def deployment_data(dep: InstancePair, handoff: Handoff | None = None) -> dict[str, Any]:
     h = handoff or plan_handoff(dep)
     return {
         "name": dep.name,
@@ -55,6 +60,7 @@ def render_deployment(data: dict, console: Console) -> None:
                   f"connector {data['connector']}")
     for role in ("prefill", "decode"):
         console.rule(f"{role}: {data['files'][role]}")
+        console.print(ROLE_ROUNDS[role])
         render(data["instances"][role], console)
     console.rule("KV handoff")
     console.print(f"rules: {data['rules']}")

@@ -22,7 +22,7 @@ from itertools import product
 from dataclasses import dataclass
 
 from specplan.deploy.geometry import Geometry, geometry
-from specplan.deploy.load import Deployment
+from specplan.deploy.load import InstancePair
 from specplan.deploy.rules import AXES, Pull, Refusal, rules_for, tp_ratio_ok
 
 
@@ -43,7 +43,7 @@ class Receipt:
     drafts: tuple[int, ...]  # draft-layer ids as the prefill sends them
 
 
-def plan_handoff(dep: Deployment) -> Handoff:
+def plan_handoff(dep: InstancePair) -> Handoff:
     rules = rules_for(dep.decode.spec.engine, dep.connector)
     p = geometry("prefill", dep.prefill.spec, AXES[dep.prefill.spec.engine])
     d = geometry("decode", dep.decode.spec, AXES[dep.decode.spec.engine])

@@ -1,6 +1,6 @@
 """Loading a deployment: a prefill and a decode instance, and the connector between them.
 
-Three ways in, one Deployment out:
+Three ways in, one InstancePair out:
 - a deployment file: `instances: {prefill: PATH_OR_BODY, decode: PATH_OR_BODY}` plus shared
   keys (merge.SHARED) each instance inherits and may not contradict, and `connector`;
 - a spec with `disaggregation: {role, peer, connector}` (peer relative to that file);
@@ -26,7 +26,10 @@ ROLES = ("prefill", "decode")
 
 
 @dataclass(frozen=True)
-class Deployment:
+class InstancePair:
+    """A disaggregated deployment as loaded: the prefill and the decode instance, the connector
+    between them, and the file that named them. (The Python API wraps it as specplan.Deployment.)"""
+
     name: str
     file: str
     prefill: Instance
@@ -42,7 +45,7 @@ def is_deployment(data: object) -> bool:
     return isinstance(data, dict) and ("instances" in data or "disaggregation" in data)
 
 
-def load_target(path: str) -> Spec | Deployment:
+def load_target(path: str) -> Spec | InstancePair:
     """A plain spec, or the deployment a deployment file or a spec with a peer describes.
 
     An instance spec without a peer (a role and a connector only, as `specplan import` writes
@@ -58,22 +61,22 @@ def load_target(path: str) -> Spec | Deployment:
     return _from_peer(spec, source)
 
 
-def load_pair(first: str, second: str) -> Deployment:
+def load_pair(first: str, second: str) -> InstancePair:
     """Two instance specs checked against each other."""
     if Path(first).resolve() == Path(second).resolve():
         raise SpecError([Diagnostic(second, None, None, "", f"is {first} again; expected the "
                                     "other instance's spec")])
     a, b = (spec_from_source(read_source(p)) for p in (first, second))
     prefill, decode, connector = pair(a, b, first)
-    return Deployment(f"{prefill.spec.name}+{decode.spec.name}", first, prefill, decode, connector)
+    return InstancePair(f"{prefill.spec.name}+{decode.spec.name}", first, prefill, decode, connector)
 
 
-def _from_peer(spec: Spec, source: Source) -> Deployment:
+def _from_peer(spec: Spec, source: Source) -> InstancePair:
     peer = spec.disaggregation.peer
     target = _resolve(source, ("disaggregation", "peer"), peer, Path(source.file).parent)
     other = spec_from_source(read_source(target))
     prefill, decode, connector = pair(spec, other, source.file)
-    return Deployment(f"{prefill.spec.name}+{decode.spec.name}", source.file, prefill, decode,
+    return InstancePair(f"{prefill.spec.name}+{decode.spec.name}", source.file, prefill, decode,
                       connector)
 
 
@@ -93,7 +96,7 @@ def _resolve(source: Source, at: tuple, value: str, base: Path) -> str:
     return str(path)
 
 
-def _from_file(source: Source) -> Deployment:
+def _from_file(source: Source) -> InstancePair:
     data = source.data
     problems = list(source.problems) + _top_key_problems(source)
     bodies = data.get("instances")
@@ -115,7 +118,7 @@ def _from_file(source: Source) -> Deployment:
         raise SpecError(problems)
     prefill, decode, connector = pair(*specs, source.file, deployment=(source, connector))
     name = data.get("name") if isinstance(data.get("name"), str) else Path(source.file).stem
-    return Deployment(name, source.file, prefill, decode, connector)
+    return InstancePair(name, source.file, prefill, decode, connector)
 
 
 def _body_ok(bodies: dict, role: str) -> bool:

@@ -39,7 +39,18 @@ def pair(a: Spec, b: Spec, where: str, deployment: tuple[Source, str | None] | N
                                f"this spec and {_where(a, ('disaggregation', 'role'))}")])
     prefill, decode = (a, b) if role_a == "prefill" else (b, a)
     connector = _connector(prefill, decode, deployment)
-    return Instance("prefill", prefill), Instance("decode", decode), connector
+    return (Instance("prefill", _with_role(prefill, "prefill")),
+            Instance("decode", _with_role(decode, "decode")), connector)
+
+
+def _with_role(spec: Spec, role: str) -> Spec:
+    """The instance's spec with its role, so the planner plans that role's rounds only (an
+    instance named by its slot in a deployment file, or by its order, may not write it)."""
+    if spec.disaggregation is not None and spec.disaggregation.role == role:
+        return spec
+    from specplan.schema.model import Disaggregation
+
+    return spec.model_copy(update={"disaggregation": Disaggregation(role=role)})
 
 
 def _roles(a: Spec, b: Spec, ordered: bool) -> tuple[str, str]:

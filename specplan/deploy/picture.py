@@ -7,10 +7,10 @@ from itertools import product
 
 from specplan.deploy.geometry import Geometry
 from specplan.deploy.handoff import Handoff
-from specplan.deploy.load import Deployment
+from specplan.deploy.load import InstancePair
 
 
-def kv_picture_data(dep: Deployment, h: Handoff) -> dict:
+def kv_picture_data(dep: InstancePair, h: Handoff) -> dict:
     p, d = h.prefill, h.decode
     return {"name": dep.name,
             "title": f"{dep.name}: {dep.connector}, rules {h.rules.function}",

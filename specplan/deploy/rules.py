@@ -12,6 +12,15 @@ refuses at start-up. Facts, read from the 0.5.23 / 0.33.0 wheels:
   PP rank (_nixl_handshake walks range(remote_pp_size)); decode PP refused in base_worker.
 - vLLM NixlPushConnector: the producer writes to handshake_target_ranks of the consumer TP;
   the consumer waits pp_size * max(1, producer TP // its world) notifications (push_worker).
+- vLLM prefill context parallel (nixl, nixl_push; NixlBaseConnectorWorker.__init__ and
+  _validate_remote_parallel_config in nixl/base_worker.py): replicated PCP (dcp 1) serves KV
+  from PCP rank 0 only (the other PCP ranks report done at once, pull_worker / push_worker);
+  PCP sharded by DCP makes the PCP ranks the transfer ranks (transfer_tp_size = pcp_size,
+  transfer_tp_rank = pcp_rank) and the decode reads TransferTopology.dcp_source_ranks of them,
+  each producer waiting for dcp_consumer_count readers. Refused: PCP + DCP not spanning the
+  PCP group, replicated PCP against a DCP-sharded decode. Mooncake's bootstrap server keys
+  workers by (dp, tp, pp) rank (MooncakeBootstrapServer.register_worker): a second PCP rank of
+  the same TP rank is refused as "already registered".
 - vLLM MooncakeConnector: receive_kv pulls handshake_target_ranks x (its own PP rank when the
   PP sizes match, else every producer stage); resolve_need_send counts consumers; layers are
   routed by name (allow_partial_layers), so a stage receives only the layers it holds.
@@ -105,6 +114,43 @@ class _VllmRules:
         return []
 
 
+def _pcp_sharded(p: Geometry) -> bool:
+    """vLLM NixlBaseConnectorWorker.pcp_dcp_sharded: PCP whose KV DCP shards."""
+    return p.cp > 1 and p.dcp > 1
+
+
+def _pcp_refusals(p: Geometry, d: Geometry) -> list[Refusal]:
+    """NixlBaseConnectorWorker._validate_remote_parallel_config, seen from the decode side."""
+    if p.cp == 1:
+        return []
+    if p.dcp not in (1, p.cp):
+        return [Refusal("pcp-refused", f"prefill pcp={p.cp} with dcp={p.dcp}: vLLM raises "
+                        "\"Remote NixlConnector PCP+DCP does not span the full PCP group\" (dcp "
+                        "must be 1 or the pcp size)")]
+    if p.dcp == 1 and d.dcp > 1:
+        return [Refusal("pcp-refused", f"prefill pcp={p.cp} with replicated KV (dcp 1) and "
+                        f"decode dcp={d.dcp}: vLLM raises \"Replicated PCP cannot be paired with a "
+                        "DCP-sharded NIXL peer\"")]
+    if _pcp_sharded(p) and p.attn_tp > 1:
+        return [Refusal("pcp-refused", f"prefill pcp={p.cp} sharded by dcp={p.dcp} with tp="
+                        f"{p.attn_tp}: NixlConnector's transfer ranks are then the PCP ranks "
+                        "(transfer_tp_rank = pcp_rank), so every TP rank of one PCP rank claims "
+                        "the same transfer rank; vLLM 0.33.0 maps only TP 1 (\"TP1 PCP+DCP owns "
+                        "distinct KV shards\")")]
+    return []
+
+
+def _pcp_pull(p: Geometry, d: Geometry, tp: int) -> Pull:
+    """Sharded PCP: the decode rank reads the PCP ranks TransferTopology.dcp_source_ranks
+    names (remote tp = pcp); the producer waits for dcp_consumer_count readers."""
+    if d.dcp <= p.dcp:
+        cp_ranks = tuple(r for r in range(p.cp) if r % d.dcp == tp % d.dcp)
+    else:
+        cp_ranks = ((tp % d.dcp) % p.dcp,)
+    consumers = d.attn_tp if d.dcp == 1 else max(1, d.dcp // p.dcp)
+    return Pull((0,), cp_ranks, tuple(range(p.pp)), len(cp_ranks) * p.pp, consumers)
+
+
 class VllmNixlPull(_VllmRules):
     connector = "nixl"
     function = "vllm 0.33.0 compute_tp_mapping (kv_connector/v1/nixl/tp_mapping.py)"
@@ -118,9 +164,11 @@ class VllmNixlPull(_VllmRules):
                                "producer frees blocks after one decode stage's notification "
                                "while another stage still reads; vLLM 0.33.0 refuses decode "
                                "pipeline_parallel_size > 1"))
-        return out
+        return out + _pcp_refusals(p, d)
 
     def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
+        if _pcp_sharded(p):
+            return _pcp_pull(p, d, tp)
         if d.is_mla or d.attn_tp >= p.attn_tp:
             tp_ranks = (tp * p.attn_tp // d.attn_tp,)
         else:
@@ -152,9 +200,11 @@ class VllmNixlPush(_VllmRules):
             out.append(Refusal("pp-refused", f"decode pp={d.pp}: vLLM 0.33.0 raises "
                                "\"NixlPushConnector consumer (decode) does not support "
                                "pipeline_parallel_size > 1\" (completions counted per consumer rank)"))
-        return out
+        return out + _pcp_refusals(p, d)
 
     def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
+        if _pcp_sharded(p):
+            return _pcp_pull(p, d, tp)
         if p.attn_tp >= d.attn_tp:
             ratio = p.attn_tp // d.attn_tp
             writers = tuple(range(tp * ratio, (tp + 1) * ratio))
@@ -169,6 +219,15 @@ class VllmMooncake(_VllmRules):
     by_name = True
     function = ("vllm 0.33.0 MooncakeConnectorWorker.receive_kv / resolve_need_send and "
                 "_compute_sender_transfer_plan (mooncake/mooncake_connector.py)")
+
+    def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
+        out = super().refusals(p, d)
+        if p.cp > 1:
+            out.append(Refusal("pcp-refused", f"prefill pcp={p.cp} with the mooncake connector: "
+                               "its bootstrap server keys prefill workers by (dp, tp, pp) rank "
+                               "(MooncakeBootstrapServer.register_worker), so the second PCP rank "
+                               "of a TP rank is refused as \"already registered\""))
+        return out
 
     def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
         if d.attn_tp >= p.attn_tp:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from specplan.engines import convention
 from specplan.mesh import Family
+from specplan.passes.build_round import planned_rounds
 from specplan.passes.context import Planning
 
 NAME = "assign_groups"
@@ -35,13 +36,14 @@ def run(p: Planning) -> None:
     for site in p.method.sites:
         decisions = [p.method.decision(n) for n in site.decisions]
         decisions = [d for d in decisions if p.included(d)]
-        if not decisions:
+        rnd = _round_of(p, site.phase)
+        if not decisions or rnd is None:
             continue
         last_only = all(d.readers == "last_stage" for d in decisions)
         family = _family(p, last_only, site.phase)
         sites[site.name] = {
             "phase": site.phase,
-            "round": _round_of(p, site.phase),
+            "round": rnd,
             "decisions": [d.name for d in decisions],
             "kind": site.kind,
             "startup": site.startup,
@@ -75,9 +77,16 @@ def _source_member(p: Planning, family: str) -> int:
     return (p.pp - 1) * per_stage
 
 
-def _round_of(p: Planning, phase: str) -> str:
+def _round_of(p: Planning, phase: str) -> str | None:
+    """The round a site fires in: decode's when both have the phase (draft extend); None when
+    the instance runs no round with it (a disaggregated instance's other role)."""
     if phase == "startup":
         return "startup"
-    if any(ph.name == phase for ph in p.method.decode):
+    rounds = planned_rounds(p.spec)
+    if "decode" in rounds and any(ph.name == phase for ph in p.method.decode):
         return "decode"
+    if rounds == ("decode",):
+        return None
+    if rounds == ("prefill",) and not any(ph.name == phase for ph in p.method.prefill):
+        return None
     return "prefill"

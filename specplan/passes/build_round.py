@@ -1,7 +1,8 @@
 """Pass build_round: the method's phases as a graph of stage instances.
 
 Requires: a spec, its mesh and its method. Ensures: for every round (startup, prefill,
-decode) and phase, a compute node on each stage that runs it (chained stage to stage by the
+decode; an instance of a disaggregated deployment only its role's, see `planned_rounds`)
+and phase, a compute node on each stage that runs it (chained stage to stage by the
 pipeline handoff), a decision node on the stage that decides (the last; deterministic
 decisions on every reader stage), a materialize node per reader stage fed straight from the
 decisions, and a commit node per stage. No converge exists yet: every edge from a decision
@@ -23,9 +24,18 @@ def run(p: Planning) -> None:
     startup = tuple(d for d in p.method.decisions if d.phase == "startup" and p.included(d))
     if startup:
         _round(p, "startup", (Phase("startup", tuple(d.name for d in startup)),))
-    _round(p, "prefill", p.method.prefill)
-    _round(p, "decode", p.method.decode)
+    for rnd in planned_rounds(p.spec):
+        _round(p, rnd, p.method.prefill if rnd == "prefill" else p.method.decode)
     p.graph.sections["pp"] = p.pp
+
+
+def planned_rounds(spec) -> tuple[str, ...]:
+    """The request rounds an instance runs: a prefill instance (disaggregation.role: prefill)
+    the prefill round only, its drafter's prefill-time draft extend included, then it hands
+    the request and its KV over; a decode instance the decode rounds only, from the KV it
+    receives; a plain spec both."""
+    role = spec.disaggregation.role if spec.disaggregation else None
+    return {"prefill": ("prefill",), "decode": ("decode",)}.get(role, ("prefill", "decode"))
 
 
 def _round(p: Planning, rnd: str, phases: tuple[Phase, ...]) -> None:

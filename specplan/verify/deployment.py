@@ -49,7 +49,7 @@ def _pair(h: Handoff, *path: str) -> tuple[str, str]:
 def _refused(h: Handoff) -> list[CrossFinding]:
     at = {"decode-cp": ("topology", "cp"), "pp-refused": ("topology", "pp"),
           "pull-pp": ("topology", "pp"), "tp-ratio": ("topology", "tp"),
-          "mla-sharding": ("model", "attention")}
+          "mla-sharding": ("model", "attention"), "pcp-refused": ("topology", "cp")}
     return [CrossFinding("ERROR", r.kind, _pair(h, *at[r.kind]), r.message, _FIX[r.kind])
             for r in h.refusals]
 
@@ -60,6 +60,8 @@ _FIX = {
     "pull-pp": "give the decode instance pp: 1 (or a connector that exchanges pp_size: mooncake)",
     "tp-ratio": "pick attention TP sizes where one divides the other",
     "mla-sharding": "give both instances the same attention TP, or leave the MLA KV unsharded",
+    "pcp-refused": "run prefill context parallel with dcp 1 or dcp = pcp (and TP 1 when sharded) "
+                   "over nixl, and a decode without DCP against replicated PCP",
 }
 
 # (label, how to read it from an instance's geometry, the YAML path to point at)

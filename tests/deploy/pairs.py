@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specplan.deploy.load import Deployment
+from specplan.deploy.load import InstancePair
 from specplan.deploy.pairing import Instance
 from specplan.schema import Spec
 
@@ -16,10 +16,10 @@ def spec(name: str, engine: str, topology: dict, attention: str = "gqa", kv_head
     return Spec.model_validate(data)
 
 
-def deployment(engine: str, prefill: dict, decode: dict, connector: str, **model) -> Deployment:
+def deployment(engine: str, prefill: dict, decode: dict, connector: str, **model) -> InstancePair:
     p = spec("p", engine, prefill, **model)
     d = spec("d", engine, decode, **model)
-    return Deployment("pd", "<pairs>", Instance("prefill", p), Instance("decode", d), connector)
+    return InstancePair("pd", "<pairs>", Instance("prefill", p), Instance("decode", d), connector)
 
 
 # (prefill topology, decode topology, attention, num_kv_heads): every attention-TP ratio both
@@ -83,4 +83,22 @@ MOONCAKE_PP_PAIRS = [
     ({"tp": 2}, {"tp": 2, "pp": 2}, "gqa", 8),
     ({"tp": 4, "pp": 2}, {"tp": 2, "pp": 4}, "gqa", 8),
     ({"tp": 2, "pp": 3}, {"tp": 4, "pp": 2}, "gqa", 8),
+]
+
+# vLLM prefill context parallel (cp = pcp; dcp shards it): replicated PCP (dcp 1, PCP rank 0
+# serves), PCP sharded by dcp = pcp at prefill TP 1 (the PCP ranks are the transfer ranks),
+# and the pairings refused: dcp not spanning PCP, replicated PCP against a DCP-sharded decode,
+# sharded PCP at prefill TP > 1 (specplan's own: the engine maps TP 1 only).
+VLLM_PCP_PAIRS = [
+    ({"tp": 2, "cp": 2}, {"tp": 2}, "mla", 1),
+    ({"tp": 2, "cp": 2}, {"tp": 4}, "gqa", 8),
+    ({"tp": 4, "cp": 2}, {"tp": 2}, "gqa", 8),
+    ({"tp": 1, "cp": 2, "dcp": 2}, {"tp": 2}, "mla", 1),
+    ({"tp": 1, "cp": 4, "dcp": 4}, {"tp": 1}, "mla", 1),
+    ({"tp": 1, "cp": 4, "dcp": 4}, {"tp": 2, "dcp": 2}, "mla", 1),
+    ({"tp": 1, "cp": 2, "dcp": 2}, {"tp": 4, "dcp": 4}, "mla", 1),
+    ({"tp": 1, "cp": 4, "dcp": 4}, {"tp": 4, "dcp": 2}, "mla", 1),
+    ({"tp": 2, "cp": 2, "dcp": 4}, {"tp": 2}, "mla", 1),
+    ({"tp": 1, "cp": 2}, {"tp": 2, "dcp": 2}, "mla", 1),
+    ({"tp": 2, "cp": 2, "dcp": 2}, {"tp": 2}, "mla", 1),
 ]

@@ -40,17 +40,36 @@ def test_explain_json_instances_and_handoff():
 
 
 def test_instance_object_is_the_single_spec_explain(tmp_path):
-    """Each instance's object equals `explain SPEC --json` of that spec written alone."""
+    """Each instance's object equals `explain SPEC --json` of that spec written alone (with its
+    role, no peer: planned alone, as `specplan import` writes an instance)."""
     data = json.loads(cli("explain", LLAMA_PREFILL, "--json").stdout)
     alone = tmp_path / "decode.yaml"
     text = (ROOT / LLAMA_DECODE).read_text().replace(
-        "disaggregation: {role: decode, peer: llama-eagle-prefill-tp2-pp2.yaml, connector: mooncake}\n", "")
+        "disaggregation: {role: decode, peer: llama-eagle-prefill-tp2-pp2.yaml, connector: mooncake}\n",
+        "disaggregation: {role: decode}\n")
     alone.write_text(text)
     single = json.loads(cli("explain", str(alone), "--json").stdout)
     mine = data["instances"]["decode"]
-    # the fingerprint covers the spec, whose disaggregation key the copy left out
-    assert mine["round"].pop("fingerprint") != single["round"].pop("fingerprint")
+    mine["round"].pop("fingerprint"), single["round"].pop("fingerprint")  # the spec's text differs
     assert mine == single
+
+
+def test_each_instance_plans_its_role_s_rounds_only(tmp_path):
+    """Prefill: the prefill round (target, and the drafter's prefill-time draft extend);
+    decode: the decode rounds. The same spec without a role plans both."""
+    data = json.loads(cli("explain", LLAMA_PREFILL, "--json").stdout)
+    rounds = {role: [(s["site"], s["round"]) for s in data["instances"][role]["round"]["sites"]]
+              for role in ("prefill", "decode")}
+    assert rounds == {"prefill": [("eagle_target", "prefill"), ("eagle_draft_extend", "prefill")],
+                      "decode": [("eagle_draft_extend", "decode"), ("eagle_draft", "decode"),
+                                 ("eagle_accept", "decode")]}
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("\n".join(line for line in (ROOT / LLAMA_DECODE).read_text().splitlines()
+                               if not line.startswith("disaggregation:")) + "\n")
+    both = json.loads(cli("explain", str(plain), "--json").stdout)["round"]["sites"]
+    assert [(s["site"], s["round"]) for s in both] == [("eagle_target", "prefill")] + rounds["decode"]
+    classes = data["instances"]["decode"]["round"]["per_rank_class"]
+    assert all(c["rounds"]["prefill"]["collectives"] == 0 for c in classes)
 
 
 def test_explain_table_groups_the_handoff():

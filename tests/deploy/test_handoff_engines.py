@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from specplan.deploy.handoff import plan_handoff
-from tests.deploy.pairs import MOONCAKE_PP_PAIRS, SGLANG_PAIRS, VLLM_PAIRS, deployment
+from tests.deploy.pairs import (MOONCAKE_PP_PAIRS, SGLANG_PAIRS, VLLM_PAIRS, VLLM_PCP_PAIRS,
+                                deployment)
 from tests.engines.extract import QuietLogger, compile_defs
 from tests.engines.wheels import engine_root
 
@@ -54,6 +55,8 @@ def vllm():
     moon = kv / "v1/mooncake/mooncake_connector.py"
     compile_defs(moon, ["_get_tp_ratio", "_compute_sender_transfer_plan"], ns)
     compile_defs(moon, ["resolve_need_send"], ns, cls="MooncakeConnectorWorker")
+    compile_defs(kv / "v1/nixl/base_worker.py", ["_validate_remote_parallel_config"], ns,
+                 cls="NixlBaseConnectorWorker")
     return SimpleNamespace(**ns)
 
 
@@ -119,10 +122,11 @@ def _sglang_layers(sglang, h, e):
         assert n == end - start and [i for _, i in dst_k] == [i for _, i in src_k]
 
 
-def _topology(v, tp_rank, tp_size, d_or_p):
+def _topology(v, tp_rank, tp_size, d_or_p, dcp_size=1):
     return v.TransferTopology(tp_rank=tp_rank, tp_size=tp_size, block_size=16, engine_id="x",
                               is_mla=d_or_p.is_mla, is_mamba=False,
-                              total_num_kv_heads=d_or_p.num_kv_heads, attn_backends=[])
+                              total_num_kv_heads=d_or_p.num_kv_heads, attn_backends=[],
+                              dcp_size=dcp_size)
 
 
 @pytest.mark.parametrize("prefill,decode,attention,kv_heads", VLLM_PAIRS, ids=_ids(VLLM_PAIRS))
@@ -179,3 +183,45 @@ def _mooncake_heads(vllm, h, e):
         assert first == e["head_offset"] + dst_off
         got |= set(range(first, first + length))
     assert got == set(range(e["head_offset"], e["head_offset"] + e["head_count"]))
+
+
+OURS = "vLLM 0.33.0 maps only TP 1"  # the one PCP refusal that is specplan's, not the engine's
+
+
+@pytest.mark.parametrize("connector", ["nixl", "nixl_push"])
+@pytest.mark.parametrize("prefill,decode,attention,kv_heads", VLLM_PCP_PAIRS,
+                         ids=_ids(VLLM_PCP_PAIRS))
+def test_vllm_nixl_prefill_context_parallel(vllm, connector, prefill, decode, attention, kv_heads):
+    """Refusals as _validate_remote_parallel_config raises them; replicated PCP reads PCP rank 0
+    by the TP mapping; sharded PCP reads compute_tp_mapping's sources over the PCP ranks
+    (NixlBaseConnectorWorker: transfer_tp_size = pcp_size), with its local_consumers."""
+    h = plan_handoff(deployment("vllm", prefill, decode, connector, attention=attention,
+                                kv_heads=kv_heads))
+    p, d = h.prefill, h.decode
+    me = SimpleNamespace(pcp_size=d.cp, dcp_size=d.dcp)
+    try:
+        vllm._validate_remote_parallel_config(me, SimpleNamespace(pcp_size=p.cp, dcp_size=p.dcp))
+        raised = None
+    except NotImplementedError as exc:
+        raised = str(exc)
+    engine_refusals = [r for r in h.refusals if OURS not in r.message]
+    assert bool(raised) == bool(engine_refusals), (raised, h.refusals)
+    if raised:
+        assert raised.split(".")[0] in engine_refusals[0].message
+    if h.refusals:
+        return
+    sharded = p.cp > 1 and p.dcp > 1
+    for e in h.entries:
+        topo = _topology(vllm, d.tp_of[e["decode_rank"]], d.attn_tp, d, dcp_size=d.dcp)
+        if sharded:
+            mapping = vllm.compute_tp_mapping(topo, p.cp, (AttentionSpec,), remote_dcp_size=p.dcp)
+            assert e["prefill_cp_ranks"] == list(mapping.all_source_ranks)
+            assert e["prefill_tp_ranks"] == [0]
+            assert e["consumers_per_source"] == mapping.local_consumers
+            assert e["responses_expected"] == len(mapping.all_source_ranks) * p.pp
+        else:
+            mapping = vllm.compute_tp_mapping(topo, p.attn_tp, (AttentionSpec,))
+            assert e["prefill_cp_ranks"] == [0]  # pull_worker / push_worker: PCP rank 0 serves
+            if connector == "nixl":
+                assert e["prefill_tp_ranks"] == list(mapping.all_source_ranks)
+                assert e["consumers_per_source"] == mapping.local_consumers

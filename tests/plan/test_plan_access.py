@@ -41,6 +41,8 @@ NOT_PLAN = {
     "mesh/*": "a family rule as data",
     # sim.json, timings, trace records, the guard header, rank lists
     "sim/worker.py::_config": "sim.json",
+    "sim/handoff.py::*": "sim.json (transfers, plan paths by role) and result records",
+    "deploy/simulate.py::*": "spec data, handoff entries, sim.json and result records",
     "sim/report.py::*": "sim.json and timings",
     "sim/engine.py::Engine.decide": "timings",
     "sim/comm.py::*": "rank lists by family",

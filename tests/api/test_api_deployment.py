@@ -1,0 +1,104 @@
+"""`specplan.load` of a disaggregated deployment: both instances and the KV handoff, as the
+commands give them, through the one public type `specplan.Deployment`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import specplan
+import specplan.deploy
+from specplan.cli import main
+from specplan.errors import PlanError
+
+ROOT = Path(__file__).resolve().parents[2]
+PD = "specs/disagg/kimi-k3-dspark-pd.yaml"  # a deployment file
+PEER = "specs/disagg/llama-eagle-decode-tp4-dpattn2.yaml"  # a spec naming its peer
+SEED = ROOT / "tests/deploy/cases/error-layer-names-seed-dspark-pp2-pp1"
+
+
+def _cli(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert result.exit_code in (0, 3), result.output
+    return result.output
+
+
+@pytest.fixture
+def at_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+def test_one_public_deployment_type():
+    assert specplan.Deployment is specplan.api.Deployment
+    assert not hasattr(specplan.deploy, "Deployment")  # the loader's pair is InstancePair
+    d = specplan.load(str(ROOT / PD))
+    assert isinstance(d, specplan.Deployment) and isinstance(d.pair, specplan.deploy.InstancePair)
+    assert d.disaggregated and list(d.instances) == ["prefill", "decode"]
+    assert all(isinstance(i, specplan.Deployment) and not i.disaggregated
+               for i in d.instances.values())
+    assert not specplan.load(str(ROOT / "specs/kimi-k3-dspark-tp8-pp2.yaml")).disaggregated
+
+
+@pytest.mark.parametrize("path", [PD, PEER])
+def test_explain_check_export_equal_the_commands(at_root, path):
+    d = specplan.load(path)
+    assert d.explain() == json.loads(_cli("explain", path, "--json"))
+    report = json.loads(_cli("check", path, "--json"))
+    want = report["findings"] + report["instances"]["prefill"] + report["instances"]["decode"]
+    assert [f.to_dict() for f in d.check()] == want
+    assert d.export() == _cli("export", path)
+
+
+def test_each_instance_is_the_deployment_s_instance(at_root):
+    d = specplan.load(PD)
+    for role, inst in d.instances.items():
+        assert inst.explain() == d.explain()["instances"][role]
+        rounds = {s["round"] for s in inst.explain()["round"]["sites"]} - {"startup"}
+        assert rounds == {role}  # each instance plans its own role's rounds only
+
+
+def test_compile_writes_what_the_command_writes(at_root, tmp_path):
+    out = specplan.load(PD).compile(tmp_path / "api")
+    _cli("compile", PD, "-o", str(tmp_path / "cli"))
+    for name in ("prefill/plan.json", "decode/plan.json", "kv_handoff.json"):
+        assert (tmp_path / "api" / name).read_text() == (tmp_path / "cli" / name).read_text()
+    assert set(out) == {"prefill", "decode", "kv_handoff"}
+    assert out["kv_handoff"] == json.loads((tmp_path / "cli/kv_handoff.json").read_text())["kv_handoff"]
+
+
+def test_an_erroneous_pair_refuses_to_compile(tmp_path):
+    # the seed's PP2 -> PP1 DSpark layer names, two instance specs as `check A B` takes them
+    d = specplan.load(SEED / "prefill.yaml", SEED / "decode.yaml")
+    kinds = {getattr(f, "kind", None) for f in d.check()}
+    assert "layer-names" in kinds
+    with pytest.raises(PlanError) as info:
+        d.compile(tmp_path / "out")
+    assert "layer-names" in "\n".join(map(str, info.value.diagnostics))
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_torch_for_a_deployment():
+    code = (f"import sys, specplan; d = specplan.load({PD!r}); d.explain(); d.check(); "
+            "d.compile(); d.export(); print([m for m in ('torch', 'triton') if m in sys.modules])")
+    run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_simulate_a_deployment_through_the_api(tmp_path):
+    path = tmp_path / "pd.yaml"
+    path.write_text("name: pd\nengine: sglang\n"
+                    "model: {num_layers: 4, hidden_size: 64, vocab_size: 512}\n"
+                    "speculative: {method: eagle3, num_steps: 3}\n"
+                    "instances:\n  prefill: {name: p, topology: {tp: 1}}\n"
+                    "  decode: {name: d, topology: {tp: 2}}\n")
+    report = specplan.load(path).simulate(rounds=3, requests=2)
+    assert report.ok, report.problems
+    assert report.world_size == 3 and report.requests_checked == 2
