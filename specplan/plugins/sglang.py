@@ -139,7 +139,7 @@ class SGLangState:
         from specplan.ecosystem.flags import SITE_SLUGS
 
         slug = site.name.lower().replace("_", "-")
-        sites = {s["name"]: s for s in self.active.plan["sites"]}
+        sites = self.active.plan.site
         found = next((sites[name] for name, slugs in SITE_SLUGS.items()
                       if slug in slugs and name in sites), None)
         self._sites[site] = found
@@ -149,18 +149,18 @@ class SGLangState:
         ps = self.plan_site(site)
         if ps is None or self.active.runtime is None:
             return original(sync, site)
-        return ps["boundary"] is not None
+        return ps.boundary is not None
 
     def sync(self, original, sync, site, values):
         ps, rt = self.plan_site(site), self.active.runtime
         if ps is None or rt is None:
             return original(sync, site, values)
-        if ps["boundary"] is None:
+        if ps.boundary is None:
             return values  # the plan does not converge this site (policy)
-        boundary = rt.plan.boundary_of(ps["name"])
+        boundary = rt.plan.boundary_of(ps.name)
         whole = _whole_payload(boundary, values)
         if whole is not None:
-            out = rt.converge(ps["name"], {whole: values}, round=self.round, live_rows=values.shape[0])
+            out = rt.converge(ps.name, {whole: values}, round=self.round, live_rows=values.shape[0])
             return values.copy_(out[whole])
         import torch.distributed as dist
 
@@ -172,7 +172,7 @@ class SGLangState:
         ps, rt = self.plan_site(kwargs["sync_site"]), self.active.runtime
         if ps is None or rt is None or kwargs.get("simulated_correct_len") is not None:
             return original(*args, **kwargs)  # simulated lengths: each tensor through `sync`
-        if ps["boundary"] is not None:
+        if ps.boundary is not None:
             self._converge_accept(rt, ps, kwargs)
         kwargs["tp_sync"] = _Converged(kwargs["tp_sync"], kwargs["sync_site"])
         return original(*args, **kwargs)
@@ -181,10 +181,10 @@ class SGLangState:
         """One guarded collective for the three tensors, copied back in place (as broadcasts do)."""
         import specplan.runtime.prepared as prepared
 
-        names = [d["name"] for d in ps["decisions"]]
+        names = [d.name for d in ps.decisions]
         tensors = [kwargs[t] for t in ACCEPT_TENSORS]
-        values = {n: t.to(prepared.DTYPES[d["dtype"]]) for n, t, d in zip(names, tensors, ps["decisions"])}
-        out = rt.converge(ps["name"], values, round=self.round, live_rows=tensors[0].shape[0])
+        values = {n: t.to(prepared.DTYPES[d.dtype]) for n, t, d in zip(names, tensors, ps.decisions)}
+        out = rt.converge(ps.name, values, round=self.round, live_rows=tensors[0].shape[0])
         for name, t in zip(names, tensors):
             t.copy_(out[name])
         self.round += 1
