@@ -8,7 +8,9 @@ initialize_model_parallel) measures side by side, alternating every iteration:
   bonus, cap_trim_lens) over SGLang's attn_tp coordinator;
 - the plugin's one guarded collective for the same accept (`rt.converge` of the plan's
   dspark_accept_sample boundary, on the communicator adopted from SGLang);
-reported as median microseconds per round on rank 0 and the ratio three / one. Also: the
+reported as median microseconds per round on rank 0 and the ratio three / one; likewise
+DSpark's draft: SGLang's gamma (3) per-step DSPARK_DRAFT broadcasts of a [live] column against
+the plugin's one guarded collective of the [live, 3] block (plan policy all). Also: the
 start-up check (compare every family and setting, then raise or not) at each world size,
 the bind on SGLang's groups, and the hooks installed with SPECPLAN_PLAN unset (must be 0).
 """
@@ -34,6 +36,7 @@ engine: sglang
 topology: {{tp: {n}, device: cpu}}
 model: {{num_layers: 8, hidden_size: 64, vocab_size: 1000}}
 speculative: {{method: dspark, num_steps: 3, sampling: sampling}}
+sync: {{policy: all}}
 runtime: {{max_batch: 256, timeout_s: 120}}
 """
 SPECULATIVE = dict(speculative_algorithm="DSPARK", speculative_num_steps=3, speculative_eagle_topk=1,
@@ -64,7 +67,9 @@ def rank_main(argv: list[str]) -> None:
     tensors = [torch.full((live,), rank, dtype=torch.int32), torch.full((live,), rank, dtype=torch.int64),
                torch.zeros(live, dtype=torch.int32)]
     names = ("correct_len_sample", "bonus_sample", "cap_trim_lens_sample")
-    three, one = [], []
+    steps = [torch.full((live,), rank + s, dtype=torch.int64) for s in range(3)]
+    block = torch.stack(steps, dim=1)
+    three, one, gamma, block_one = [], [], [], []
     for i in range(iters + 20):
         t0 = time.perf_counter()
         for t in tensors:
@@ -72,15 +77,23 @@ def rank_main(argv: list[str]) -> None:
         t1 = time.perf_counter()
         rt.converge("dspark_accept_sample", dict(zip(names, tensors)), round=i, live_rows=live)
         t2 = time.perf_counter()
+        for t in steps:
+            engine_sync(tp_sync, SpecTpSyncSite.DSPARK_DRAFT, t)
+        t3 = time.perf_counter()
+        rt.converge("dspark_draft", {"draft_tokens": block}, round=i, live_rows=live)
+        t4 = time.perf_counter()
         if i >= 20:
             three.append(t1 - t0)
             one.append(t2 - t1)
+            gamma.append(t3 - t2)
+            block_one.append(t4 - t3)
     checks = []
     for _ in range(50):
         t0 = time.perf_counter()
         startup_check(active, active.engine_groups, {}, rank=rank)
         checks.append(time.perf_counter() - t0)
     out = {"three_us": statistics.median(three) * 1e6, "one_us": statistics.median(one) * 1e6,
+           "gamma_us": statistics.median(gamma) * 1e6, "block_us": statistics.median(block_one) * 1e6,
            "check_ms": statistics.median(checks) * 1e3, "hook_check_ms": active.startup_s["check"] * 1e3,
            "bind_ms": active.startup_s["bind"] * 1e3}
     print("RESULT " + json.dumps(out), flush=True)
@@ -105,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
                      env=dict(env, SPECPLAN_PLAN=""), timeout=600)
     print(f"hooks installed with SPECPLAN_PLAN unset: {len(unset.result['hooks'])}")
     print(f"{'ranks':>5} {'3x SpecTpSync us':>17} {'plugin 1x us':>13} {'ratio':>6} "
-          f"{'check ms':>9} {'bind ms':>8}")
+          f"{'check ms':>9} {'bind ms':>8} {'3x draft us':>12} {'plugin 1x us':>13} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as tmp:
         for n in map(int, args.worlds.split(",")):
             plan = compile_spec(Path(tmp) / f"tp{n}", SPEC.format(n=n))
@@ -116,7 +129,8 @@ def main(argv: list[str] | None = None) -> None:
             if r0 is None:
                 raise SystemExit(f"tp{n}: rank 0 failed:\n{results[0].stderr[-3000:]}")
             print(f"{n:>5} {r0['three_us']:>17.1f} {r0['one_us']:>13.1f} "
-                  f"{r0['three_us'] / r0['one_us']:>6.2f} {r0['check_ms']:>9.3f} {r0['bind_ms']:>8.1f}")
+                  f"{r0['three_us'] / r0['one_us']:>6.2f} {r0['check_ms']:>9.3f} {r0['bind_ms']:>8.1f} "
+                  f"{r0['gamma_us']:>12.1f} {r0['block_us']:>13.1f} {r0['gamma_us'] / r0['block_us']:>6.2f}")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,10 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specplan.plan import Plan
 
 ENV_PLAN = "SPECPLAN_PLAN"
 ENV_ALLOW_UNTESTED = "SPECPLAN_ALLOW_UNTESTED_ENGINE"
@@ -43,19 +47,20 @@ class ActivePlan:
 
     engine: str
     path: str
-    plan: dict
+    plan: Plan
     runtime: object = None  # the bound specplan Runtime, once the engine's groups exist
     hooks: list[str] = field(default_factory=list)  # engine functions the plugin hooked
     engine_groups: dict = field(default_factory=dict)  # family -> every group, as the engine built them
     startup_s: dict = field(default_factory=dict)  # seconds spent in "check" and "bind"
+    state: object = None  # the engine plugin's per-process hook state (SGLangState)
 
     @property
     def name(self) -> str:
-        return self.plan["name"]
+        return self.plan.name
 
     @property
     def world_size(self) -> int:
-        return self.plan["world_size"]
+        return self.plan.world_size
 
 
 def enabled() -> bool:

@@ -21,10 +21,9 @@ SPEC_KEYS = ("method", "num_steps", "topk", "num_draft_tokens", "aux_layers", "d
 
 def plan_settings(view: PlanView) -> dict:
     """The plan's value of every SPEC_KEYS key (aux_layers = tap ids, draft-layer ids global)."""
-    sp, drafter = view.plan["speculative"], view.plan["pipeline"]["drafter"] or {}
-    return {"method": sp["method"], "num_steps": sp["num_steps"], "topk": sp["topk"],
-            "num_draft_tokens": sp["num_draft_tokens"], "aux_layers": list(sp.get("taps") or []),
-            "draft_layer_ids": list(drafter.get("layer_ids") or [])}
+    sp, drafter = view.plan.speculative, view.plan.pipeline.drafter
+    return dict(zip(SPEC_KEYS, (sp.method, sp.num_steps, sp.topk, sp.num_draft_tokens, list(sp.taps),
+                                list(drafter.layer_ids) if drafter is not None else [])))
 
 
 def format_ranks(ranks) -> str:

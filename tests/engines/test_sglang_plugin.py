@@ -72,13 +72,14 @@ def start(world: int, name: str, tmp: Path, engine: dict | None = None, spec: di
 
 def test_set_installs_each_hook_once_however_often_registered(tmp_path):
     [out] = ok(run(1, "plugins", plan=plan_for(tmp_path, "tp2")))
-    assert len(out["hooks"]) == 5 and out["per_target"] == [1]
+    assert len(out["hooks"]) == 8 and out["per_target"] == [1]
 
 
 def test_unset_installs_no_hook_and_imports_no_runtime():
     [out] = ok(run(1, "plugins", plan=None))
     assert out["hooks"] == []
-    assert out["imported"] == ["specplan.plugins.sglang"]  # entry point module only: no plan, no runtime
+    # the entry point's module and its torch-free hook class only: no plan, no runtime, no torch
+    assert out["imported"] == ["specplan.plugins.sglang", "specplan.plugins.sglang_sites"]
 
 
 @pytest.mark.parametrize("world, name", [(2, "tp2"), (4, "dpattn"),
@@ -86,7 +87,7 @@ def test_unset_installs_no_hook_and_imports_no_runtime():
 def test_the_plans_topology_passes_and_binds_on_sglangs_groups(tmp_path, world, name):
     plan, results = start(world, name, tmp_path)
     outs = ok(results)
-    assert len(outs[0]["hooks"]) == 5
+    assert len(outs[0]["hooks"]) == 8
     view = json.loads(plan.read_text())
     replica = next(f for f in view["families"] if f["name"] == "replica")
     from specplan.mesh.family import from_rule
