@@ -50,10 +50,6 @@ NOT_PLAN = {
     "trace_input.py::*": "trace records",
     "cli.py::load_spec_arg": "a JSON file that may be a plan, read only to say so",
     "runtime/host_sync.py::_device_to_host": "a torch op's keyword arguments",
-    # Not yet migrated: the vLLM plugin still reads the plan through its read-only mapping view
-    # (and indexes engine dicts with the same key names). The rest of plugins/ reads attributes.
-    "plugins/vllm.py::*": "pending migration to Plan attributes",
-    "plugins/vllm_bridge.py::*": "pending migration to Plan attributes",
     # SGLang's resolved speculative settings, under SPEC_KEYS (an engine dict, not the plan)
     "plugins/sglang.py::SGLangState._engine_spec": "engine settings under SPEC_KEYS",
     "plugins/sglang_sites.py::SiteHooks.schedule_verify_lens": "SGLang's keyword arguments (device)",
