@@ -409,13 +409,15 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
               help="Seed of the weights, the prompts and the sampling coins.")
 @click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1),
               help="Shrink deeper models to this many layers (stages and tap owners kept).")
-@click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan"]), default=None,
-              help="A fault: per-rank logit noise, a rank killed mid-run, a foreign plan.")
+@click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan", "stale-slot", "early-stop"]),
+              help="A fault: logit noise, a rank killed, a foreign plan; stale-slot, early-stop (--chunked-prefill).")
+@click.option("--chunked-prefill", "chunk", type=click.IntRange(1), help="Serve prompts in chunks of CHUNK "
+              "beside decoding requests; state rows reused while pp entries are in flight.")
 @click.option("--allow-errors", is_flag=True,
               help="Run a spec `check` rejects, to watch the predicted failure happen.")
 @user_errors
 def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
-             inject: str | None, allow_errors: bool) -> None:
+             inject: str | None, chunk: int | None, allow_errors: bool) -> None:
     """Run SPEC's whole topology on the CPU: one process per rank, a tiny float64 model.
 
     Exit 0 when every replica's ranks agreed on every decision and (greedy) every request's
@@ -429,7 +431,6 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     from specplan.sim.command import run_simulate
     from specplan.verify import formats, has_errors, verify
     from specplan.verify.report import subject_of
-
     from specplan.deploy import Deployment
 
     target = load_spec_arg(spec)
@@ -441,7 +442,7 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
                    "--allow-errors to watch them happen", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
     sys.exit(run_simulate(spec, rounds=rounds, requests=requests, seed=seed,
-                          max_layers=max_layers, inject=inject, console=console()))
+                          max_layers=max_layers, inject=inject, console=console(), chunk=chunk))
 
 
 if __name__ == "__main__":

@@ -5,8 +5,22 @@ from __future__ import annotations
 EXIT_OK, EXIT_INTERNAL, EXIT_FOUND_PROBLEM = 0, 1, 3
 
 
+SERVING_INJECTIONS = ("stale-slot", "early-stop")
+
+
 def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int,
-                 inject: str | None, console) -> int:
+                 inject: str | None, console, chunk: int | None = None) -> int:
+    import click
+
+    if chunk is not None or inject in SERVING_INJECTIONS:  # the serving loop (sim/serving.py)
+        if chunk is None or inject not in (None, *SERVING_INJECTIONS):
+            raise click.UsageError(f"--inject {inject} needs --chunked-prefill" if chunk is None else
+                                   f"--chunked-prefill takes --inject {' or '.join(SERVING_INJECTIONS)}, "
+                                   f"not {inject}")
+        from specplan.sim.serving_command import run_serving
+
+        return run_serving(spec, chunk=chunk, requests=requests, seed=seed, inject=inject or "",
+                           console=console)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from specplan.sim.launch import Options, simulate
