@@ -10,11 +10,12 @@ raises `BatchMismatch` before any value is used.
 The digest (:func:`digest`): per row i (0-based) of n live rows, with request q and generation
 g as 64-bit words and arithmetic modulo 2**64,
 
-    h_i = mix(q * K1 + g * K2 + (i + 1) * K4),   digest = mix(sum_i h_i + n * K1)
+    x_i = q * K1 + g * K2 + (i + 1) * K4,   h_i = (x_i ^ (x_i >> 29)) * K3,
+    digest = mix(sum_i h_i + n * K1)
 
-where `mix` is splitmix64's finalizer. The row index enters every term, so an order change
-moves the digest; the sum is exact modulo 2**64, so any reduction order gives the same word on
-every rank and device. Two implementations, equal bit for bit (tests hold them together): numpy
+where `mix` is splitmix64's finalizer. x -> h is a bijection, so a change in any one row always
+moves the digest; the row index enters every term, so an order change moves it too; the sum is
+exact modulo 2**64, so any reduction order gives the same word on every rank and device. Two implementations, equal bit for bit (tests hold them together): numpy
 on the host (lists, CPU tensors) and torch on a device tensor (a few element-wise launches, no
 host read, capturable). A request id that is not an integer (a string) is hashed to one first
 (blake2b, 8 bytes), on the host.
@@ -95,16 +96,13 @@ def request_word(q) -> int:
 
 
 # -- host (numpy, uint64 wraps) ---------------------------------------------------------------
-def _mix_np(x: np.ndarray) -> np.ndarray:
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(K2)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(K3)
-    return x ^ (x >> np.uint64(31))
+_U1, _U2, _U3, _S29 = np.uint64(K1), np.uint64(K2), np.uint64(K3), np.uint64(29)
 
 
 def _words_np(x, n: int) -> np.ndarray:
     if isinstance(x, torch.Tensor):
+        if x.dim() == 1 and x.dtype is torch.int64 and x.device.type == "cpu":
+            return x[:n].numpy().view(np.uint64)
         return x.reshape(-1)[:n].to("cpu", torch.int64).numpy().view(np.uint64)
     if isinstance(x, np.ndarray):
         return x.reshape(-1)[:n].astype(np.int64).view(np.uint64)
@@ -118,15 +116,18 @@ def _words_np(x, n: int) -> np.ndarray:
 def digest_host(batch: Batch, live_rows: int) -> int:
     """The digest as a signed int64 (the header word), computed on the host."""
     n = live_rows
-    with np.errstate(over="ignore"):
-        q = _words_np(batch.requests, n)
-        g = (np.zeros(n, dtype=np.uint64) if batch.generations is None
-             else _words_np(batch.generations, n))
-        if len(q) != n or len(g) != n:
-            raise ValueError(f"requests: {len(q)} request ids and {len(g)} generations for "
-                             f"{n} live rows; pass one of each per live row")
-        h = _mix_np(q * np.uint64(K1) + g * np.uint64(K2) + _row_terms(n))
-        return _signed(_mix_int(int(h.sum(dtype=np.uint64)) + n * K1))
+    q = _words_np(batch.requests, n)
+    g = None if batch.generations is None else _words_np(batch.generations, n)
+    if len(q) != n or (g is not None and len(g) != n):
+        raise ValueError(f"requests: {len(q)} request ids and {n if g is None else len(g)} "
+                         f"generations for {n} live rows; pass one of each per live row")
+    x = q * _U1  # uint64 arrays wrap silently
+    if g is not None:
+        x += g * _U2
+    x += _row_terms(n)
+    x ^= x >> _S29
+    x *= _U3
+    return _signed(_mix_int(int(x.sum(dtype=np.uint64)) + n * K1))
 
 
 _ROW_TERMS: dict[int, np.ndarray] = {}
@@ -171,7 +172,8 @@ def digest_device(batch: Batch, live_rows: int, device) -> torch.Tensor:
     g = (torch.zeros(n, dtype=torch.int64, device=device) if batch.generations is None
          else batch.generations.reshape(-1)[:n].to(device, torch.int64))
     idx = torch.arange(1, n + 1, dtype=torch.int64, device=device)
-    h = _mix_t(q * _SK[0] + g * _SK[1] + idx * _SK[3])
+    x = q * _SK[0] + g * _SK[1] + idx * _SK[3]
+    h = (x ^ _srl(x, 29)) * _SK[2]
     return _mix_t(h.sum(0, keepdim=True) + _signed(n * K1))
 
 

@@ -39,6 +39,7 @@ class Identity:
         self._store = _store() if enabled else None
         self._stop = threading.Event()
         self._thread = None
+        self._asked: list[tuple[int, int, int]] = []  # (asker, header id, round) answered
         if self._store is not None:
             self._thread = threading.Thread(target=self._answer, name="specplan-batch-identity",
                                             daemon=True)
@@ -112,12 +113,22 @@ class Identity:
         while not self._stop.wait(POLL_S):
             try:
                 while store.check([f"ask/{me}/{n}"]):
-                    bid, round_, _asker = json.loads(store.get(f"ask/{me}/{n}"))
+                    bid, round_, asker = json.loads(store.get(f"ask/{me}/{n}"))
                     rows = self.held(bid, round_)
+                    self._asked.append((asker, bid, round_))  # before the asker can leave
                     store.set(f"answer/{me}/{bid}/{round_}", json.dumps(rows))
                     n += 1
             except Exception:  # noqa: BLE001 (the store went away at shutdown: stop answering)
                 return
+
+    def reported(self) -> str:
+        """For this rank's own error after a peer left: the batch mismatches peers found in
+        what it sent ('' when none)."""
+        if not self._asked:
+            return ""
+        names = self.rt.names
+        found = ", ".join(f"rank {a} at {names.get(bid, bid)} round {r}" for a, bid, r in self._asked[:4])
+        return f"; peers found a batch mismatch in what this rank sent ({found}): see their BatchMismatch"
 
     def close(self) -> None:
         self._stop.set()

@@ -188,7 +188,10 @@ class Runtime:
         return f"{what} on group {b.family} {self.ranks[b.family]}"
 
     def _wait(self, work, b: Boundary, round_: int) -> None:
-        wait_for(work, what=self._what(b, round_), timeout_s=self.plan.timeout_s, rank=self.rank)
+        try:
+            wait_for(work, what=self._what(b, round_), timeout_s=self.plan.timeout_s, rank=self.rank)
+        except CollectiveTimeout as exc:  # a peer may have left on a BatchMismatch: say so
+            raise CollectiveTimeout(f"{exc}{self.identity.reported()}") from exc
 
     def _hot_wait(self, work, b: Boundary, round_: int) -> None:
         """A converge's wait. Device path: no host timer (NCCL's wait with a timeout polls from
@@ -202,7 +205,7 @@ class Runtime:
         except RuntimeError as exc:
             raise CollectiveTimeout(
                 f"{self._what(b, round_)} failed or timed out in the backend (this is rank "
-                f"{self.rank}): {str(exc).splitlines()[0]}") from exc
+                f"{self.rank}): {str(exc).splitlines()[0]}{self.identity.reported()}") from exc
 
     # -- the device path's one read per round ------------------------------------------------
     def set_round(self, round: int) -> None:

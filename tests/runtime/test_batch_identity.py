@@ -50,6 +50,9 @@ def _check(results, b, *, odd_rank, row, variant, rnd=2, when=""):
     """Every receiver whose batch differs from the source's raised, at round `rnd`, before
     using a value of that round (it printed USED for the rounds before only)."""
     source = 0  # the tp group's source member in these plans
+    raised = [r.rank for r in results if r.rank != source
+              and (ODD[variant] if r.rank == odd_rank else BASE) != (ODD[variant] if source == odd_rank else BASE)]
+    assert raised
     for r in results:
         mine = ODD[variant] if r.rank == odd_rank else BASE
         theirs = ODD[variant] if source == odd_rank else BASE
@@ -59,7 +62,11 @@ def _check(results, b, *, odd_rank, row, variant, rnd=2, when=""):
             assert r.error == _message(b, rnd, row, r.rank, mine, source, theirs, when=when), r.error
             assert used == [f"USED {i}" for i in range(1, rnd)], r.stdout
         else:
-            assert "BatchMismatch" not in r.stdout, r.stdout  # agreeing ranks raise nothing of it
+            assert "ERROR BatchMismatch" not in r.stdout, r.stdout  # agreeing ranks raise none
+        if r.rank == source:  # left alone when the receivers stopped: its error says why
+            assert r.error.startswith("ERROR CollectiveTimeout:"), r.stdout + r.stderr
+            assert "; peers found a batch mismatch in what this rank sent (rank " in r.error, r.error
+            assert any(f"rank {x} at {b.label} round {rnd}" in r.error for x in raised), r.error
 
 
 @pytest.mark.parametrize("variant, row", [pytest.param("request", 2, marks=pytest.mark.slow),
