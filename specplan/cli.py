@@ -411,8 +411,8 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
               help="Shrink deeper models to this many layers (stages and tap owners kept).")
 @click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan", "stale-slot", "early-stop"]),
               help="A fault: logit noise, a rank killed, a foreign plan; stale-slot, early-stop (--chunked-prefill).")
-@click.option("--chunked-prefill", "chunk", type=click.IntRange(1), help="Serve prompts in chunks of CHUNK "
-              "beside decoding requests; state rows reused while pp entries are in flight.")
+@click.option("--chunked-prefill", "chunk", type=click.IntRange(1), metavar="CHUNK", help="Serve prompts in "
+              "chunks of CHUNK tokens beside decoding requests; state rows reused while pp entries are in flight.")
 @click.option("--allow-errors", is_flag=True,
               help="Run a spec `check` rejects, to watch the predicted failure happen.")
 @user_errors

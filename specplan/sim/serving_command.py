@@ -59,8 +59,12 @@ def report(cfg: ServingConfig, o: Outcome, requests: int) -> list[str]:
     wrong = o.first_wrong
     total = sum(len(v) for v in o.expected.values())
     if wrong is None:
+        note = "" if not cfg.inject else (
+            f" ({cfg.inject} did not change a token in this schedule: {s['stale_draft_rows']} stale "
+            f"draft rows written, {s['dropped_rows']} rows left out of a broadcast; try more "
+            f"requests or another --seed)")
         return [head, body, f"PASS: token-identical to plain greedy decoding: {len(o.expected)} "
-                            f"requests, {total} tokens"]
+                            f"requests, {total} tokens{note}"]
     q, i, got, want = wrong
     bad = sum(1 for r in o.expected for a, b in zip(o.outputs[r], o.expected[r]) if a != b)
     return [head, body, f"FAIL: wrong tokens: the first is request {q} token {i}: {got} where plain "
