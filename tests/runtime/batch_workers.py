@@ -59,6 +59,28 @@ def mismatch(plan_path: str, variant: str, odd_rank: str, odd_round: str, hot_pa
     return {"rank": rt.rank}
 
 
+def nosync(plan_path: str) -> dict:
+    """Device path with the rows as device tensors: record every host read inside the
+    converges (the digest is torch ops on the device, the word compared by the guard)."""
+    from specplan.runtime.host_sync import HostSyncRecorder
+
+    rt = bind(plan_path, hot_path="device")
+    hot, live, calls = HostSyncRecorder(), 4, 0
+    for rnd in (1, 2):
+        requests = Batch(torch.tensor([10, 11, 12, 13]), torch.tensor([0, rnd, 0, 0], dtype=torch.int32))
+        for b in rt.plan.boundaries:
+            if b.op != "broadcast":
+                continue
+            values = {f.decision: gen(rt.rank, rnd, f.decision, rt.plan.live_shape(f, live), f.dtype)
+                      for f in b.fields}
+            with hot:
+                rt.converge(b.id, values, round=rnd, live_rows=live, requests=requests)
+            calls += 1
+        rt.check_round()
+    rt.close()
+    return {"rank": rt.rank, "calls": calls, "hot": hot.events}
+
+
 def late(plan_path: str, site: str, k: str, held: str) -> dict:
     """PP: the last stage relays `site` every round; stage 0 consumes round r's relay at round
     r + k, passing the batch it held for round r (`held` = "sent") or its current one

@@ -102,6 +102,15 @@ def test_device_path_compares_the_batch_word_on_the_device(tmp_path, world, odd_
     _check(results, _first_broadcast(path), odd_rank=odd_rank, row=1, variant="generation", when=DEVICE)
 
 
+def test_device_path_digest_makes_no_host_read(tmp_path):
+    """Rows handed over as tensors on the runtime's device: the digest is made and compared
+    on the device, so a converge still reads nothing back (HostSyncRecorder: zero events)."""
+    path = compile_spec(tmp_path, specs_rt.TP2_DSPARK)
+    for r in launch(2, "nosync", path, module="batch_workers", timeout=90):
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.result["calls"] > 0 and r.result["hot"] == [], r.result
+
+
 def test_without_batch_identity_the_same_run_finishes_silently(tmp_path):
     """runtime.batch_identity off (bind's override): the rows' identities are not compared,
     and the run with a reused row ends with every value 'agreeing': the bug is silent."""
