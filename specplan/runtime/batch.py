@@ -15,10 +15,11 @@ g as 64-bit words and arithmetic modulo 2**64,
 
 where `mix` is splitmix64's finalizer. x -> h is a bijection, so a change in any one row always
 moves the digest; the row index enters every term, so an order change moves it too; the sum is
-exact modulo 2**64, so any reduction order gives the same word on every rank and device. Two implementations, equal bit for bit (tests hold them together): numpy
-on the host (lists, CPU tensors) and torch on a device tensor (a few element-wise launches, no
-host read, capturable). A request id that is not an integer (a string) is hashed to one first
-(blake2b, 8 bytes), on the host.
+exact modulo 2**64, so any reduction order gives the same word on every rank and device. Two
+implementations, equal bit for bit (tests hold them together): numpy on the host (lists, CPU
+tensors) and torch on a device tensor (a few element-wise launches, no host read, capturable).
+A request id that is not an integer (a string) is hashed to one first (blake2b, 8 bytes), on
+the host.
 
 Off (`runtime.batch_identity: false`, or no `requests`), the word is 0 on every rank.
 """
