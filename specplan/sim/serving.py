@@ -77,7 +77,7 @@ class ServingConfig:
     identity: bool = True
     inject: str = ""  # "" | stale-slot | early-stop
     site: str = "sampled_tokens"
-    relay_id: int = 0
+    relay_id: int | None = None  # None: no pp relay, the replica-wide converge carries them
     seed: int = 0
     max_rounds: int = 5000
 
@@ -248,10 +248,11 @@ class Serving:
         row = f" (state row {rows[i]})" if rows else ""
         a = mine[i] if i < len(mine) else None
         b = sent[i] if i < len(sent) else None
+        via = "replica converge" if self.cfg.relay_id is None else f"relay {self.cfg.relay_id}"
         held = "leaves the row out" if a is None else f"holds {describe_row(a)}"
         theirs = "leaves it out" if b is None else f"holds {describe_row(b)}"
         raise BatchMismatch(
-            f"batch mismatch at site {self.cfg.site} (relay {self.cfg.relay_id}), round {e.round} "
+            f"batch mismatch at site {self.cfg.site} ({via}), round {e.round} "
             f"(consumed at round {t}), {what}: row {i}{row}: rank 0 (stage 0) {held} where "
             f"rank {self.cfg.pp - 1} (the source) {theirs}")
 
