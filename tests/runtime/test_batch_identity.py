@@ -143,3 +143,24 @@ def test_a_relay_consumed_late_is_checked_against_the_round_it_was_sent_for(tmp_
     assert bad[0].returncode == 3, bad[0].stdout + bad[0].stderr
     assert bad[0].error == _message(r, sent, 1, 0, held, source, ([0, 1, 2, 3], [0, 0, 0, 0]),
                                     what="relay"), bad[0].error
+
+
+def test_traces_of_the_silent_run_make_diff_name_the_batch_disagreement(tmp_path):
+    """The same run without batch identity, traced: `specplan diff` names the reused row as a
+    batch disagreement (exit 3), not as the value divergence it would otherwise look like."""
+    from test_trace_diff import _diff
+
+    path = compile_spec(tmp_path / "p", specs_rt.TP2_DSPARK)
+    trace = tmp_path / "trace"
+    results = launch(2, "mismatch", path, "generation", 1, 2, "host", "batch", "off",
+                     module="batch_workers", timeout=90, env={"SPECPLAN_TRACE_DIR": str(trace)})
+    assert all(r.returncode == 0 for r in results), [r.stdout + r.stderr for r in results]
+    b = _first_broadcast(path)
+    first = b.sites[0]
+    decision = next(f.decision for f in b.fields if f.site == first)
+    out = _diff(trace)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert out.stdout.splitlines()[0] == (
+        f"batch disagreement: round 2, site {first}, decision {decision}, replica 0, row 1: "
+        f"rank 1 holds request 11 gen 1 where rank 0 holds request 11 gen 0")
+
