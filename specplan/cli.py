@@ -374,15 +374,18 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
               help="Seed of the weights, the prompts and the sampling coins.")
 @click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1),
               help="Shrink deeper models to this many layers (stages and tap owners kept).")
-@click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan", "layer-map"]), default=None,
-              help="A fault: logit noise, a rank killed, a foreign plan; layer-map (deployments).")
+@click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan", "layer-map", "stale-slot", "early-stop"]),
+              help="A fault: logit noise, a rank killed, a foreign plan; layer-map (deployments); "
+                   "stale-slot, early-stop (--chunked-prefill).")
+@click.option("--chunked-prefill", "chunk", type=click.IntRange(1), metavar="CHUNK", help="Serve prompts in "
+              "chunks of CHUNK tokens beside decoding requests; state rows reused while pp entries are in flight.")
 @click.option("--allow-errors", is_flag=True,
               help="Run a spec `check` rejects, to watch the predicted failure happen.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object "
               "(keys: specplan/sim/report.py report_json); progress stays on stderr.")
 @user_errors
 def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
-             inject: str | None, allow_errors: bool, as_json: bool) -> None:
+             inject: str | None, chunk: int | None, allow_errors: bool, as_json: bool) -> None:
     """Run SPEC's whole topology on the CPU: one process per rank, a tiny float64 model.
 
     Exit 0 when every replica's ranks agreed on every decision and (greedy) every request's
@@ -411,7 +414,8 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
                    "--allow-errors to watch them happen", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
     sys.exit(run_simulate(spec, rounds=rounds, requests=requests, seed=seed,
-                          max_layers=max_layers, inject=inject, console=console(), as_json=as_json))
+                          max_layers=max_layers, inject=inject, console=console(), as_json=as_json,
+                          chunk=chunk))
 
 
 if __name__ == "__main__":

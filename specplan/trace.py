@@ -5,6 +5,12 @@ joined on (replica, round, site, decision, request): ranks of one replica servin
 must record the same hash, seq_len and positions; ranks of other replicas serve other requests
 and are never compared. The first divergence is the earliest round, then the earliest record
 in trace order; every request that diverges at that round and site is listed with it.
+
+Before values, batches: records that name their row (`row`, with a `generation`) are joined on
+(replica, round, site, decision, row) too, and ranks of one replica whose row holds another
+(request, generation) disagree on the batch itself. Such a disagreement, when it comes no later
+than the first value divergence, is what diff reports ("rank 3 holds request 17 gen 2 where
+rank 0 holds request 17 gen 1"): the values then differ because the rows are other requests.
 """
 
 from __future__ import annotations
@@ -64,7 +70,60 @@ def _state(rec: dict) -> tuple:
     return (rec["hash"], rec.get("seq_len"), json.dumps(rec.get("positions")))
 
 
-def first_divergence(traces: dict[int, list[dict]]) -> Divergence | None:
+@dataclass
+class BatchDivergence:
+    """Ranks of one replica hold different (request, generation) in one row of one call."""
+
+    round: int
+    site: str
+    decision: str
+    replica: int
+    row: int
+    by_rank: dict[int, tuple]  # rank -> (request, generation)
+
+    def render(self) -> str:
+        ranks = sorted(self.by_rank)
+        ref = ranks[0]
+        others = [r for r in ranks if self.by_rank[r] != self.by_rank[ref]]
+        said = "; ".join(f"rank {r} holds {_pair(self.by_rank[r])} where rank {ref} holds "
+                         f"{_pair(self.by_rank[ref])}" for r in others)
+        return (f"batch disagreement: round {self.round}, site {self.site}, decision "
+                f"{self.decision}, replica {self.replica}, row {self.row}: {said}\n"
+                f"  the ranks disagree on which request the row is, so its values are not compared")
+
+
+def _pair(pair: tuple) -> str:
+    return f"request {json.loads(pair[0])} gen {pair[1]}"
+
+
+def first_batch_divergence(traces: dict[int, list[dict]]) -> BatchDivergence | None:
+    table: dict[tuple, dict[int, tuple]] = {}
+    order: dict[tuple, int] = {}
+    for rank, records in sorted(traces.items()):
+        for i, rec in enumerate(records):
+            if rec.get("row") is None or rec.get("generation") is None:
+                continue
+            k = (rec.get("replica", 0), rec["round"], rec["site"], rec["decision"], rec["row"])
+            table.setdefault(k, {}).setdefault(rank, (json.dumps(rec["request"]), rec["generation"]))
+            order[k] = min(order.get(k, i), i)
+    bad = [k for k, ranks in table.items() if len(set(ranks.values())) > 1]
+    if not bad:
+        return None
+    first = min(bad, key=lambda k: (k[1], order[k]))
+    return BatchDivergence(first[1], first[2], first[3], first[0], first[4], table[first])
+
+
+def first_divergence(traces: dict[int, list[dict]]) -> Divergence | BatchDivergence | None:
+    """The first batch disagreement when it comes no later than the first value divergence,
+    else the first value divergence, else None."""
+    values = first_value_divergence(traces)
+    batch = first_batch_divergence(traces)
+    if batch is not None and (values is None or batch.round <= values.round):
+        return batch
+    return values
+
+
+def first_value_divergence(traces: dict[int, list[dict]]) -> Divergence | None:
     table: dict[Key, dict[int, dict]] = {}
     order: dict[Key, int] = {}
     for rank, records in sorted(traces.items()):

@@ -18,7 +18,7 @@ from specplan.errors import Diagnostic, UserError
 RANK_FILE = re.compile(r"^rank(0|[1-9][0-9]*)\.jsonl$")
 REQUIRED = {"round": int, "site": str, "decision": str, "hash": int}
 OPTIONAL = {"replica": int, "seq_len": (int, type(None)), "positions": (list, type(None)),
-            "rank": int, "fingerprint": str}
+            "rank": int, "fingerprint": str, "row": int, "generation": (int, type(None))}
 
 
 class TraceError(UserError):

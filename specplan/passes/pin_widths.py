@@ -1,7 +1,8 @@
 """Pass pin_widths: every payload gets one width and byte count, fixed at compile time.
 
 Requires: fuse_converges. Ensures: each boundary has a packed layout: a 32-byte guard header
-(boundary id, live rows, round, plan fingerprint), then each decision's field at an 8-byte
+(boundary id, live rows, round, plan fingerprint, batch digest: the rows' (request,
+generation), specplan/runtime/batch.py), then each decision's field at an 8-byte
 aligned offset, sized for `runtime.max_batch` rows; and `sections["buffer_bytes"]` gives,
 per family, the one buffer size all of that family's guarded collectives use (its largest),
 so ranks that fall out of order meet a header mismatch instead of a size mismatch. The
@@ -19,7 +20,7 @@ REQUIRES = ("boundaries[].sites",)
 ENSURES = ("boundaries[].layout", "boundaries[].buffer_bytes", "buffer_bytes")
 HEADER_BYTES = 32
 HEADER = (("boundary", "int32", 0), ("live_rows", "int32", 4), ("round", "int64", 8),
-          ("fingerprint", "int64", 16))
+          ("fingerprint", "int64", 16), ("batch", "int64", 24))
 ALIGN = 8
 
 

@@ -26,7 +26,7 @@ from specplan.plan.model import RELAY_ID_BASE
 
 NAME = "pipeline_stages"
 REQUIRES = ("dp_agreement", "boundaries[].layout", "buffer_bytes")
-ENSURES = ("pipeline.stages",
+ENSURES = ("pipeline.stages", "pipeline.relay.sampled_rows",
            "pipeline.relay.sites[].layout",
            "pipeline.relay.sites[].buffer_bytes")
 
@@ -42,12 +42,32 @@ def run(p: Planning) -> None:
         "aux_routing": p.choices.aux_routing,
         "routing": {mode: _routing(p, mode) for mode in ("chain", "direct")},
         "relay": {"mode": p.choices.relay, "relay_drafts": p.choices.relay_drafts,
-                  "payload_width": p.choices.payload_width, "sites": []},
+                  "payload_width": p.choices.payload_width, "sites": [],
+                  "sampled_rows": sampled_rows(p)},
         "handoff_bytes": _handoff_bytes(p),
     }
     relays = _relays(p)
     p.graph.sections["pipeline"]["relay"]["sites"] = relays
     share_buffers(p, relays)
+
+
+def sampled_rows(p: Planning) -> dict | None:
+    """The rule choosing the rows of the sampled-token broadcast (None without a pipeline).
+
+    A round may mix prefill chunks and decode rows; a row samples when it decodes or its chunk
+    completes the prompt. The length-cap test reads `computed`, which earlier rounds' drafts
+    inflate until the entry is consumed, so it subtracts a discount: the bound num_steps (at
+    least any inflation: the most drafts a round verifies, num_steps for a chain) or, replaying the seed's bug, this round's draft count.
+    """
+    if p.pp == 1:
+        return None
+    discount = p.spec.pipeline.sample_discount
+    steps = p.spec.speculative.verify_width - 1  # the most drafts a round verifies
+    minus = f"max drafts ({steps})" if discount == "bound" else "this round's draft count"
+    return {"discount": discount, "discount_tokens": steps if discount == "bound" else None,
+            "rule": "a row is broadcast when its round samples (a decode row, or the chunk with "
+                    "computed + scheduled >= prompt_len) and max(computed - " + minus +
+                    ", prompt_len) + 1 < max_seq_len"}
 
 
 def attention_tp(p: Planning) -> int:

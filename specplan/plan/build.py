@@ -111,7 +111,8 @@ def _speculative(p: Planning) -> dict:
 KNOBS = ("behaviour", "engine", "speculative.method", "speculative.sampling", "speculative.aux_layers",
          "topology.dp_attention", "topology.cp", "topology.device", "sync.policy", "sync.group",
          "sync.idle_ranks", "pipeline.relay", "pipeline.relay_drafts", "pipeline.payload_width",
-         "pipeline.draft_layer_ids", "pipeline.tap_ids", "pipeline.aux_routing")
+         "pipeline.draft_layer_ids", "pipeline.tap_ids", "pipeline.aux_routing",
+         "pipeline.sample_discount")
 
 
 def _behaviour(p: Planning) -> dict:
@@ -134,7 +135,7 @@ def _source(p: Planning) -> dict:
 def _runtime(p: Planning) -> dict:
     r = p.spec.runtime
     out = {"max_batch": r.max_batch, "timeout_s": r.timeout_s, "trace_dir": r.trace_dir,
-           "probe_every": r.probe_every}
+           "probe_every": r.probe_every, "batch_identity": r.batch_identity}
     if r.async_scheduling is not None:
         out["async_scheduling"] = r.async_scheduling
     return out

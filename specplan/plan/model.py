@@ -174,11 +174,30 @@ class Relay(JsonObject):
 
 
 @dataclass(frozen=True)
+class SampledRows(JsonObject):
+    """Which rows the sampled-token broadcast to earlier stages covers (pipeline.sample_discount).
+
+    Every stage evaluates `rule` on its own copy of the scheduler's counts, which are identical
+    on all stages; `computed` may be inflated by the previous round's drafts (rolled back only
+    when the entry is consumed, pp rounds later). `discount_tokens` is what the length-cap test
+    subtracts: the most drafts a round verifies (`bound`, num_steps for a chain: at least any
+    inflation) or null (`drafts`: this round's
+    draft count, which misses the previous round's inflation). specplan/verify/mixed.py proves
+    the rule for every interleaving of chunk sizes and draft counts.
+    """
+
+    discount: Literal["bound", "drafts"]
+    discount_tokens: Index | None
+    rule: str
+
+
+@dataclass(frozen=True)
 class Relays(JsonObject):
     mode: Literal["broadcast", "column", "ring"]
     relay_drafts: bool
     payload_width: Literal["pinned", "agreed", "dynamic"]
     sites: tuple[Relay, ...]
+    sampled_rows: SampledRows | None
 
 
 @dataclass(frozen=True)
@@ -320,6 +339,7 @@ class RuntimeSettings(JsonObject):
     timeout_s: float
     trace_dir: str | None
     probe_every: Index
+    batch_identity: bool
     async_scheduling: bool = ABSENT  # round r's decisions are consumed in round r + 1
 
 

@@ -17,7 +17,7 @@ from specplan.plan.artifact import Plan
 from specplan.plan.load import load_plan
 from specplan.plan.model import RELAY_ID_BASE, Field, Layout, Site
 
-HEADER_FIELDS = ("boundary", "live_rows", "round", "fingerprint")
+HEADER_FIELDS = ("boundary", "live_rows", "round", "fingerprint", "batch")
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,7 @@ class PlanView:
         self.timeout_s: float = float(rt.timeout_s)
         self.trace_dir: str | None = rt.trace_dir
         self.probe_every: int = rt.probe_every
+        self.batch_identity: bool = rt.batch_identity
         self.max_batch: int = rt.max_batch
         self.families: dict[str, Family] = p.family
         self.sites: dict[str, Site] = p.site

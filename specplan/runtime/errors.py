@@ -27,6 +27,12 @@ class DesyncError(RuntimeDivergence):
     """A rank received a guard header other than the one it expected: ranks fell out of order."""
 
 
+class BatchMismatch(RuntimeDivergence):
+    """Ranks hold different batches in one converge or relay: the digest of (request,
+    generation) per live row in the guard header differs. Names site, round, the first
+    differing row and both ranks' (request, generation)."""
+
+
 class CollectiveTimeout(RuntimeDivergence):
     """A collective did not complete in `runtime.timeout_s`, or a peer of its group died."""
 

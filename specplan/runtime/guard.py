@@ -1,9 +1,9 @@
 """The guard header every guarded buffer starts with, and its two checks on receipt.
 
 Layout (the plan's `layout.header`), defined here once for the whole runtime: int32 boundary
-id @0, int32 live rows @4, int64 round @8, int64 plan fingerprint @16, 8 reserved bytes @24
-(zero). Code reads the header only through `_FORMAT` and the word indices below, so a field
-that takes the reserved word changes these lines and nothing else. A receiver compares the
+id @0, int32 live rows @4, int64 round @8, int64 plan fingerprint @16, int64 batch digest @24
+(the (request, generation) of every live row, specplan/runtime/batch.py; 0 when batch identity
+is off). Code reads the header only through `_FORMAT` and the word indices below. A receiver compares the
 header it got with the one it expected; ranks that fall out of order meet a different
 boundary id or round here, within the round, instead of a byte-count mismatch that would
 hang NCCL or crash gloo.
@@ -35,13 +35,13 @@ from specplan.runtime.plan_view import HEADER_FIELDS, Boundary, RELAY_ID_BASE
 HEADER_BYTES = 32
 # What `_FORMAT` writes, as plan.json states a header: Runtime refuses a plan laid out otherwise.
 HEADER_SLOTS = (("boundary", "int32", 0), ("live_rows", "int32", 4), ("round", "int64", 8),
-                ("fingerprint", "int64", 16))
+                ("fingerprint", "int64", 16), ("batch", "int64", 24))
 
 
 HEADER_WORDS = HEADER_BYTES // 8
-_FORMAT = "=iiqq8x"  # native byte order, as the buffer's typed views read it
+_FORMAT = "=iiqqq"  # native byte order, as the buffer's typed views read it
 ID_HALF, LIVE_HALF = 0, 1  # int32 halves of word 0
-ROUND_WORD, FINGERPRINT_WORD = 1, 2
+ROUND_WORD, FINGERPRINT_WORD, BATCH_WORD = 1, 2, 3
 
 
 def expected_words(boundary: int, fingerprint: int) -> np.ndarray:
@@ -52,27 +52,35 @@ def expected_words(boundary: int, fingerprint: int) -> np.ndarray:
     return words
 
 
-def header_bytes(boundary: int, live_rows: int, round_: int, fingerprint: int, device) -> torch.Tensor:
+def header_bytes(boundary: int, live_rows: int, round_: int, fingerprint: int, device,
+                 batch: int = 0) -> torch.Tensor:
     """The 32 header bytes as one uint8 tensor on `device`, ready to pack at offset 0."""
-    raw = bytearray(struct.pack(_FORMAT, boundary, live_rows, round_, fingerprint))
+    raw = bytearray(struct.pack(_FORMAT, boundary, live_rows, round_, fingerprint, batch))
     return torch.frombuffer(raw, dtype=torch.uint8).to(device)
 
 
-def read_header(buffer: torch.Tensor) -> tuple[int, int, int, int]:
+def read_header(buffer: torch.Tensor) -> tuple[int, ...]:
     return struct.unpack(_FORMAT, buffer[:HEADER_BYTES].cpu().numpy().tobytes())
 
 
-def words_header(words) -> tuple[int, int, int, int]:
+def words_header(words) -> tuple[int, ...]:
     """The header fields of HEADER_WORDS int64 words (as `read_header` gives them)."""
     return struct.unpack(_FORMAT, np.asarray(words, dtype=np.int64).tobytes())
 
 
-def describe(header: tuple[int, int, int, int], names: dict[int, str]) -> str:
+def batch_only(got, expected) -> bool:
+    """Whether the headers differ in the batch word alone (same call, different batch)."""
+    return got[BATCH_WORD + 1] != expected[BATCH_WORD + 1] and all(
+        a == b for i, (a, b) in enumerate(zip(got, expected)) if i != BATCH_WORD + 1)
+
+
+def describe(header: tuple[int, ...], names: dict[int, str]) -> str:
     parts = dict(zip(HEADER_FIELDS, header))
     bid = parts["boundary"]
     what = names.get(bid, "relay" if bid >= RELAY_ID_BASE else "unknown boundary")
     return (f"boundary {bid} ({what}), round {parts['round']}, live_rows {parts['live_rows']}, "
-            f"fingerprint {parts['fingerprint'] & (2**64 - 1):016x}")
+            f"fingerprint {parts['fingerprint'] & (2**64 - 1):016x}, "
+            f"batch {parts['batch'] & (2**64 - 1):016x}")
 
 
 def check_header(got, expected, b: Boundary, *, rank: int, source: int, names: dict[int, str],
@@ -88,6 +96,8 @@ def check_header(got, expected, b: Boundary, *, rank: int, source: int, names: d
 
 class GuardHeader:
     """One boundary's expected header in host memory: 4 int64 words.
+
+    `set_batch` writes the batch digest word (an int; 0 when batch identity is off).
 
     `slot` is the buffer's header as a typed view: a numpy int64[4] sharing the memory of a CPU
     buffer's first 32 bytes, or (CUDA) the torch int64[4] view of them; made once per buffer by
@@ -105,6 +115,9 @@ class GuardHeader:
         self.halves[LIVE_HALF] = live_rows
         self.words[ROUND_WORD] = round_
 
+    def set_batch(self, word: int) -> None:
+        self.words[BATCH_WORD] = word
+
     def write(self, slot) -> None:
         if isinstance(slot, np.ndarray):
             slot[:] = self.words
@@ -115,7 +128,7 @@ class GuardHeader:
         got = slot if isinstance(slot, np.ndarray) else slot.cpu().numpy()
         return got.tobytes() == self.words.tobytes()
 
-    def expected(self) -> tuple[int, int, int, int]:
+    def expected(self) -> tuple[int, ...]:
         return words_header(self.words)
 
 
@@ -164,7 +177,7 @@ class DeviceGuard:
     row moved into the flag when it differs and the flag is clear), no host read.
     """
 
-    __slots__ = ("boundary", "flag", "row", "words", "halves", "got", "_live")
+    __slots__ = ("boundary", "flag", "row", "words", "halves", "got", "_live", "_batch")
 
     def __init__(self, boundary: int, fingerprint: int, source: int, flag: DeviceFlag, device):
         self.boundary, self.flag = boundary, flag
@@ -176,12 +189,23 @@ class DeviceGuard:
         self.got = self.row[1 + HEADER_WORDS: 1 + 2 * HEADER_WORDS]
         self.halves = self.words[:1].view(torch.int32)
         self._live: int | None = None
+        self._batch: int | None = 0
 
     def set(self, live_rows: int, round_: int) -> None:
         self.flag.set_round(round_)  # a device fill once per round; write / matches copy it
         if live_rows != self._live:
             self.halves[LIVE_HALF].fill_(live_rows)
             self._live = live_rows
+
+    def set_batch(self, word) -> None:
+        """The batch digest word: a device int64 [1] tensor (copied on the device, no host
+        read) or an int (a fill, skipped when unchanged). It joins the device compare."""
+        if isinstance(word, torch.Tensor):
+            self.words[BATCH_WORD: BATCH_WORD + 1].copy_(word)
+            self._batch = None
+        elif word != self._batch:
+            self.words[BATCH_WORD].fill_(word)
+            self._batch = word
 
     def write(self, slot: torch.Tensor) -> None:
         guard_write(slot, self.row, self.flag.round_word, round_index=ROUND_WORD, words=HEADER_WORDS)

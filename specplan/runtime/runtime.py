@@ -29,8 +29,9 @@ import torch.distributed as dist
 from specplan.runtime import binding as _bind
 from specplan.runtime.commit import Accepted, derive_commit, fired
 from specplan.runtime.errors import CollectiveTimeout
-from specplan.runtime.guard import (HEADER_WORDS, DeviceFlag, check_header, header_slot, read_header,
-                                    words_header)
+from specplan.runtime.guard import (BATCH_WORD, HEADER_WORDS, DeviceFlag, batch_only, check_header,
+                                    header_slot, read_header, words_header)
+from specplan.runtime.identity import Identity
 from specplan.runtime.plan_view import Boundary, PlanView
 from specplan.runtime.prepared import DTYPES, Prepared, accept_sites
 from specplan.runtime.probe import ProbeState, run_probe
@@ -45,7 +46,7 @@ class Runtime:
     by `check_round`; waits are the backend's own, see specplan.runtime.guard)."""
 
     def __init__(self, plan: PlanView, device: torch.device, backend: str, adopted: dict | None = None,
-                 hot_path: str = "host"):
+                 hot_path: str = "host", batch_identity: bool | None = None):
         self.plan, self.device, self.backend = plan, device, backend
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
         self.groups, self.ranks = _bind.create_groups(plan, backend, adopted)
@@ -63,6 +64,9 @@ class Runtime:
         self._prep = {b.id: Prepared(self, b) for b in plan.boundaries + plan.relays}
         self._probe = ProbeState(self)
         self.last_round = -1  # the latest round a converge ran, for errors at close
+        # Batch identity (runtime.batch_identity, or bind's override): the header's batch word.
+        self.batch_identity = plan.batch_identity if batch_identity is None else batch_identity
+        self.identity = Identity(self, self.batch_identity)
         trace_dir = plan.trace_dir or os.environ.get("SPECPLAN_TRACE_DIR")
         self.trace = (TraceWriter(trace_dir, self.rank, self.replica, plan.fingerprint)
                       if trace_dir else None)
@@ -84,6 +88,9 @@ class Runtime:
         `values` maps decision name -> tensor with `live_rows` leading rows (or capacity rows;
         rows past live_rows are padding); required on the source, optional elsewhere. A site
         the plan does not converge (trivial group, or policy off) returns `values` unchanged.
+        `requests`: the rows' identities, in row order: a `batch.Batch(request ids,
+        generations)`, a pair (ids, generations), or ids alone (generation 0); every rank of
+        the group must hold the same, else `BatchMismatch` (specplan/runtime/batch.py).
         """
         site = self.plan.sites.get(target) if isinstance(target, str) else None
         if site is not None and site.boundary is None:
@@ -92,28 +99,34 @@ class Runtime:
             return out
         b = self.plan.boundary_of(target)
         self.last_round = round
-        out = self._collective(b, values, round, live_rows)
+        out = self._collective(b, values, round, live_rows, requests)
         for s in b.sites:
             mine = {f.decision: out[f.decision] for f in b.fields if f.site == s}
             self._trace(s, mine, round, requests, seq_lens)
         return out
 
-    def relay(self, site: str, values: dict | None, *, round: int, live_rows: int) -> dict:
-        """Carry a last-stage site's decisions to the earlier stages over the pp family."""
+    def relay(self, site: str, values: dict | None, *, round: int, live_rows: int,
+              requests=None) -> dict:
+        """Carry a last-stage site's decisions to the earlier stages over the pp family.
+
+        `round` and `requests` are those of the round the relay was sent for: a stage that
+        consumes it k rounds later passes the batch it held for that round
+        (`batch.BatchHistory`), and is checked against it."""
         r = self.plan.relay_of(site)
         if r is None:
             return dict(values or {})
         if r.op == "ring":
-            return self._ring(r, values, round, live_rows)
-        return self._collective(r, values, round, live_rows)
+            return self._ring(r, values, round, live_rows, requests)
+        return self._collective(r, values, round, live_rows, requests)
 
-    def _collective(self, b: Boundary, values, round_: int, live_rows: int) -> dict:
+    def _collective(self, b: Boundary, values, round_: int, live_rows: int, requests=None) -> dict:
         p = self._prep[b.id]
         if b.op == "all_reduce_min":
             return self._min(p, values, round_)
         lane = p.lanes.get(live_rows) or p.lane(live_rows)
         header = p.header
         header.set(live_rows, round_)
+        self.identity.stamp(p, requests, round_, live_rows)
         if self.rank == p.source:
             header.write(p.slot)
             lane.pack(p.fit(lane, values), check=False)
@@ -126,16 +139,17 @@ class Runtime:
             rest = p.buf[p.sent_bytes(live_rows):]
             self._hot_wait(dist.broadcast(rest, src=p.source, group=p.group, async_op=True), b, round_)
         if self.rank != p.source and not header.matches(p.slot):
-            self._desync(p, p.source)
+            self._desync(p, p.source, round_)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
 
-    def _ring(self, r: Boundary, values, round_: int, live_rows: int) -> dict:
+    def _ring(self, r: Boundary, values, round_: int, live_rows: int, requests=None) -> dict:
         """Stage to stage: the last stage sends to 0, stage s forwards to s + 1 (SGLang's relay)."""
         p = self._prep[r.id]
         ranks, buf = p.ranks, p.buf
         me, last = ranks.index(self.rank), len(ranks) - 1
         lane = p.lanes.get(live_rows) or p.lane(live_rows)
         p.header.set(live_rows, round_)
+        self.identity.stamp(p, requests, round_, live_rows)
         if me == last:
             p.header.write(p.slot)
             lane.pack(p.fit(lane, values), check=False)
@@ -143,7 +157,7 @@ class Runtime:
             sender = ranks[last] if me == 0 else ranks[me - 1]
             self._hot_wait(dist.irecv(buf, src=sender, group=p.group), r, round_)
             if not p.header.matches(p.slot):
-                self._desync(p, sender)
+                self._desync(p, sender, round_)
         nxt = 0 if me == last else me + 1
         if nxt < last:
             self._hot_wait(dist.isend(p.sent(live_rows), dst=ranks[nxt], group=p.group), r, round_)
@@ -162,9 +176,11 @@ class Runtime:
         self._hot_wait(work, b, round_)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
 
-    def _desync(self, p: Prepared, source: int) -> None:
-        check_header(read_header(p.buf), p.header.expected(), p.b, rank=self.rank, source=source,
-                     names=self.names)
+    def _desync(self, p: Prepared, source: int, round_: int) -> None:
+        got, expected = read_header(p.buf), p.header.expected()
+        if batch_only(got, expected):  # the same call over different rows: name them
+            self.identity.mismatch(p.b, round_, p.source, expected[BATCH_WORD + 1], got[BATCH_WORD + 1])
+        check_header(got, expected, p.b, rank=self.rank, source=source, names=self.names)
 
     def _what(self, b: Boundary, round_: int) -> str:
         what = (f"collective for site {b.label} (boundary {b.id}, {b.op}) at round {round_}"
@@ -172,7 +188,10 @@ class Runtime:
         return f"{what} on group {b.family} {self.ranks[b.family]}"
 
     def _wait(self, work, b: Boundary, round_: int) -> None:
-        wait_for(work, what=self._what(b, round_), timeout_s=self.plan.timeout_s, rank=self.rank)
+        try:
+            wait_for(work, what=self._what(b, round_), timeout_s=self.plan.timeout_s, rank=self.rank)
+        except CollectiveTimeout as exc:  # a peer may have left on a BatchMismatch: say so
+            raise CollectiveTimeout(f"{exc}{self.identity.reported()}") from exc
 
     def _hot_wait(self, work, b: Boundary, round_: int) -> None:
         """A converge's wait. Device path: no host timer (NCCL's wait with a timeout polls from
@@ -186,7 +205,7 @@ class Runtime:
         except RuntimeError as exc:
             raise CollectiveTimeout(
                 f"{self._what(b, round_)} failed or timed out in the backend (this is rank "
-                f"{self.rank}): {str(exc).splitlines()[0]}") from exc
+                f"{self.rank}): {str(exc).splitlines()[0]}{self.identity.reported()}") from exc
 
     # -- the device path's one read per round ------------------------------------------------
     def set_round(self, round: int) -> None:
@@ -196,7 +215,8 @@ class Runtime:
             self.device_flag.set_round(round)
 
     def check_round(self) -> None:
-        """Raise DesyncError for a header mismatch recorded on the device since the last check.
+        """Raise DesyncError (BatchMismatch when only the batch word differs) for a header
+        mismatch recorded on the device since the last check.
 
         Device path: the one host read of a round (a few bytes); call it where the engine
         synchronises anyway. The probe and close call it too. Host path: nothing to do, a
@@ -207,8 +227,11 @@ class Runtime:
             return
         n = HEADER_WORDS
         expected, got = words_header(hit[1: 1 + n]), words_header(hit[1 + n: 1 + 2 * n])
-        check_header(got, expected, self._prep[expected[0]].b, rank=self.rank, source=hit[-1],
-                     names=self.names, when=" (compared on the device, read at check_round)")
+        when, p = " (compared on the device, read at check_round)", self._prep[expected[0]]
+        if batch_only(got, expected):
+            self.identity.mismatch(p.b, expected[2], p.source, expected[BATCH_WORD + 1],
+                                   got[BATCH_WORD + 1], when)
+        check_header(got, expected, p.b, rank=self.rank, source=hit[-1], names=self.names, when=when)
 
     # -- accept, probe, trace ----------------------------------------------------------------
     def accept(self, target, values: dict | None, *, round: int, live_rows: int,
@@ -270,6 +293,7 @@ class Runtime:
             self.check_round()
             self.barrier()
         finally:
+            self.identity.close()
             dist.destroy_process_group()
 
 
@@ -287,7 +311,7 @@ def wait_for(work, *, what: str, timeout_s: float, rank: int) -> None:
 
 def bind(plan, *, rank: int | None = None, world_size: int | None = None,
          device: str | torch.device | None = None, groups: dict | None = None,
-         hot_path: str = "auto") -> Runtime:
+         hot_path: str = "auto", batch_identity: bool | None = None) -> Runtime:
     """Bind a plan (path to plan.json, or its content) on this rank.
 
     `groups` maps family name -> the process group this rank already belongs to (an engine's
@@ -298,6 +322,9 @@ def bind(plan, *, rank: int | None = None, world_size: int | None = None,
 
     `hot_path`: "auto" (device on CUDA / NPU, host on a CPU), "host" or "device" (forced, e.g.
     on a CPU to test the device path); see `Runtime.check_round`.
+
+    `batch_identity`: None (the plan's `runtime.batch_identity`), True or False (forced): whether
+    the guard header carries the digest of the rows' (request, generation).
     """
     view = PlanView(plan)
     backend = _bind.backend_for(view)
@@ -305,4 +332,4 @@ def bind(plan, *, rank: int | None = None, world_size: int | None = None,
     _bind.start_process_group(view, rank, world_size, backend)
     adopted, problems = _bind.check_adopted(view, groups)
     _bind.agree_on_plan(view, dev, adopted, problems)
-    return Runtime(view, dev, backend, adopted, _bind.hot_path_for(hot_path, dev))
+    return Runtime(view, dev, backend, adopted, _bind.hot_path_for(hot_path, dev), batch_identity)

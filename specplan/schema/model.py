@@ -188,6 +188,13 @@ class Pipeline(_Model):
     tap_ids: Numbering = Field(
         "global", description="Tap ids: global | stage_local (each stage numbers taps from its own "
                               "first layer and takes tap 0).")
+    sample_discount: Literal["bound", "drafts"] = Field(
+        "bound", description="Which rows the sampled-token broadcast to earlier stages covers: a "
+                             "row stays in it unless max(computed - discount, prompt_len) + 1 >= "
+                             "max_seq_len, where computed may be inflated by the previous round's "
+                             "drafts. bound (discount = the most drafts a round verifies, num_steps "
+                             "for a chain: never less than the inflation) | drafts (this round's draft count: the seed's bug, a "
+                             "request given drafts and then none drops out early).")
 
 
 class Disaggregation(_Model):
@@ -219,6 +226,10 @@ class Runtime(_Model):
                           "so they are consumed in round r + 1 on the device (SGLang's overlap "
                           "scheduler, off with --disable-overlap-schedule; vLLM "
                           "--async-scheduling); unset: not modelled.")
+    batch_identity: bool = Field(
+        True, description="Every converge and relay carries a 64-bit digest of its rows' "
+                          "(request, generation) in the guard header; a rank holding another "
+                          "batch raises BatchMismatch naming the row. false = not checked.")
 
 
 class Spec(_Model):

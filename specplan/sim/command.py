@@ -5,10 +5,26 @@ from __future__ import annotations
 EXIT_OK, EXIT_INTERNAL, EXIT_FOUND_PROBLEM = 0, 1, 3
 
 
+SERVING_INJECTIONS = ("stale-slot", "early-stop")
+
+
 def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int,
-                 inject: str | None, console, as_json: bool = False) -> int:
+                 inject: str | None, console, as_json: bool = False, chunk: int | None = None) -> int:
     """Progress per round on stderr; the report (text, or with `as_json` the JSON object of
-    sim/report.py `report_json`) on stdout."""
+    sim/report.py `report_json`) on stdout. With `chunk`, the serving loop of sim/serving.py."""
+    import click
+
+    if chunk is not None or inject in SERVING_INJECTIONS:  # the serving loop (sim/serving.py)
+        if chunk is None or inject not in (None, *SERVING_INJECTIONS):
+            raise click.UsageError(f"--inject {inject} needs --chunked-prefill" if chunk is None else
+                                   f"--chunked-prefill takes --inject {' or '.join(SERVING_INJECTIONS)}, "
+                                   f"not {inject}")
+        if as_json:
+            raise click.UsageError("--json reports a topology run; --chunked-prefill prints its own report")
+        from specplan.sim.serving_command import run_serving
+
+        return run_serving(spec, chunk=chunk, requests=requests, seed=seed, inject=inject or "",
+                           console=console)
     from specplan.sim.launch import Options, simulate
     from specplan.sim.progress import RoundProgress
     from specplan.sim.report import render, report_json, verdict

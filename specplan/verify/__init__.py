@@ -8,6 +8,7 @@ from specplan.verify.engine_notes import check_engine
 from specplan.verify.findings import Finding, sort_findings
 from specplan.verify.fixes import engine_fixes
 from specplan.verify.launch_flags import check_launch_flags
+from specplan.verify.mixed import check_mixed
 from specplan.verify.schedules import check_schedules
 from specplan.verify.structure import check_structure
 
@@ -15,6 +16,7 @@ from specplan.verify.structure import check_structure
 def verify(plan: Plan) -> list[Finding]:
     view = PlanView(plan)
     findings = [*check_structure(view), *check_agreement(view), *check_schedules(view), *check_launch_flags(view),
+                *check_mixed(view),
                 *check_engine(plan.engine, plan.world_size, plan.num_worlds)]
     return sort_findings(engine_fixes(plan, findings))
 

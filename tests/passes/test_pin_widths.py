@@ -23,7 +23,8 @@ def test_eagle_accept_layout(planned):
                       ("num_correct_drafts", [3], 144, 12)]
     assert accept["layout"]["bytes"] == 160
     assert accept["layout"]["header_bytes"] == 32
-    assert [h[0] for h in accept["layout"]["header"]] == ["boundary", "live_rows", "round", "fingerprint"]
+    assert [h[0] for h in accept["layout"]["header"]] == ["boundary", "live_rows", "round", "fingerprint",
+                                                         "batch"]
 
 
 def test_one_buffer_per_family_and_min_keeps_its_own(planned):

@@ -190,3 +190,19 @@ def test_a_plan_with_relays_states_their_wire_layout(tmp_path):
     assert view.family_buffer_bytes()["pp"] == pp_buffer
     assert {r.buffer_bytes for r in view.relays} == {pp_buffer}
     assert load_plan(data).dumps() == plan.dumps()
+
+
+def test_optional_keys_when_set_satisfy_the_schema():
+    """Keys absent at their defaults (runtime.async_scheduling, model.moe.eplb) are in the schema too."""
+    import yaml
+
+    from specplan.lower import build_plan
+    from specplan.passes import plan as run_passes
+    from specplan.schema.load import load_spec_text
+
+    data = yaml.safe_load((ROOT / "specs" / "deepseek-v4-dspark-tp8-dp8.yaml").read_text())
+    data["runtime"]["async_scheduling"] = True
+    data["model"]["moe"]["eplb"] = True
+    plan = json.loads(build_plan(run_passes(load_spec_text(yaml.safe_dump(data), "t.yaml"))).dumps())
+    assert plan["runtime"]["async_scheduling"] is True and plan["model"]["moe"]["eplb"] is True
+    VALIDATOR.validate(plan)

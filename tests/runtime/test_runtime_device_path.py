@@ -69,8 +69,8 @@ def test_device_guard_keeps_the_first_mismatch_of_the_round_without_a_host_read(
         hit = flag.read()
     assert [e[0] for e in rec.events] == ["Tensor.tolist"]
     assert hit[0] == 1 and hit[-1] == 5  # source rank
-    assert words_header(hit[1:5]) == (8, 3, 11, 0x1234)  # expected: boundary, live rows, round, fp
-    assert words_header(hit[5:9]) == (7, 3, 11, 0x1234)  # received
+    assert words_header(hit[1:5]) == (8, 3, 11, 0x1234, 0)  # expected: boundary, live rows, round, fp
+    assert words_header(hit[5:9]) == (7, 3, 11, 0x1234, 0)  # received
     assert flag.read() is None  # cleared once read
 
 

@@ -2,10 +2,11 @@
 `simulate --allow-errors`, fails the way the finding predicts (a named CollectiveTimeout,
 ProbeMismatch or LayoutMismatch, or wrong tokens), and without the flag simulate refuses it.
 
-One spec per class from tests/verify/specs/error-*.yaml (test_check_cli keeps eight), with
+One spec per class from tests/verify/specs/error-*.yaml (test_check_cli keeps nine), with
 a short timeout; two run in a variant that makes the failure observable on the CPU: the idle
 DP rank needs a replica without requests (--requests 1), and a group wider than the replica
-shows wrong tokens under greedy decoding (sampled tokens have no single-process reference).
+shows wrong tokens under greedy decoding (sampled tokens have no single-process reference); the
+draft-count discount of the sampled-token broadcast needs the serving loop (--chunked-prefill).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ CASES = {  # class -> (variant of the spec text, simulate options, what the repo
                                        "plain greedy decoding gives"),
     "error-drafts-not-relayed": ({}, [], "plain greedy decoding gives"),
     "error-stage-local-draft-layers": ({}, [], "plain greedy decoding gives"),
+    "error-sample-discount": ({}, ["--chunked-prefill", "4", "--requests", "12"],
+                              "rank 0 (stage 0) leaves the row out"),
     "error-stage-local-taps": ({}, [], "LayoutMismatch: the drafter on stage 1 (rank 1) reads taps "
                                        "[1, 3, 7] but the stages hand it the residuals entering layers "
                                        "[1, 3, 5, 7]"),

@@ -23,14 +23,14 @@ def test_write_then_check_agrees_and_a_mismatch_is_kept_once(impl):
     record = torch.zeros(R, dtype=torch.int64)
     mine, other = _row(3, 5), _row(4, 5)
     guard_write(slot, mine, rnd, round_index=ROUND_WORD, words=W, impl=impl)
-    assert words_header(slot.tolist()) == (3, 0, 41, 0x1234)
+    assert words_header(slot.tolist()) == (3, 0, 41, 0x1234, 0)
     guard_check(slot, mine, rnd, record, round_index=ROUND_WORD, words=W, impl=impl)
     assert record.tolist() == [0] * R  # equal: nothing kept
     guard_check(slot, other, rnd, record, round_index=ROUND_WORD, words=W, impl=impl)
     first = record.tolist()
     assert first[0] == 1 and first[-1] == 5
-    assert words_header(first[1:1 + W]) == (4, 0, 41, 0x1234)  # expected
-    assert words_header(first[1 + W:1 + 2 * W]) == (3, 0, 41, 0x1234)  # received
+    assert words_header(first[1:1 + W]) == (4, 0, 41, 0x1234, 0)  # expected
+    assert words_header(first[1 + W:1 + 2 * W]) == (3, 0, 41, 0x1234, 0)  # received
     rnd.fill_(42)
     guard_check(slot, other, rnd, record, round_index=ROUND_WORD, words=W, impl=impl)
     assert record.tolist() == first  # the first mismatch stays

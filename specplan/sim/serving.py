@@ -1,0 +1,347 @@
+"""The serving loop of `specplan simulate --chunked-prefill`: mixed rounds, reused state rows and
+pipeline entries in flight, on a toy model whose greedy output is known exactly.
+
+What it models (vLLM MRV2's PP cadence, reference/decisions.md §8 and the seed on EAGLE3 + PP):
+
+- A round holds prefill chunks (at most `chunk` prompt tokens per request per round, every
+  round until the prompt is done) beside decode rows; the chunk that completes a prompt samples
+  the request's first token. A request that sampled runs again `pp` rounds later (its slot).
+- The scheduler's `computed` count is advanced by a decode row's whole width (1 + drafts) and
+  the rejected drafts are rolled back only when that round's entry is consumed, after the
+  request's next round was scheduled; every stage decides the broadcast's rows from it with
+  the plan's rule (`pipeline.relay.sampled_rows`, specplan/verify/mixed.py).
+- State rows: `runtime.max_batch` of them; a finished request frees its row at once (its
+  generation counter bumps) and a waiting request takes it the next round.
+- The last stage samples, drafts (on its own tokens) and sends one entry per round: each row's
+  (request, generation), sampled tokens and next drafts. Stage 0, which embeds, consumes an
+  entry at its first forward at least `pp` rounds later: the entry of the round `pp` back
+  first (its microbatch's), then any left over from rounds that had no rows to run (an empty
+  round runs no forward and consumes nothing). Rows of requests freed since, or outside the
+  broadcast, are filtered out of both the token and the draft update.
+- Stage 0 embeds [last sampled token, drafts] of each decode row; the target's prediction at a
+  position is a pure function of the tokens embedded so far (`target_next`), so a stale token
+  on stage 0 changes what the last stage accepts. Plain greedy decoding is `plain_decode`.
+
+Injections: `stale-slot` scatters an entry's drafts through the unfiltered row mapping (a
+freed request's drafts land in the row its successor now holds); `early-stop` subtracts this
+round's draft count instead of the bound. With batch identity (`runtime.batch_identity`) stage 0
+checks, before using an entry, the digest of the rows the last stage sent tokens for against
+the rows it is about to update, and the (request, generation) of every row the draft update
+writes against the row's owner: the first affected round raises `BatchMismatch`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
+
+from specplan.runtime.batch import Batch, describe_row, digest_host
+from specplan.runtime.errors import BatchMismatch
+from specplan.verify.mixed import in_broadcast
+
+VOCAB, WINDOW = 211, 4
+PLACEHOLDER = -1
+
+
+def _h(*parts) -> int:
+    return zlib.crc32(repr(parts).encode())
+
+
+def target_next(tokens) -> int:
+    """The toy target's greedy next token: a hash of the last WINDOW tokens."""
+    return _h("target", tuple(tokens[-WINDOW:])) % VOCAB
+
+
+def plain_decode(prompt: list[int], max_tokens: int) -> list[int]:
+    seq = list(prompt)
+    for _ in range(max_tokens):
+        seq.append(target_next(seq))
+    return seq[len(prompt):]
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    id: int
+    prompt: tuple[int, ...]
+    max_tokens: int
+
+
+@dataclass
+class ServingConfig:
+    pp: int
+    max_batch: int
+    chunk: int
+    max_drafts: int
+    discount: str = "bound"  # bound | drafts
+    identity: bool = True
+    inject: str = ""  # "" | stale-slot | early-stop
+    site: str = "sampled_tokens"
+    relay_id: int | None = None  # None: no pp relay, the replica-wide converge carries them
+    seed: int = 0
+    max_rounds: int = 5000
+
+
+@dataclass
+class Req:
+    spec: RequestSpec
+    row: int = -1
+    gen: int = -1
+    computed: int = 0  # tokens whose K/V is committed
+    inflation: int = 0  # rejected drafts of the previous round, not yet rolled back
+    out: list[int] = field(default_factory=list)
+    kv: list[int] = field(default_factory=list)  # the tokens stage 0 embedded, committed
+    drafts: list[int] = field(default_factory=list)  # the last stage's proposal
+    next_round: int = -1
+    decodes: int = 0
+
+    @property
+    def prefilling(self) -> bool:
+        return self.computed < len(self.spec.prompt)
+
+    @property
+    def done(self) -> bool:
+        return len(self.out) >= self.spec.max_tokens
+
+
+@dataclass
+class Entry:
+    round: int
+    rows: list[int]
+    pairs: list[tuple[int, int]]
+    need: list[bool]  # the rule, as stage 0 evaluates it
+    going_on: list[bool]  # what the last stage sent tokens for
+    sampled: list[list[int]]
+    drafts: list[list[int]]
+
+
+def _first_difference(mine: list, theirs: list) -> int:
+    for i in range(max(len(mine), len(theirs))):
+        if (mine[i] if i < len(mine) else None) != (theirs[i] if i < len(theirs) else None):
+            return i
+    return 0
+
+
+def _digest(pairs: list[tuple[int, int]]) -> int:
+    """The runtime's batch digest (the guard header's batch word) of these rows."""
+    return digest_host(Batch([q for q, _ in pairs], [g for _, g in pairs]), len(pairs))
+
+
+@dataclass
+class Outcome:
+    outputs: dict[int, list[int]]
+    expected: dict[int, list[int]]
+    error: str | None
+    error_round: int | None
+    stats: dict
+
+    @property
+    def first_wrong(self) -> tuple[int, int, int, int] | None:
+        """(request, token index, got, expected) of the first wrong token, by request."""
+        for q in sorted(self.expected):
+            got, want = self.outputs.get(q, []), self.expected[q]
+            for i, w in enumerate(want):
+                g = got[i] if i < len(got) else PLACEHOLDER
+                if g != w:
+                    return q, i, g, w
+        return None
+
+
+class Serving:
+    def __init__(self, cfg: ServingConfig, requests: list[RequestSpec]):
+        self.cfg, self.waiting = cfg, deque(Req(r) for r in requests)
+        self.all = {r.spec.id: r for r in self.waiting}
+        self.owner: list[Req | None] = [None] * cfg.max_batch
+        self.gens = [0] * cfg.max_batch
+        self.last = [PLACEHOLDER] * cfg.max_batch  # stage 0's last sampled token per row
+        self.draft_rows = [[PLACEHOLDER] * cfg.max_drafts for _ in range(cfg.max_batch)]
+        self.pending: list[Entry] = []  # stage 0's entries in flight, in send order
+        self.log: list[tuple[int, list[tuple[int, str, int]]]] = []  # (round, [(request, kind, n)])
+        self.stats = {"rounds": 0, "skipped_rounds": 0, "mixed_rounds": 0, "reuses": 0,
+                      "late_entries": 0, "dropped_rows": 0, "stale_draft_rows": 0}
+
+    # -- the scheduler -------------------------------------------------------------------
+    def _admit(self, t: int) -> Req | None:
+        free = [r for r in range(self.cfg.max_batch) if self.owner[r] is None]
+        if not free or not self.waiting:
+            return None
+        q = self.waiting.popleft()
+        q.row, q.gen = free[0], self.gens[free[0]]
+        self.owner[q.row] = q
+        if any(q.row in e.rows for e in self.pending):
+            self.stats["reuses"] += 1
+        self.last[q.row] = PLACEHOLDER
+        return q
+
+    def _drafts_for(self, q: Req) -> int:
+        """This round's draft count: a pattern that swings between many and none."""
+        if self.cfg.max_drafts == 0:
+            return 0
+        return (self.cfg.max_drafts, 0, 1, self.cfg.max_drafts, 0)[q.decodes % 5]
+
+    def _schedule(self, t: int) -> list[tuple[Req, str, int]]:
+        self._admit(t)
+        batch = []
+        for r in range(self.cfg.max_batch):
+            q = self.owner[r]
+            if q is None:
+                continue
+            if q.prefilling:
+                batch.append((q, "chunk", min(self.cfg.chunk, len(q.spec.prompt) - q.computed)))
+            elif q.next_round == t:
+                batch.append((q, "decode", min(self._drafts_for(q), len(q.drafts))))
+        return batch
+
+    def _need(self, q: Req, kind: str, n: int) -> bool:
+        scheduled = n if kind == "chunk" else 1 + n
+        seen = q.computed + (q.inflation if kind == "decode" else 0)
+        drafts = n if kind == "decode" else 0
+        discount = drafts if (self.cfg.discount == "drafts" or self.cfg.inject == "early-stop") \
+            else self.cfg.max_drafts
+        return in_broadcast(seen, scheduled, len(q.spec.prompt),
+                            len(q.spec.prompt) + q.spec.max_tokens, discount)
+
+    # -- stage 0: consume entries, then embed -------------------------------------------
+    def _consume(self, t: int) -> None:
+        due = [e for e in self.pending if e.round <= t - self.cfg.pp]
+        due.sort(key=lambda e: (e.round != t - self.cfg.pp, e.round))  # its microbatch's first
+        for e in due:
+            self.pending.remove(e)
+            if e.round != t - self.cfg.pp:
+                self.stats["late_entries"] += 1
+            self._apply(e, t)
+
+    def _apply(self, e: Entry, t: int) -> None:
+        live = [self.gens[row] == g for row, (_, g) in zip(e.rows, e.pairs)]
+        keep = [n and ok for n, ok in zip(e.need, live)]
+        if self.cfg.identity:  # rows outside a side's broadcast are None there
+            sent = [p if on else None for p, on in zip(e.pairs, e.going_on)]
+            mine = [p if k else None for p, k in zip(e.pairs, keep)]
+            self._check(e, t, mine, sent, "sampled tokens", e.rows)
+        writes = range(len(e.rows)) if self.cfg.inject == "stale-slot" else \
+            [i for i, k in enumerate(keep) if k]
+        if self.cfg.identity:
+            owners = [self._owner_pair(e.rows[i]) for i in writes]
+            self._check(e, t, owners, [e.pairs[i] for i in writes], "draft update",
+                        [e.rows[i] for i in writes])
+        for i, k in enumerate(keep):
+            if k:
+                self.last[e.rows[i]] = e.sampled[i][-1]
+            elif e.going_on[i]:
+                self.stats["dropped_rows"] += 1
+        for i in writes:
+            if not keep[i] and self.owner[e.rows[i]] is not None:
+                self.stats["stale_draft_rows"] += 1
+            self.draft_rows[e.rows[i]] = list(e.drafts[i])
+
+    def _owner_pair(self, row: int) -> tuple[int, int] | None:
+        q = self.owner[row]
+        return None if q is None else (q.spec.id, q.gen)
+
+    def _check(self, e: Entry, t: int, mine, sent, what: str, rows=None) -> None:
+        """Raise BatchMismatch unless the two row lists hash alike (the runtime's digest over
+        the rows each side includes; None marks a row a side leaves out or does not hold)."""
+        if _digest([p for p in mine if p]) == _digest([p for p in sent if p]) and \
+                [p is None for p in mine] == [p is None for p in sent]:
+            return
+        i = _first_difference(mine, sent)
+        row = f" (state row {rows[i]})" if rows else ""
+        a = mine[i] if i < len(mine) else None
+        b = sent[i] if i < len(sent) else None
+        via = "replica converge" if self.cfg.relay_id is None else f"relay {self.cfg.relay_id}"
+        held = "leaves the row out" if a is None else f"holds {describe_row(a)}"
+        theirs = "leaves it out" if b is None else f"holds {describe_row(b)}"
+        raise BatchMismatch(
+            f"batch mismatch at site {self.cfg.site} ({via}), round {e.round} "
+            f"(consumed at round {t}), {what}: row {i}{row}: rank 0 (stage 0) {held} where "
+            f"rank {self.cfg.pp - 1} (the source) {theirs}")
+
+    # -- the last stage ------------------------------------------------------------------
+    def _propose(self, q: Req) -> list[int]:
+        seq, out = list(q.spec.prompt) + q.out, []
+        for i in range(self.cfg.max_drafts):
+            tok = target_next(seq + out)
+            if _h("draft", self.cfg.seed, q.spec.id, len(seq) + i) % 5 < 2:
+                tok = (tok + 1) % VOCAB  # a wrong guess, rejected by verify
+            out.append(tok)
+        return out
+
+    def _run(self, q: Req, kind: str, n: int) -> tuple[list[int], bool]:
+        """Stage 0's inputs through the last stage; (sampled tokens, samples)."""
+        if kind == "chunk":
+            x = list(q.spec.prompt[q.computed:q.computed + n])
+            q.kv += x
+            q.computed += n
+            if q.prefilling:
+                return [], False
+            return [target_next(q.kv)], True
+        x = [self.last[q.row]] + self.draft_rows[q.row][:n]
+        preds = [target_next(q.kv + x[:j + 1]) for j in range(n + 1)]
+        a = 0
+        while a < n and q.drafts[a] == preds[a]:
+            a += 1
+        q.kv += x[:1 + a]
+        q.computed += 1 + a
+        q.inflation = n - a
+        return q.drafts[:a] + [preds[a]], True
+
+    def round(self, t: int) -> None:
+        batch = self._schedule(t)
+        if not batch:
+            self.stats["skipped_rounds"] += 1
+            return
+        self.stats["rounds"] += 1
+        self.log.append((t, [(q.spec.id, kind, n) for q, kind, n in batch]))
+        if len({kind for _, kind, _ in batch}) == 2:
+            self.stats["mixed_rounds"] += 1
+        need = [self._need(q, kind, n) for q, kind, n in batch]
+        self._consume(t)
+        entry = Entry(t, [q.row for q, _, _ in batch], [(q.spec.id, q.gen) for q, _, _ in batch],
+                      need, [], [], [])
+        for q, kind, n in batch:
+            sampled, samples = self._run(q, kind, n)
+            if kind == "decode":
+                q.decodes += 1
+            q.out = (q.out + sampled)[:q.spec.max_tokens]
+            if samples:
+                q.drafts = self._propose(q)
+                q.next_round = t + self.cfg.pp
+            entry.sampled.append(sampled or [PLACEHOLDER])
+            entry.drafts.append(q.drafts if samples else [PLACEHOLDER] * self.cfg.max_drafts)
+            entry.going_on.append(samples and not q.done)
+        for q, _, _ in batch:  # the scheduler frees finished rows at once
+            if q.done and self.owner[q.row] is q:
+                self.owner[q.row] = None
+                self.gens[q.row] += 1
+        if self.cfg.pp > 1:
+            self.pending.append(entry)
+        else:
+            self._apply(entry, t)
+
+    def run(self) -> Outcome:
+        error, at = None, None
+        t = 0
+        try:
+            while self.waiting or any(self.owner):
+                if t >= self.cfg.max_rounds:
+                    raise RuntimeError(f"serving did not finish in {t} rounds")
+                self.round(t)
+                t += 1
+        except BatchMismatch as exc:
+            error, at = str(exc), t
+        self.stats["wall_rounds"] = t
+        return Outcome({q: r.out for q, r in self.all.items()},
+                       {q: plain_decode(list(r.spec.prompt), r.spec.max_tokens)
+                        for q, r in self.all.items()}, error, at, self.stats)
+
+
+def make_requests(n: int, seed: int, chunk: int) -> list[RequestSpec]:
+    """`n` requests: prompts from 1 to 3 chunks (every other one fits one chunk, so a row freed
+    at the end of a round is taken by a request that samples at once), 4 to 11 tokens each."""
+    out = []
+    for q in range(n):
+        h = _h("request", seed, q)
+        length = max(1, chunk - h % 2) if q % 2 else chunk + 1 + h % (2 * chunk)
+        prompt = tuple(_h("prompt", seed, q, i) % VOCAB for i in range(length))
+        out.append(RequestSpec(q, prompt, 4 + (h >> 8) % 8))
+    return out
