@@ -227,4 +227,6 @@ def describe_row(pair) -> str:
     if pair is None:
         return "no row"
     q, g = pair
+    if isinstance(q, int) and q < 0:  # a padding id: the engine leaves the row out of the call
+        return f"no request (id {q}: the row is left out)"
     return f"request {q} gen {g}"

@@ -71,7 +71,7 @@ def write_config(sim_dir: Path, prep: Prepared, opt: Options) -> None:
     (sim_dir / "sim.json").write_text(json.dumps({"model": prep.model, "sim": sim, "plans": plans}))
 
 
-def start(sim_dir: Path, world: int) -> list[subprocess.Popen]:
+def start(sim_dir: Path, world: int, module: str = "specplan.sim.worker") -> list[subprocess.Popen]:
     port, procs = free_port(), []
     root = str(Path(__file__).resolve().parents[2])
     for rank in range(world):
@@ -80,7 +80,7 @@ def start(sim_dir: Path, world: int) -> list[subprocess.Popen]:
                    OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
                        [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
         log = open(sim_dir / f"rank{rank}.log", "w")
-        procs.append(subprocess.Popen([sys.executable, "-m", "specplan.sim.worker", str(sim_dir)],
+        procs.append(subprocess.Popen([sys.executable, "-m", module, str(sim_dir)],
                                       env=env, stdout=log, stderr=subprocess.STDOUT,
                                       start_new_session=True))
         log.close()

@@ -24,10 +24,15 @@ What it models (vLLM MRV2's PP cadence, reference/decisions.md §8 and the seed 
 
 Injections: `stale-slot` scatters an entry's drafts through the unfiltered row mapping (a
 freed request's drafts land in the row its successor now holds); `early-stop` subtracts this
-round's draft count instead of the bound. With batch identity (`runtime.batch_identity`) stage 0
-checks, before using an entry, the digest of the rows the last stage sent tokens for against
-the rows it is about to update, and the (request, generation) of every row the draft update
-writes against the row's owner: the first affected round raises `BatchMismatch`.
+round's draft count instead of the bound.
+
+The stages talk through a `link`. `LocalLink` (here) runs every stage in this process and hands
+entries over as they are: the fast model the unit tests drive. `specplan simulate` runs one gloo
+process per stage with `serving_rank.GlooLink`: stage 0 forwards what it embeds to the next
+stage, and each entry reaches the earlier stages through the bound runtime (the plan's relay,
+or the accept converge), stamped with the round it was sent for and the rows each side holds
+for it (`views`), so with `runtime.batch_identity` the runtime's guard raises `BatchMismatch`
+at the first entry the two sides disagree on.
 """
 
 from __future__ import annotations
@@ -36,12 +41,12 @@ import zlib
 from collections import deque
 from dataclasses import dataclass, field
 
-from specplan.runtime.batch import Batch, describe_row, digest_host
 from specplan.runtime.errors import BatchMismatch
 from specplan.verify.mixed import in_broadcast
 
 VOCAB, WINDOW = 211, 4
 PLACEHOLDER = -1
+PAD = (PLACEHOLDER, PLACEHOLDER)  # a row a side leaves out of an entry's update
 
 
 def _h(*parts) -> int:
@@ -113,18 +118,20 @@ class Entry:
     going_on: list[bool]  # what the last stage sent tokens for
     sampled: list[list[int]]
     drafts: list[list[int]]
+    samples: list[bool] = field(default_factory=list)  # rows that sampled (sent drafts)
 
 
-def _first_difference(mine: list, theirs: list) -> int:
-    for i in range(max(len(mine), len(theirs))):
-        if (mine[i] if i < len(mine) else None) != (theirs[i] if i < len(theirs) else None):
-            return i
-    return 0
+class LocalLink:
+    """Every stage in one process: entries and embedded tokens are handed over as they are."""
 
+    def sent(self, e: Entry, rows: list[tuple[int, int]]) -> None:
+        pass
 
-def _digest(pairs: list[tuple[int, int]]) -> int:
-    """The runtime's batch digest (the guard header's batch word) of these rows."""
-    return digest_host(Batch([q for q, _ in pairs], [g for _, g in pairs]), len(pairs))
+    def deliver(self, e: Entry, t: int, mine, sent) -> tuple[list[list[int]], list[list[int]]]:
+        return e.sampled, e.drafts
+
+    def forward(self, t: int, xs: list[list[int]]) -> list[list[int]]:
+        return xs
 
 
 @dataclass
@@ -148,8 +155,9 @@ class Outcome:
 
 
 class Serving:
-    def __init__(self, cfg: ServingConfig, requests: list[RequestSpec]):
+    def __init__(self, cfg: ServingConfig, requests: list[RequestSpec], link=None):
         self.cfg, self.waiting = cfg, deque(Req(r) for r in requests)
+        self.link = link or LocalLink()
         self.all = {r.spec.id: r for r in self.waiting}
         self.owner: list[Req | None] = [None] * cfg.max_batch
         self.gens = [0] * cfg.max_batch
@@ -204,6 +212,8 @@ class Serving:
     # -- stage 0: consume entries, then embed -------------------------------------------
     def _consume(self, t: int) -> None:
         due = [e for e in self.pending if e.round <= t - self.cfg.pp]
+        for e in due:  # over the wire in the order they were sent (oldest first)
+            e.sampled, e.drafts = self.link.deliver(e, t, *self.views(e))
         due.sort(key=lambda e: (e.round != t - self.cfg.pp, e.round))  # its microbatch's first
         for e in due:
             self.pending.remove(e)
@@ -211,19 +221,31 @@ class Serving:
                 self.stats["late_entries"] += 1
             self._apply(e, t)
 
+    def _keep(self, e: Entry) -> list[bool]:
+        """Stage 0's filter: in the broadcast by the rule, and the row's request still holds it."""
+        return [n and self.gens[row] == g for n, row, (_, g) in zip(e.need, e.rows, e.pairs)]
+
+    def views(self, e: Entry) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """Per row of an entry, the (request, generation) each side updates, or PAD for a row
+        it leaves out: (stage 0's, the last stage's). The last stage sent tokens and drafts for
+        the rows that go on; stage 0 updates the rows its filter keeps and, with stale-slot,
+        writes the drafts of every row that sampled into whatever request holds the row now."""
+        sent = [p if on else PAD for p, on in zip(e.pairs, e.going_on)]
+        mine = []
+        for i, (p, k) in enumerate(zip(e.pairs, self._keep(e))):
+            holder = self._owner_pair(e.rows[i])
+            if k:
+                mine.append(p)
+            elif self.cfg.inject == "stale-slot" and e.samples[i] and holder not in (None, p):
+                mine.append(holder)
+            else:
+                mine.append(PAD)
+        return mine, sent
+
     def _apply(self, e: Entry, t: int) -> None:
-        live = [self.gens[row] == g for row, (_, g) in zip(e.rows, e.pairs)]
-        keep = [n and ok for n, ok in zip(e.need, live)]
-        if self.cfg.identity:  # rows outside a side's broadcast are None there
-            sent = [p if on else None for p, on in zip(e.pairs, e.going_on)]
-            mine = [p if k else None for p, k in zip(e.pairs, keep)]
-            self._check(e, t, mine, sent, "sampled tokens", e.rows)
+        keep = self._keep(e)
         writes = range(len(e.rows)) if self.cfg.inject == "stale-slot" else \
             [i for i, k in enumerate(keep) if k]
-        if self.cfg.identity:
-            owners = [self._owner_pair(e.rows[i]) for i in writes]
-            self._check(e, t, owners, [e.pairs[i] for i in writes], "draft update",
-                        [e.rows[i] for i in writes])
         for i, k in enumerate(keep):
             if k:
                 self.last[e.rows[i]] = e.sampled[i][-1]
@@ -238,24 +260,6 @@ class Serving:
         q = self.owner[row]
         return None if q is None else (q.spec.id, q.gen)
 
-    def _check(self, e: Entry, t: int, mine, sent, what: str, rows=None) -> None:
-        """Raise BatchMismatch unless the two row lists hash alike (the runtime's digest over
-        the rows each side includes; None marks a row a side leaves out or does not hold)."""
-        if _digest([p for p in mine if p]) == _digest([p for p in sent if p]) and \
-                [p is None for p in mine] == [p is None for p in sent]:
-            return
-        i = _first_difference(mine, sent)
-        row = f" (state row {rows[i]})" if rows else ""
-        a = mine[i] if i < len(mine) else None
-        b = sent[i] if i < len(sent) else None
-        via = "replica converge" if self.cfg.relay_id is None else f"relay {self.cfg.relay_id}"
-        held = "leaves the row out" if a is None else f"holds {describe_row(a)}"
-        theirs = "leaves it out" if b is None else f"holds {describe_row(b)}"
-        raise BatchMismatch(
-            f"batch mismatch at site {self.cfg.site} ({via}), round {e.round} "
-            f"(consumed at round {t}), {what}: row {i}{row}: rank 0 (stage 0) {held} where "
-            f"rank {self.cfg.pp - 1} (the source) {theirs}")
-
     # -- the last stage ------------------------------------------------------------------
     def _propose(self, q: Req) -> list[int]:
         seq, out = list(q.spec.prompt) + q.out, []
@@ -266,16 +270,20 @@ class Serving:
             out.append(tok)
         return out
 
-    def _run(self, q: Req, kind: str, n: int) -> tuple[list[int], bool]:
-        """Stage 0's inputs through the last stage; (sampled tokens, samples)."""
+    def _embed(self, q: Req, kind: str, n: int) -> list[int]:
+        """What stage 0 embeds for a row: a prompt chunk, or [last sampled token, drafts]."""
         if kind == "chunk":
-            x = list(q.spec.prompt[q.computed:q.computed + n])
+            return list(q.spec.prompt[q.computed:q.computed + n])
+        return [self.last[q.row]] + self.draft_rows[q.row][:n]
+
+    def _run(self, q: Req, kind: str, n: int, x: list[int]) -> tuple[list[int], bool]:
+        """Stage 0's inputs `x` through the last stage; (sampled tokens, samples)."""
+        if kind == "chunk":
             q.kv += x
             q.computed += n
             if q.prefilling:
                 return [], False
             return [target_next(q.kv)], True
-        x = [self.last[q.row]] + self.draft_rows[q.row][:n]
         preds = [target_next(q.kv + x[:j + 1]) for j in range(n + 1)]
         a = 0
         while a < n and q.drafts[a] == preds[a]:
@@ -298,8 +306,9 @@ class Serving:
         self._consume(t)
         entry = Entry(t, [q.row for q, _, _ in batch], [(q.spec.id, q.gen) for q, _, _ in batch],
                       need, [], [], [])
-        for q, kind, n in batch:
-            sampled, samples = self._run(q, kind, n)
+        xs = self.link.forward(t, [self._embed(q, kind, n) for q, kind, n in batch])
+        for (q, kind, n), x in zip(batch, xs):
+            sampled, samples = self._run(q, kind, n, x)
             if kind == "decode":
                 q.decodes += 1
             q.out = (q.out + sampled)[:q.spec.max_tokens]
@@ -309,11 +318,13 @@ class Serving:
             entry.sampled.append(sampled or [PLACEHOLDER])
             entry.drafts.append(q.drafts if samples else [PLACEHOLDER] * self.cfg.max_drafts)
             entry.going_on.append(samples and not q.done)
+            entry.samples.append(samples)
         for q, _, _ in batch:  # the scheduler frees finished rows at once
             if q.done and self.owner[q.row] is q:
                 self.owner[q.row] = None
                 self.gens[q.row] += 1
         if self.cfg.pp > 1:
+            self.link.sent(entry, self.views(entry)[1])
             self.pending.append(entry)
         else:
             self._apply(entry, t)

@@ -1,18 +1,29 @@
 """The body of `specplan simulate SPEC --chunked-prefill CHUNK`: the serving loop of
-specplan/sim/serving.py configured from SPEC's plan, its report and an exit code.
+specplan/sim/serving.py configured from SPEC's plan, run as one gloo process per pipeline stage
+(specplan/sim/serving_rank.py), its report and an exit code.
 
 From the plan: pipeline stages (pp), `runtime.max_batch` state rows, the most drafts a round
 verifies (num_draft_tokens - 1), the broadcast rule (`pipeline.relay.sampled_rows`), batch
 identity (`runtime.batch_identity`) and the relay that carries the sampled tokens (the name a
 `BatchMismatch` gives). Exit 0: every request's greedy tokens equal plain decoding; 3: a wrong
-token or a `BatchMismatch`.
+token or a `BatchMismatch` (raised by the runtime's guard on an earlier stage); 1: a rank
+failed otherwise; 2: a spec whose stages are not one rank each (tp, dp, cp 1).
 """
 
 from __future__ import annotations
 
-from specplan.sim.serving import Outcome, Serving, ServingConfig, make_requests
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
 
-EXIT_OK, EXIT_FOUND_PROBLEM = 0, 3
+from specplan.sim.serving import Outcome, ServingConfig, make_requests, plain_decode
+
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM = 0, 1, 2, 3
+GRACE_S = 15.0  # after a rank stopped on a mismatch, the others' time to finish theirs
+DEADLINE_S = 600.0
 
 
 def config_from_plan(plan, *, chunk: int, inject: str = "", seed: int = 0) -> ServingConfig:
@@ -39,10 +50,79 @@ def run_serving(spec: str, *, chunk: int, requests: int, seed: int, inject: str,
 
     plan = build_plan(run_passes(load_spec(spec)))
     cfg = config_from_plan(plan, chunk=chunk, inject=inject, seed=seed)
-    outcome = Serving(cfg, make_requests(requests, seed, chunk)).run()
+    if plan.world_size != cfg.pp:
+        console.print(f"{spec}: --chunked-prefill runs one process per pipeline stage; this spec has "
+                      f"{plan.world_size} ranks for {cfg.pp} stages (set tp, dp and cp to 1)",
+                      markup=False, highlight=False)
+        return EXIT_BAD_INPUT
+    reqs = make_requests(requests, seed, chunk)
+    results, notes = launch(plan, cfg, reqs)
+    outcome, failed = collect(cfg, reqs, results)
+    if failed:
+        for line in failed + notes:
+            console.print(line, markup=False, highlight=False)
+        return EXIT_INTERNAL
     for line in report(cfg, outcome, requests):
         console.print(line, markup=False, highlight=False)
     return EXIT_OK if outcome.error is None and outcome.first_wrong is None else EXIT_FOUND_PROBLEM
+
+
+def launch(plan, cfg: ServingConfig, reqs) -> tuple[dict[int, dict], list[str]]:
+    """One gloo process per stage (sim/launch.py's start); {rank: its result}, notes."""
+    from specplan.sim.launch import kill_all, start
+
+    sim_dir = Path(tempfile.mkdtemp(prefix="specplan-serving-"))
+    try:
+        (sim_dir / "plan.json").write_text(plan.dumps())
+        (sim_dir / "serving.json").write_text(json.dumps(
+            {"config": asdict(cfg), "requests": [asdict(r) for r in reqs]}))
+        procs = start(sim_dir, cfg.pp, module="specplan.sim.serving_rank")
+        notes = []
+        try:
+            end, stopped = time.monotonic() + DEADLINE_S, None
+            while any(p.poll() is None for p in procs):
+                if stopped is None and any(p.poll() not in (None, 0) for p in procs):
+                    stopped = time.monotonic()  # the others wait on it: give them a moment
+                if stopped is not None and time.monotonic() - stopped > GRACE_S:
+                    break
+                if time.monotonic() > end:
+                    notes.append(f"the run passed its deadline of {DEADLINE_S:g}s: every rank killed")
+                    break
+                time.sleep(0.05)
+        finally:
+            kill_all(procs)
+        results = {}
+        for rank in range(cfg.pp):
+            path = sim_dir / f"rank{rank}.json"
+            results[rank] = json.loads(path.read_text()) if path.exists() else None
+        return results, notes
+    finally:
+        shutil.rmtree(sim_dir, ignore_errors=True)
+
+
+def collect(cfg: ServingConfig, reqs, results: dict[int, dict]) -> tuple[Outcome, list[str]]:
+    """The run's outcome: the last stage's tokens, stage 0's counts, and the first error (by
+    rank) the runtime raised; or the lines naming ranks that failed otherwise."""
+    expected = {r.id: plain_decode(list(r.prompt), r.max_tokens) for r in reqs}
+    stopped = [(k, r) for k, r in sorted(results.items()) if r and r.get("error") and not r.get("crashed")]
+    if stopped:
+        k, r = stopped[0]
+        error = r["error"].removeprefix("BatchMismatch: ")
+        at = r.get("error_round")
+        where = (f" (raised by the runtime's guard on rank {k}, stage {r.get('stage', k)}"
+                 + (f", consuming the entry at round {at})" if at is not None else ")"))
+        return Outcome({}, expected, error + where, at, r.get("stats", _EMPTY)), []
+    missing = [k for k, r in results.items() if not r or r.get("error")]
+    if missing:
+        return Outcome({}, expected, None, None, {}), [
+            f"rank {k} failed: {(results[k] or {}).get('error') or 'no result (killed)'}" for k in missing]
+    last, first = results[cfg.pp - 1], results[0]
+    outputs = {int(q): v for q, v in last["outputs"].items()}
+    return Outcome(outputs, expected, None, None, first["stats"]), []
+
+
+_EMPTY = {"rounds": 0, "skipped_rounds": 0, "mixed_rounds": 0, "reuses": 0, "late_entries": 0,
+          "dropped_rows": 0, "stale_draft_rows": 0}
 
 
 def report(cfg: ServingConfig, o: Outcome, requests: int) -> list[str]:
