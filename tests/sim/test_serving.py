@@ -1,5 +1,6 @@
-"""The serving loop of `simulate --chunked-prefill`: its schedule and its greedy identity, fast
-(in-process, no torch collectives). The CLI runs are in test_serving_cli.py (slow)."""
+"""The serving loop of `simulate --chunked-prefill`: its schedule, its greedy identity and the rows
+each side hands the runtime per entry, fast (every stage in this process, `LocalLink`). The gloo
+runs, where the runtime's guard raises BatchMismatch, are in test_serving_cli.py (slow)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specplan.runtime.errors import BatchMismatch, RuntimeDivergence
-from specplan.sim.serving import (RequestSpec, Serving, ServingConfig, make_requests, plain_decode,
-                                  target_next)
+from specplan.runtime.batch import Batch, digest_host
+from specplan.sim.serving import (PAD, LocalLink, RequestSpec, Serving, ServingConfig, make_requests,
+                                  plain_decode, target_next)
 
 REQUESTS = make_requests(12, 0, 4)
 
 
-def run(pp=2, inject="", identity=True, requests=REQUESTS, **kw):
+class Recording(LocalLink):
+    """Notes the first entry whose two sides' rows (what each hands the runtime) differ."""
+
+    def __init__(self):
+        self.first, self.entries = None, 0
+
+    def deliver(self, e, t, mine, sent):
+        self.entries += 1
+        if self.first is None and mine != sent:
+            self.first = (e.round, t, mine, sent)
+        return super().deliver(e, t, mine, sent)
+
+
+def run(pp=2, inject="", identity=True, requests=REQUESTS, link=None, **kw):
     cfg = ServingConfig(pp=pp, max_batch=kw.pop("max_batch", 2), chunk=kw.pop("chunk", 4),
                         max_drafts=kw.pop("max_drafts", 3), identity=identity, inject=inject, **kw)
-    return Serving(cfg, requests).run()
+    return Serving(cfg, requests, link).run()
 
 
 def test_plain_decoding_is_the_toy_targets_greedy_chain():
@@ -73,25 +87,33 @@ def test_stale_slot_needs_a_late_entry_landing_after_the_new_owners_own():
 
 
 @pytest.mark.parametrize("pp", [2, 3])
-def test_stale_slot_without_identity_gives_wrong_tokens_with_it_a_batch_mismatch(pp):
-    off = run(pp=pp, inject="stale-slot", identity=False)
-    assert off.error is None and off.first_wrong is not None
-    on = run(pp=pp, inject="stale-slot", identity=True)
-    assert on.error is not None
-    assert "draft update" in on.error and "(state row " in on.error
-    assert " gen 1 where rank " in on.error and f"rank {pp - 1} (the source) holds request" in on.error
-    q = off.first_wrong[0]
-    assert f"holds request {q} gen" in on.error  # the row's new owner, named with its generation
+def test_clean_runs_hand_the_runtime_the_same_rows_on_both_sides(pp):
+    link = Recording()
+    o = run(pp=pp, link=link)
+    assert o.first_wrong is None and link.entries > 0 and link.first is None
 
 
 @pytest.mark.parametrize("pp", [2, 3])
-def test_early_stop_without_identity_gives_wrong_tokens_with_it_a_batch_mismatch(pp):
-    off = run(pp=pp, inject="early-stop", identity=False)
+def test_stale_slot_gives_wrong_tokens_and_stage_0_names_the_rows_new_owner(pp):
+    link = Recording()
+    off = run(pp=pp, inject="stale-slot", link=link)
+    assert off.error is None and off.first_wrong is not None
+    sent_at, consumed_at, mine, sent = link.first
+    i = next(i for i, (a, b) in enumerate(zip(mine, sent)) if a != b)
+    assert sent[i] == PAD and mine[i][1] >= 1  # drafts of a finished request, written to a reused row
+    assert mine[i][0] == off.first_wrong[0]  # its new owner is the first request with wrong tokens
+    assert consumed_at >= sent_at + pp
+    assert digest_host(Batch(*zip(*mine)), len(mine)) != digest_host(Batch(*zip(*sent)), len(sent))
+
+
+@pytest.mark.parametrize("pp", [2, 3])
+def test_early_stop_gives_wrong_tokens_and_stage_0_leaves_a_row_out(pp):
+    link = Recording()
+    off = run(pp=pp, inject="early-stop", link=link)
     assert off.error is None and off.first_wrong is not None and off.stats["dropped_rows"] > 0
-    on = run(pp=pp, inject="early-stop", identity=True)
-    assert "sampled tokens" in on.error and "leaves the row out" in on.error
-    assert f"holds request {off.first_wrong[0]} gen 0" in on.error
-    assert on.error_round < off.stats["wall_rounds"]  # stopped at the first affected round
+    _, _, mine, sent = link.first
+    i = next(i for i, (a, b) in enumerate(zip(mine, sent)) if a != b)
+    assert mine[i] == PAD and sent[i] == (off.first_wrong[0], 0)
 
 
 def test_the_plans_drafts_discount_is_the_early_stop():
@@ -100,20 +122,12 @@ def test_the_plans_drafts_discount_is_the_early_stop():
     assert a.outputs == b.outputs and a.first_wrong is not None
 
 
-def test_batch_mismatch_is_the_runtimes():
-    assert issubclass(BatchMismatch, RuntimeDivergence)
-    with pytest.raises(BatchMismatch):
-        cfg = ServingConfig(pp=2, max_batch=2, chunk=4, max_drafts=3, inject="early-stop")
-        s = Serving(cfg, REQUESTS)
-        for t in range(200):
-            s.round(t)
-
-
 @settings(max_examples=60, deadline=None)
 @given(pp=st.integers(1, 3), rows=st.integers(1, 3), chunk=st.integers(1, 4),
        drafts=st.integers(0, 3), n=st.integers(1, 8), seed=st.integers(0, 1000))
 def test_random_serving_is_token_identical(pp, rows, chunk, drafts, n, seed):
+    link = Recording()
     o = run(pp=pp, max_batch=rows, chunk=chunk, max_drafts=drafts, requests=make_requests(n, seed, chunk),
-            seed=seed)
-    assert o.error is None
+            seed=seed, link=link)
+    assert o.error is None and link.first is None
     assert o.outputs == o.expected

@@ -1,6 +1,7 @@
-"""`specplan simulate SPEC --chunked-prefill CHUNK` through the real CLI (slow): greedy identity at
-pp 2 and 3, and the seed's two bugs injected, each without batch identity (wrong tokens, the
-first one named) and with it (BatchMismatch at the first affected round, rows named)."""
+"""`specplan simulate SPEC --chunked-prefill CHUNK` through the real CLI (slow): one gloo process
+per pipeline stage; greedy identity at pp 2 and 3, and the seed's two bugs injected, each without
+batch identity (wrong tokens, the first one named) and with it (the runtime's guard on stage 0
+raises BatchMismatch at the first affected entry, rows and ranks named)."""
 
 from __future__ import annotations
 
@@ -59,16 +60,40 @@ def test_injection_without_identity_finishes_with_wrong_tokens(tmp_path, pp, inj
     assert "BatchMismatch" not in out
 
 
+ROWS = {  # what stage 0 (rank 0) holds in the first differing row, and what the last stage holds
+    "stale-slot": (r"request \d+ gen [1-9]\d*", r"no request \(id -1: the row is left out\)"),
+    "early-stop": (r"no request \(id -1: the row is left out\)", r"request \d+ gen \d+"),
+}
+
+
 @pytest.mark.parametrize("pp", [2, 3])
-@pytest.mark.parametrize("inject,what", [("stale-slot", "draft update"), ("early-stop", "sampled tokens")])
-def test_injection_with_identity_raises_batch_mismatch(tmp_path, pp, inject, what):
+@pytest.mark.parametrize("inject", ["stale-slot", "early-stop"])
+def test_injection_with_identity_raises_batch_mismatch_in_the_runtime(tmp_path, pp, inject):
     run = _simulate(_spec(tmp_path, pp, True), "--inject", inject)
     assert run.returncode == 3, run.stdout + run.stderr
     out = _flat(run.stdout)
-    assert "FAIL: stopped: BatchMismatch: batch mismatch at site eagle3_accept" in out, out
-    assert re.search(rf"round \d+ \(consumed at round \d+\), {what}: row \d+ \(state row \d+\): rank 0 "
-                     rf"\(stage 0\) .* where rank {pp - 1} \(the source\) holds request \d+ gen \d+", out), out
+    mine, theirs = ROWS[inject]
+    # The runtime's text (specplan/runtime/identity.py): the accept converge that carries the
+    # entry, the round it was sent for, the two processes by rank, their digests.
+    assert re.search(rf"FAIL: stopped: BatchMismatch: batch mismatch at site eagle3_accept \(boundary 2\), "
+                     rf"round \d+: row \d+: rank 0 holds {mine} where rank {pp - 1} \(the source\) holds "
+                     rf"{theirs}; the ranks of group replica disagree on which requests the rows are "
+                     rf"\(batch digest [0-9a-f]{{16}} here, [0-9a-f]{{16}} from rank {pp - 1}\) "
+                     rf"\(raised by the runtime's guard on rank 0, stage 0, consuming the entry at "
+                     rf"round \d+\)", out), out
     assert "wrong tokens" not in out
+
+
+def test_the_mismatch_is_the_first_affected_entry(tmp_path):
+    """The entry the runtime stops at was sent before the first wrong token of the silent run was
+    sampled, and consumed at least pp rounds after it was sent."""
+    on = _flat(_simulate(_spec(tmp_path, 2, True), "--inject", "stale-slot").stdout)
+    off = _flat(_simulate(_spec(tmp_path, 2, False), "--inject", "stale-slot").stdout)
+    sent = int(re.search(r"boundary 2\), round (\d+):", on).group(1))
+    consumed = int(re.search(r"consuming the entry at round (\d+)", on).group(1))
+    holder = re.search(r"rank 0 holds request (\d+) gen", on).group(1)
+    assert consumed >= sent + 2
+    assert re.search(rf"the first is request {holder} token", off), (on, off)
 
 
 def test_the_plans_drafts_discount_is_refused_then_shown(tmp_path):
