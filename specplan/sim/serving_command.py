@@ -75,7 +75,7 @@ def launch(plan, cfg: ServingConfig, reqs) -> tuple[dict[int, dict], list[str]]:
     try:
         (sim_dir / "plan.json").write_text(plan.dumps())
         (sim_dir / "serving.json").write_text(json.dumps(
-            {"config": asdict(cfg), "requests": [asdict(r) for r in reqs]}))
+            {"config": asdict(cfg), "requests": [[r.id, list(r.prompt), r.max_tokens] for r in reqs]}))
         procs = start(sim_dir, cfg.pp, module="specplan.sim.serving_rank")
         notes = []
         try:
@@ -109,7 +109,7 @@ def collect(cfg: ServingConfig, reqs, results: dict[int, dict]) -> tuple[Outcome
         k, r = stopped[0]
         error = r["error"].removeprefix("BatchMismatch: ")
         at = r.get("error_round")
-        where = (f" (raised by the runtime's guard on rank {k}, stage {r.get('stage', k)}"
+        where = (f" (raised by the runtime's guard on rank {k}, stage {r.get('pipeline_stage', k)}"
                  + (f", consuming the entry at round {at})" if at is not None else ")"))
         return Outcome({}, expected, error + where, at, r.get("stats", _EMPTY)), []
     missing = [k for k, r in results.items() if not r or r.get("error")]

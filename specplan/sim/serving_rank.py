@@ -140,13 +140,13 @@ def run(sim_dir: Path) -> tuple[dict, int]:
     torch.set_num_threads(1)
     raw = json.loads((sim_dir / "serving.json").read_text())
     cfg = ServingConfig(**raw["config"])
-    requests = [RequestSpec(r["id"], tuple(r["prompt"]), r["max_tokens"]) for r in raw["requests"]]
+    requests = [RequestSpec(q, tuple(p), n) for q, p, n in raw["requests"]]
     rt = bind(str(sim_dir / "plan.json"))
     link = GlooLink(rt, cfg)
     o = Serving(cfg, requests, link).run()
     if o.error is None:
         rt.close()
-    return ({"rank": rt.rank, "stage": link.stage, "error": o.error, "error_round": o.error_round,
+    return ({"rank": rt.rank, "pipeline_stage": link.stage, "error": o.error, "error_round": o.error_round,
              "known": True, "outputs": {str(q): v for q, v in o.outputs.items()}, "stats": o.stats},
             EXIT_FOUND_PROBLEM if o.error else 0)
 
