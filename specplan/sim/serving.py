@@ -81,8 +81,7 @@ class ServingConfig:
     discount: str = "bound"  # bound | drafts
     identity: bool = True
     inject: str = ""  # "" | stale-slot | early-stop
-    site: str = "sampled_tokens"
-    relay_id: int | None = None  # None: no pp relay, the replica-wide converge carries them
+    site: str = "sampled_tokens"  # the relay (or, without one, the accept converge) of an entry
     seed: int = 0
     max_rounds: int = 5000
 

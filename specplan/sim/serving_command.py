@@ -35,7 +35,7 @@ def config_from_plan(plan, *, chunk: int, inject: str = "", seed: int = 0) -> Se
         max_drafts=max(0, plan.speculative.num_draft_tokens - 1) if plan.speculative.method != "none" else 0,
         discount=rows.discount if rows is not None else "bound",
         identity=bool(getattr(plan.runtime, "batch_identity", True)), inject=inject,
-        site=relay.site if relay else _accept_site(plan), relay_id=relay.id if relay else None, seed=seed)
+        site=relay.site if relay else _accept_site(plan), seed=seed)
 
 
 def _accept_site(plan) -> str:

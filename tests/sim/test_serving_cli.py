@@ -16,12 +16,13 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _spec(tmp_path: Path, pp: int, identity: bool, discount: str = "bound") -> str:
-    path = tmp_path / f"serving-pp{pp}-{identity}-{discount}.yaml"
-    path.write_text(f"name: serving-pp{pp}\nengine: vllm\ntopology: {{tp: 1, pp: {pp}, device: cpu}}\n"
+def _spec(tmp_path: Path, pp: int, identity: bool, discount: str = "bound", relay: str = "",
+          tp: int = 1) -> str:
+    path = tmp_path / f"serving-pp{pp}-{identity}-{discount}{relay}-tp{tp}.yaml"
+    path.write_text(f"name: serving-pp{pp}\nengine: vllm\ntopology: {{tp: {tp}, pp: {pp}, device: cpu}}\n"
                     "model: {num_layers: 8, hidden_size: 64, vocab_size: 512}\n"
                     "speculative: {method: eagle3, num_steps: 3, sampling: greedy}\n"
-                    f"pipeline: {{sample_discount: {discount}}}\n"
+                    f"pipeline: {{sample_discount: {discount}{', relay: ' + relay if relay else ''}}}\n"
                     f"runtime: {{max_batch: 2, batch_identity: {str(identity).lower()}}}\n")
     return str(path)
 
@@ -82,6 +83,26 @@ def test_injection_with_identity_raises_batch_mismatch_in_the_runtime(tmp_path, 
                      rf"\(raised by the runtime's guard on rank 0, stage 0, consuming the entry at "
                      rf"round \d+\)", out), out
     assert "wrong tokens" not in out
+
+
+@pytest.mark.parametrize("inject", ["stale-slot", "early-stop"])
+def test_a_plan_with_a_ring_relay_carries_the_entry_in_rt_relay(tmp_path, inject):
+    """`pipeline.relay: ring`: the accept site has a pp relay (last stage -> 0 -> 1): the entry
+    crosses in `rt.relay`, and the mismatch names the relay and the pp group."""
+    clean = _simulate(_spec(tmp_path, 3, True, relay="ring"))
+    assert clean.returncode == 0 and "token-identical" in clean.stdout, clean.stdout + clean.stderr
+    run = _simulate(_spec(tmp_path, 3, True, relay="ring"), "--inject", inject)
+    assert run.returncode == 3, run.stdout + run.stderr
+    out = _flat(run.stdout)
+    assert re.search(r"BatchMismatch: batch mismatch at site eagle3_accept \(relay 655\d\d\), round \d+: "
+                     r"row \d+: rank 0 holds .* where rank 2 \(the source\) holds .*; the ranks of group pp "
+                     r"disagree", out), out
+
+
+def test_one_process_per_stage_refuses_tp_2(tmp_path):
+    run = _simulate(_spec(tmp_path, 2, True, tp=2))
+    assert run.returncode == 2
+    assert "one process per pipeline stage; this spec has 4 ranks for 2 stages" in _flat(run.stdout)
 
 
 def test_the_mismatch_is_the_first_affected_entry(tmp_path):
