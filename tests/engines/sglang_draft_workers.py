@@ -6,8 +6,10 @@ sglang_site_workers.py's do.
 
 draft: SGLang's own draft-tree code runs on this rank's own draft proposals (what differing
 float logits give each TP rank): `select_top_k_tokens` per step, `organize_draft_results`, then
-the hooked `build_eagle_verify_input` builds the verify input (tree mask, positions, retrieve
-indices: SGLang's Triton tree kernel, interpreted). Only the draft model's step outputs are
+the hooked `build_eagle_verify_input`, called through the name EagleDraftWorker.draft calls
+(eagle_worker_v2's `from ... import` binding, which SGLang's HookRegistry re-points), builds
+the verify input (tree mask, positions, retrieve indices: SGLang's Triton tree kernel,
+interpreted). Only the draft model's step outputs are
 made up (seeded per rank and round).
 
 draft_extend: the real `_draft_extend_for_decode` on a worker whose draft model stands in
@@ -49,7 +51,7 @@ def draft(topology: str, speculative: str, forge: str = "") -> dict:
     import torch
     import sglang.kernels.ops.speculative.spec_tree as spec_tree
     import sglang.srt.speculative.eagle_utils as eagle_utils
-    import sglang.srt.speculative.eagle_worker_common as common
+    import sglang.srt.speculative.eagle_worker_v2 as eagle_worker_v2
     from sglang.kernels.ops.speculative.spec_tree import TreeMaskMode
     from sglang.srt.speculative.spec_utils import select_top_k_tokens
 
@@ -78,7 +80,7 @@ def draft(topology: str, speculative: str, forge: str = "") -> dict:
         alone = eagle_utils.build_tree_kernel_efficient(  # what this rank would verify alone
             draft_input.bonus_tokens, parent_list.clone(), top_scores_index.clone(), draft_tokens.clone(),
             seq_lens, SEQ * BS, topk, steps, n, TreeMaskMode.FULL_MASK)
-        verify = common.build_eagle_verify_input(
+        verify = eagle_worker_v2.build_eagle_verify_input(  # EagleDraftWorker.draft's own binding
             batch, draft_input, parent_list, top_scores_index, draft_tokens, None, target_worker=target,
             topk=topk, num_steps=steps, num_draft_tokens=n, tree_mask_mode=TreeMaskMode.FULL_MASK,
             device="cpu")
