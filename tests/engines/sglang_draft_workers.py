@@ -58,7 +58,8 @@ def draft(topology: str, speculative: str, forge: str = "") -> dict:
     spec = json.loads(speculative)
     out = sglang_workers.start_engine(json.loads(topology), spec)
     spec_tree._is_xpu = True  # the CPU stands for an XPU: SGLang's Triton tree build
-    topk, steps, n = spec["speculative_eagle_topk"], spec["speculative_num_steps"], spec["speculative_num_draft_tokens"]
+    topk, steps = spec["speculative_eagle_topk"], spec["speculative_num_steps"]
+    n = spec["speculative_num_draft_tokens"]
     rounds = sglang_site_workers.Rounds(forge)
     seq_lens = torch.full((BS,), SEQ, dtype=torch.int64)
     target = SimpleNamespace(model_runner=SimpleNamespace(attn_backend=SimpleNamespace(verify_mask=None)))
@@ -126,7 +127,8 @@ def draft_extend(topology: str, speculative: str, forge: str = "") -> dict:
     model = _DraftModel(rounds.rank)
 
     def prepare(draft_extend_input, batch, predict, *args, **kwargs):  # the model's input rows
-        return SimpleNamespace(input_ids=predict, forward_mode=batch.forward_mode, spec_info=draft_extend_input)
+        return SimpleNamespace(input_ids=predict, forward_mode=batch.forward_mode,
+                               spec_info=draft_extend_input)
 
     eagle_worker_v2.prepare_for_draft_extend = prepare
     worker = SimpleNamespace(plan_stream=None, plan_stream_ctx=contextlib.nullcontext(),
@@ -154,11 +156,14 @@ def draft_extend(topology: str, speculative: str, forge: str = "") -> dict:
             own_p, own_index = torch.topk(torch.softmax(logits, dim=-1), topk, dim=-1)
         eagle_worker_v2.EagleDraftWorker._draft_extend_for_decode(worker, batch, result)
         nxt = result.next_draft_input
-        return {"topk_index": nxt.topk_index.tolist(), "topk_p": [[round(p, 5) for p in r] for r in nxt.topk_p.tolist()],
-                "own": {"topk_index": own_index.tolist(),
-                        "topk_p": [[round(p, 5) for p in r] for r in own_p.tolist()]}}
+        return {"topk_index": nxt.topk_index.tolist(), "topk_p": _rounded(nxt.topk_p),
+                "own": {"topk_index": own_index.tolist(), "topk_p": _rounded(own_p)}}
 
     return rounds.done(out, rounds.run(3, one_round))
+
+
+def _rounded(p) -> list:
+    return [[round(x, 5) for x in row] for row in p.tolist()]
 
 
 WORKERS = {"draft": draft, "draft_extend": draft_extend}
