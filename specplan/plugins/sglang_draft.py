@@ -1,0 +1,96 @@
+"""The SGLang plugin's EAGLE-family draft hooks: `<method>_draft` and `<method>_draft_extend`
+(eagle, eagle3, mtp, standalone), which the plan converges and SGLang 0.5.23 converges nowhere.
+
+Each is hooked at the function that produces (or first consumes) the site's decisions, and
+converges them as the plan's boundary (one guarded collective over the plan's group, from the
+plan's source), written back in place into SGLang's own tensors:
+
+- `<method>_draft`: `eagle_worker_common.build_eagle_verify_input`, the one tail every draft
+  path runs (EagleDraftWorker.draft with or without its draft CUDA graph, topk 1 or a tree,
+  StandaloneWorkerV2 by inheritance, MultiLayerEagleWorkerV2). Its arguments are what
+  `organize_draft_results` (or the topk-1 chain path, or the graph) produced:
+  `draft_tokens [bs, num_draft_tokens - 1]`, `parent_list [bs, (num_steps - 1) * topk + 1]`,
+  `top_scores_index [bs, num_draft_tokens - 1]`. They are converged before SGLang builds the
+  tree from them, so the tree mask, positions and retrieve indices the target's verify reads
+  are the source's on every rank. A chain plan (topk 1) carries `draft_tokens` only: the
+  chain's parents and indices are the same constants on every rank.
+- `<method>_draft_extend`: `eagle_worker_v2.EagleDraftWorker._draft_extend_for_decode`, which
+  writes the next round's `topk_index` / `topk_p [bs, topk]` into
+  `batch_result.next_draft_input`; they are converged when it returns.
+
+The hooks are registered only for a plan that converges the site (a boundary of an EAGLE-family
+method), so a DSpark or DFlash deployment, or a no-op site, gets none. A boundary the plan fused
+with other sites, or tensors of another width than the plan's, fall back to one plain broadcast
+per tensor over the plan's group from the plan's source (the right values, no guard header).
+Idle batches (DP-attention) are not converged: the whole replica is idle together.
+"""
+
+from __future__ import annotations
+
+EAGLE_FAMILY = ("eagle", "eagle3", "mtp", "standalone")
+DRAFT = "sglang.srt.speculative.eagle_worker_common.build_eagle_verify_input"
+DRAFT_EXTEND = "sglang.srt.speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_decode"
+
+
+def draft_hooks(state) -> list[tuple[str, object]]:
+    """(target, AROUND hook) for each EAGLE-family draft site the plan converges; else none."""
+    hooks = DraftHooks(state)
+    wanted = ((DRAFT, "draft", hooks.build_eagle_verify_input),
+              (DRAFT_EXTEND, "draft_extend", hooks.draft_extend_for_decode))
+    return [(target, hook) for target, phase, hook in wanted if hooks.site(phase) is not None]
+
+
+class DraftHooks:
+    """The two hooks; `state` is the plugin's SGLangState (its `active` plan and `round`)."""
+
+    def __init__(self, state):
+        self.state = state
+        self.converged = {"draft": 0, "draft_extend": 0}  # guarded collectives issued
+        self.broadcasts = {"draft": 0, "draft_extend": 0}  # fallback tensors broadcast
+
+    def site(self, phase: str):
+        """The plan's `<method>_<phase>` when the method is EAGLE-family and the site converges."""
+        plan = self.state.active.plan
+        method = plan.speculative.method
+        ps = plan.site.get(f"{method}_{phase}") if method in EAGLE_FAMILY else None
+        return ps if ps is not None and ps.boundary is not None else None
+
+    def build_eagle_verify_input(self, original, batch, draft_input, parent_list, top_scores_index,
+                                 draft_tokens, draft_probs=None, **kwargs):
+        """<method>_draft: the draft tree converged before SGLang builds the verify input."""
+        if self.state.active.runtime is not None and not batch.forward_mode.is_idle():
+            self._converge("draft", batch, {"draft_tokens": draft_tokens, "parent_list": parent_list,
+                                            "top_scores_index": top_scores_index})
+        return original(batch, draft_input, parent_list, top_scores_index, draft_tokens, draft_probs,
+                        **kwargs)
+
+    def draft_extend_for_decode(self, original, worker, batch, batch_result, *args, **kwargs):
+        """<method>_draft_extend: the next round's top-k, converged when SGLang has written it."""
+        result = original(worker, batch, batch_result, *args, **kwargs)
+        nxt = getattr(batch_result, "next_draft_input", None)
+        if self.state.active.runtime is not None and nxt is not None and not batch.forward_mode.is_idle():
+            self._converge("draft_extend", batch, {"topk_index": nxt.topk_index, "topk_p": nxt.topk_p})
+        return result
+
+    def _converge(self, phase: str, batch, tensors: dict) -> None:
+        """One guarded collective of the site's boundary; every tensor gets the source's values."""
+        import specplan.runtime.prepared as prepared
+        from specplan.plugins.sglang_sites import _broadcast
+
+        rt, ps = self.state.active.runtime, self.site(phase)
+        boundary = rt.plan.boundary_of(ps.name)
+        mine = {d.name: tensors[d.name] for d in ps.decisions if d.name in tensors}
+        whole = set(boundary.decisions) == set(mine) and all(
+            tuple(mine[f.decision].shape[1:]) == tuple(f.shape[1:]) for f in boundary.fields)
+        if not whole:  # fused with other sites, or another width: plain broadcasts
+            for t in mine.values():
+                _broadcast(rt, boundary, t)
+                self.broadcasts[phase] += 1
+            return
+        rows = next(iter(mine.values())).shape[0]
+        requests = [r.rid for r in batch.reqs] if rt.trace else None
+        values = {f.decision: mine[f.decision].to(prepared.DTYPES[f.dtype]) for f in boundary.fields}
+        out = rt.converge(ps.name, values, round=self.state.round, live_rows=rows, requests=requests)
+        for name, t in mine.items():
+            t.copy_(out[name])
+        self.converged[phase] += 1

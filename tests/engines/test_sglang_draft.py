@@ -1,0 +1,135 @@
+"""The SGLang plugin's EAGLE-family draft sites (`<method>_draft`, `<method>_draft_extend`) on
+SGLang 0.5.23's real functions (tests/engines/sglang_draft_workers.py), gloo ranks, the plugin
+loaded by SGLang's loader.
+
+SGLang converges neither site: TP ranks whose draft logits differ verify different trees, so
+the target's verify forward mixes different inputs across its all-reduce. Through the plugin
+every rank ends each round with its plan source's draft tree (and the verify input SGLang
+builds from it) and its source's next top-k, one guarded collective per site and round.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "runtime"))
+
+from launch import compile_spec, launch  # noqa: E402
+from test_sglang_plugin import widths  # noqa: E402
+from test_sglang_sites import SOURCES, TOPOLOGY, hold_their_sources, replicas_differ  # noqa: E402
+from wheels import engine_root  # noqa: E402
+
+pytestmark = pytest.mark.engines
+
+# name -> (plan method, topk, num_steps, num_draft_tokens): a chain and a tree
+SHAPES = {"chain": ("eagle3", 1, 3, 4), "tree": ("eagle", 4, 3, 8), "one_step": ("eagle", 4, 1, 4)}
+DRAFT = ("draft_tokens", "verify_tokens", "custom_mask", "positions", "retrieve_index",
+         "retrieve_next_token", "retrieve_next_sibling")
+EXTEND = ("topk_index", "topk_p")
+
+
+def plan(tmp: Path, shape: str, topo: str) -> Path:
+    method, topk, steps, n = SHAPES[shape]
+    return compile_spec(tmp / f"{shape}-{topo}", f"""
+name: draft-{shape}-{topo}
+engine: sglang
+topology: {TOPOLOGY[topo][0]}
+model: {{num_layers: 8, hidden_size: 64, vocab_size: 1000}}
+speculative: {{method: {method}, num_steps: {steps}, topk: {topk}, num_draft_tokens: {n}, sampling: sampling}}
+sync: {{policy: all}}
+runtime: {{max_batch: 8, timeout_s: 60}}
+""")
+
+
+def run(worker: str, shape: str, topo: str, tmp: Path | None, forge: str = "") -> list[dict]:
+    method, topk, steps, n = SHAPES[shape]
+    engine = dict(speculative_algorithm=method.upper(), speculative_num_steps=steps,
+                  speculative_eagle_topk=topk, speculative_num_draft_tokens=n)
+    env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false", "TRITON_INTERPRET": "1",
+           "TORCHDYNAMO_DISABLE": "1",  # select_top_k_tokens is torch.compile'd: run it eagerly
+           "SPECPLAN_PLAN": str(plan(tmp, shape, topo)) if tmp else ""}
+    results = launch(len(SOURCES[topo]), worker, str(engine_root("sglang")),
+                     json.dumps(widths(**TOPOLOGY[topo][1])), json.dumps(engine), forge,
+                     module="sglang_draft_workers", path=(HERE,), env=env, timeout=600)
+    for r in results:
+        assert r.returncode == 0 and r.result is not None, (r.rank, r.stdout[-800:], r.stderr[-3000:])
+    return [r.result for r in results]
+
+
+def test_the_draft_sites_are_hooked_only_for_a_plan_that_converges_them(tmp_path):
+    from specplan.plan import load_plan
+    from specplan.plugins.common import ActivePlan
+    from specplan.plugins.sglang_draft import DRAFT as TARGET, DRAFT_EXTEND, draft_hooks
+
+    def targets(path):
+        state = type("State", (), {})()
+        state.active = ActivePlan("sglang", str(path), load_plan(path))
+        return [t for t, _ in draft_hooks(state)]
+
+    assert targets(plan(tmp_path, "tree", "tp2")) == [TARGET, DRAFT_EXTEND]
+    dspark = compile_spec(tmp_path / "dspark", """
+name: dspark
+engine: sglang
+topology: {tp: 2, device: cpu}
+model: {num_layers: 8, hidden_size: 64, vocab_size: 1000}
+speculative: {method: dspark, num_steps: 3, sampling: sampling}
+""")
+    assert targets(dspark) == []
+
+
+@pytest.mark.parametrize("shape", ["chain", "tree"])
+@pytest.mark.parametrize("topo", ["tp2", pytest.param("dpattn", marks=pytest.mark.slow)])
+def test_draft_tree_is_the_sources_through_the_plugin(tmp_path, shape, topo):
+    outs = run("draft", shape, topo, tmp_path)
+    assert replicas_differ(outs, topo, DRAFT)
+    hold_their_sources(outs, topo, DRAFT)
+    for out in outs:  # SGLang broadcasts nothing here: the one collective is the plugin's
+        assert [r["broadcasts"] for r in out["rounds"]] == [1, 1, 1]
+
+
+def test_a_draft_of_other_widths_than_the_plans_falls_back_to_plain_broadcasts(tmp_path):
+    # num_steps 1: SGLang's parent_list is [bs, 0], the plan's [bs, 1]; the plugin broadcasts
+    # each of the three tensors from the plan's source (no header): still the source's tree.
+    outs = run("draft", "one_step", "tp2", tmp_path)
+    assert replicas_differ(outs, "tp2", DRAFT)
+    hold_their_sources(outs, "tp2", DRAFT)
+    for out in outs:
+        assert [r["broadcasts"] for r in out["rounds"]] == [3, 3, 3]
+
+
+@pytest.mark.parametrize("shape", ["chain", "tree"])
+def test_draft_tree_without_the_plugin_differs_across_tp_ranks(shape):
+    outs = run("draft", shape, "tp2", None)
+    assert all(r["broadcasts"] == 0 for out in outs for r in out["rounds"])
+    with pytest.raises(AssertionError, match="rank 1 round 0"):
+        hold_their_sources(outs, "tp2", DRAFT)
+
+
+@pytest.mark.parametrize("shape", ["chain", "tree"])
+@pytest.mark.parametrize("topo", ["tp2", pytest.param("dpattn", marks=pytest.mark.slow)])
+def test_draft_extend_topk_is_the_sources_through_the_plugin(tmp_path, shape, topo):
+    outs = run("draft_extend", shape, topo, tmp_path)
+    assert replicas_differ(outs, topo, EXTEND)
+    hold_their_sources(outs, topo, EXTEND)
+    for out in outs:
+        assert [r["broadcasts"] for r in out["rounds"]] == [1, 1, 1]
+
+
+def test_draft_extend_without_the_plugin_differs_across_tp_ranks():
+    outs = run("draft_extend", "tree", "tp2", None)
+    with pytest.raises(AssertionError, match="rank 1 round 0"):
+        hold_their_sources(outs, "tp2", EXTEND)
+
+
+@pytest.mark.parametrize("worker", ["draft", "draft_extend"])
+def test_a_forged_guard_header_is_caught(tmp_path, worker):
+    # Rank 1 claims round 7 at round 2: it receives its source's header for round 2 and raises.
+    outs = run(worker, "chain", "tp2", tmp_path, forge="1:2")
+    assert all("desync" not in r for r in outs[0]["rounds"] + outs[1]["rounds"][:2])
+    err = outs[1]["rounds"][2]["desync"]
+    assert "round" in err and "rank 1" in err, err
