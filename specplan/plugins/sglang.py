@@ -14,6 +14,8 @@ engine starts and then applies the hooks (HookRegistry); docs/engines.md lists e
 - eagle_utils.eagle_sample, GroupCoordinator.broadcast, DSparkVerifyPlanner._schedule_verify_lens,
   dspark_draft.draft_markov_block (AROUND): the payloads SpecTpSync does not hand whole
   (sglang_sites.py says how each becomes one boundary).
+- DSparkWorkerV2 / DFlashWorkerV2.forward_batch_generation (AROUND): the batch's request ids
+  and row generations, for the batch identity of every converge the forward issues.
 
 Worked example, 4 ranks, tp 4, dp 2, DP-attention (attn_tp [0,1] [2,3]): SGLang's
 DSPARK_ACCEPT_* broadcasts go over get_dp_tp_group(); the plugin's go over the plan's replica
@@ -59,7 +61,10 @@ def register() -> None:
              (f"{PS}.GroupCoordinator.broadcast", state.group_broadcast),
              (f"{SPEC}.dspark_components.dspark_planner.DSparkVerifyPlanner._schedule_verify_lens",
               state.schedule_verify_lens),
-             (f"{SPEC}.dspark_components.dspark_draft.draft_markov_block", state.draft_markov_block))
+             (f"{SPEC}.dspark_components.dspark_draft.draft_markov_block", state.draft_markov_block),
+             (f"{SPEC}.dspark_components.dspark_worker_v2.DSparkWorkerV2.forward_batch_generation",
+              state.worker_forward),
+             (f"{SPEC}.dflash_worker_v2.DFlashWorkerV2.forward_batch_generation", state.worker_forward))
     for target, hook in hooks:
         HookRegistry.register(target, hook, HookType.AROUND)
         active.hooks.append(target)
