@@ -153,3 +153,26 @@ def bind_engine(active: ActivePlan, *, rank: int, world_size: int, groups: dict,
     active.runtime = rt
     return rt
 
+
+def wants_identity(rt) -> bool:
+    """Whether a call's rows are worth reading from the engine: batch identity is on (the plan's
+    `runtime.batch_identity`, or bind's override) or a trace records them."""
+    return bool(getattr(rt, "batch_identity", False) or getattr(rt, "trace", None))
+
+
+def fit_rows(rows, live_rows: int):
+    """(request ids, generations) as the runtime's `requests=` for `live_rows` rows: rows past
+    live_rows dropped, padding rows (a padded batch) as request -1 generation 0; None stays None."""
+    if rows is None:
+        return None
+    from specplan.runtime.batch import Batch
+
+    ids, gens = rows
+    if len(ids) == live_rows and (gens is None or len(gens) == live_rows):
+        return Batch(ids, gens)
+    ids = list(ids[:live_rows]) + [-1] * max(0, live_rows - len(ids))
+    if gens is None:
+        return Batch(ids)
+    gens = [int(g) for g in gens[:live_rows]] + [0] * max(0, live_rows - len(gens))
+    return Batch(ids, gens)
+

@@ -16,6 +16,8 @@ engine starts and then applies the hooks (HookRegistry); docs/engines.md lists e
 - eagle_utils.eagle_sample, GroupCoordinator.broadcast, DSparkVerifyPlanner._schedule_verify_lens,
   dspark_draft.draft_markov_block (AROUND): the payloads SpecTpSync does not hand whole
   (sglang_sites.py says how each becomes one boundary).
+- DSparkWorkerV2 / DFlashWorkerV2.forward_batch_generation (AROUND): the batch's request ids
+  and row generations, for the batch identity of every converge the forward issues.
 
 Worked example, 4 ranks, tp 4, dp 2, DP-attention (attn_tp [0,1] [2,3]): SGLang's
 DSPARK_ACCEPT_* broadcasts go over get_dp_tp_group(); the plugin's go over the plan's replica
@@ -27,7 +29,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_engine,
+from specplan.plugins.common import (ENV_PLAN, ActivePlan, EngineRefused, activate, bind_engine,
                                      check_world, enabled, startup_check)
 from specplan.plugins.sglang_sites import SiteHooks
 
@@ -51,6 +53,7 @@ def register() -> None:
     active = activate(ENGINE, _version())
     if active.hooks:
         return
+    refuse_stage_spanning_sites(active)
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     state = active.state = SGLangState(active)
@@ -61,12 +64,37 @@ def register() -> None:
              (f"{PS}.GroupCoordinator.broadcast", state.group_broadcast),
              (f"{SPEC}.dspark_components.dspark_planner.DSparkVerifyPlanner._schedule_verify_lens",
               state.schedule_verify_lens),
-             (f"{SPEC}.dspark_components.dspark_draft.draft_markov_block", state.draft_markov_block))
+             (f"{SPEC}.dspark_components.dspark_draft.draft_markov_block", state.draft_markov_block),
+             (f"{SPEC}.dspark_components.dspark_worker_v2.DSparkWorkerV2.forward_batch_generation",
+              state.worker_forward),
+             (f"{SPEC}.dflash_worker_v2.DFlashWorkerV2.forward_batch_generation", state.worker_forward))
     from specplan.plugins.sglang_draft import draft_hooks  # EAGLE-family draft sites the plan converges
 
     for target, hook in (*hooks, *draft_hooks(state)):
         HookRegistry.register(target, hook, HookType.AROUND)
         active.hooks.append(target)
+
+
+def refuse_stage_spanning_sites(active: ActivePlan) -> None:
+    """Refuse a plan whose decode converges span pipeline stages, before it can hang.
+
+    Under SGLang's pipeline parallelism only the last stage drafts, verifies and accepts; it
+    sends the results to the earlier stages itself (managers/scheduler_pp_mixin.py). The hooks
+    fire where SGLang runs the site, so a boundary over the whole replica would wait for
+    earlier-stage ranks that never join it. Until the plugin joins SGLang's PP relay on those
+    stages, such a plan is refused at start-up (docs/engines.md)."""
+    plan = active.plan
+    if plan.pp == 1:
+        return
+    spanning = sorted({s.name for s in plan.sites if s.round == "decode" and s.converge
+                       and not s.trivial and s.family == "replica"})
+    if spanning:
+        raise EngineRefused(
+            f"{ENV_PLAN}={active.path}: plan {plan.name!r} has pp {plan.pp}, and SGLang runs "
+            f"{', '.join(spanning)} on the last stage only (it relays the results to earlier "
+            "stages itself), so the plan's converge over the whole replica would hang: the "
+            "SGLang plugin does not support pipeline parallelism yet (plan pp 1, or run SGLang "
+            "without SPECPLAN_PLAN)")
 
 
 def _version() -> str:

@@ -75,7 +75,8 @@ class DraftHooks:
     def _converge(self, phase: str, batch, tensors: dict) -> None:
         """One guarded collective of the site's boundary; every tensor gets the source's values."""
         import specplan.runtime.prepared as prepared
-        from specplan.plugins.sglang_sites import _broadcast
+        from specplan.plugins.common import fit_rows, wants_identity
+        from specplan.plugins.sglang_sites import _broadcast, batch_rows
 
         rt, ps = self.state.active.runtime, self.site(phase)
         boundary = rt.plan.boundary_of(ps.name)
@@ -88,7 +89,7 @@ class DraftHooks:
                 self.broadcasts[phase] += 1
             return
         rows = next(iter(mine.values())).shape[0]
-        requests = [r.rid for r in batch.reqs] if rt.trace else None
+        requests = fit_rows(batch_rows(batch), rows) if wants_identity(rt) else None
         values = {f.decision: mine[f.decision].to(prepared.DTYPES[f.dtype]) for f in boundary.fields}
         out = rt.converge(ps.name, values, round=self.state.round, live_rows=rows, requests=requests)
         for name, t in mine.items():

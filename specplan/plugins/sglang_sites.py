@@ -16,6 +16,13 @@ and one SGLang converges outside SpecTpSync: EAGLE's accept (`eagle_sample`: pre
 accept_index, num_correct_drafts), converged when eagle_sample returns, with SGLang's own
 three broadcasts inside it skipped.
 
+Every guarded call carries the round's rows (batch identity, docs/batch-identity.md): request
+ids `reqs[i].rid` and each row's generation in the request-to-token pool
+(`req_to_token_pool.req_generation[req_pool_indices_cpu]`, which ReqToTokenPool.alloc bumps
+each time it hands a row out), read when the batch is launched, right after it was scheduled.
+eagle_sample has its batch; DSpark's and DFlash's converges run inside their worker's
+`forward_batch_generation`, whose batch the plugin notes for the round (`worker_forward`).
+
 A payload the plugin cannot complete (a call it has no decision for, or the frame's budget
 missing) falls back to one broadcast per call over the plan's group from the plan's source:
 the right values, without the guard header. docs/engines.md lists every case.
@@ -25,6 +32,8 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
+
+from specplan.plugins.common import fit_rows, wants_identity
 
 # Inside a hooked eagle_sample: SGLang's own broadcasts of its accept are skipped (the plan's
 # boundary converges the same three tensors when eagle_sample returns).
@@ -64,6 +73,7 @@ class SiteHooks:
         self._deferred: set[str] = set()  # plan sites whose per-step calls a block hook converges
         self.skipped_engine_broadcasts = 0  # SGLang's own accept broadcasts the plugin replaced
         self.last_budget = None  # the converged verify budget (a device scalar), DSPARK_PLAN
+        self.rows = None  # the running worker forward's (request ids, generations), or None
 
     # -- which plan site -------------------------------------------------------------------
     def plan_site(self, site):
@@ -111,12 +121,14 @@ class SiteHooks:
                 _broadcast(rt, boundary, t)
         return values
 
-    def _issue(self, rt, boundary, site: str, payload: _Payload, *, live_rows: int, requests=None):
-        """The boundary's one guarded collective; the engine's tensors get the source's values."""
+    def _issue(self, rt, boundary, site: str, payload: _Payload, *, live_rows: int, rows=None):
+        """The boundary's one guarded collective; the engine's tensors get the source's values.
+        `rows`: the call's (request ids, generations); None: the running worker forward's."""
         import specplan.runtime.prepared as prepared
 
         self._payloads.pop(boundary.id, None)
         values = {f.decision: payload.tensors[f.decision].to(prepared.DTYPES[f.dtype]) for f in boundary.fields}
+        requests = fit_rows(self.rows if rows is None else rows, live_rows)
         out = rt.converge(site, values, round=self.round, live_rows=live_rows, requests=requests)
         for name, t in payload.tensors.items():
             if name not in payload.made:
@@ -126,6 +138,19 @@ class SiteHooks:
         if any(rt.plan.sites[s].phase == "accept" for s in boundary.sites):
             self.round += 1  # an accept closes the round: the guard header's round advances
         return out
+
+    # -- the round's rows -------------------------------------------------------------------
+    def worker_forward(self, original, worker, batch, *args, **kwargs):
+        """DSparkWorkerV2 / DFlashWorkerV2.forward_batch_generation: its batch's rows are the
+        rows of every converge the forward issues (their accept functions get no batch)."""
+        rt = self.active.runtime
+        if rt is None or not wants_identity(rt):
+            return original(worker, batch, *args, **kwargs)
+        outer, self.rows = self.rows, batch_rows(batch)
+        try:
+            return original(worker, batch, *args, **kwargs)
+        finally:
+            self.rows = outer
 
     # -- frames that hold part of a payload ----------------------------------------------------
     def schedule_verify_lens(self, original, planner, *args, **kwargs):
@@ -180,13 +205,13 @@ class SiteHooks:
             raise RuntimeError(f"plan site {ps.name} is fused with {boundary.label}: the SGLang plugin "
                                "converges eagle_sample's accept only as a boundary of its own")
         correct = accept_lens - 1
-        requests = [r.rid for r in batch.reqs] if rt.trace else None
+        rows = batch_rows(batch) if wants_identity(rt) else None
         payload = _Payload({"predict": predict, "accept_index": accept_index, "num_correct_drafts": correct},
                            {"num_correct_drafts"})  # accept_lens is written from it below
         rnd = self.round
-        out = self._issue(rt, boundary, ps.name, payload, live_rows=accept_lens.shape[0], requests=requests)
+        out = self._issue(rt, boundary, ps.name, payload, live_rows=accept_lens.shape[0], rows=rows)
         accept_lens.copy_(out["num_correct_drafts"] + 1)
-        rt.record_acceptance(rnd, requests, accept_lens)
+        rt.record_acceptance(rnd, fit_rows(rows, accept_lens.shape[0]), accept_lens)
         return predict, accept_lens, accept_index
 
     def group_broadcast(self, original, group, tensor, *args, **kwargs):
@@ -196,6 +221,21 @@ class SiteHooks:
             self.skipped_engine_broadcasts += 1
             return tensor
         return original(group, tensor, *args, **kwargs)
+
+
+def batch_rows(batch):
+    """A ScheduleBatch's rows as (request ids, generations), in row order, read now: `rid` per
+    request and the generation of its request-to-token pool row. None without requests; the
+    generations None (0) without a pool."""
+    reqs = getattr(batch, "reqs", None)
+    if not reqs:
+        return None
+    ids = [r.rid for r in reqs]
+    slots = getattr(batch, "req_pool_indices_cpu", None)
+    generation = getattr(getattr(batch, "req_to_token_pool", None), "req_generation", None)
+    if slots is None or generation is None:
+        return ids, None
+    return ids, generation[slots].tolist()
 
 
 def _decision_of(boundary, site: str, slug: str, values, payload: _Payload) -> str | None:

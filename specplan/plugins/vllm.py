@@ -18,7 +18,9 @@ each hook.
   drafts, written back into the tensor vLLM then keeps, hands to the scheduler and relays.
 - V2 PPHandler.broadcast / receive / broadcast_drafts: the sampled tokens and drafts reach
   the earlier stages as the plan carries them (its converge over a group spanning stages,
-  and/or `rt.relay`), with vLLM's own skip predicate and PendingRecv ring kept.
+  and/or `rt.relay`), with vLLM's own skip predicate and PendingRecv ring kept;
+  PPHandler.on_req_idx_freed: nothing changed, the handler noted, whose per state index
+  generations (`req_idx_gen_np`) every call's batch identity reads (vllm_bridge.py).
 - AsyncOutput.get_output: on the device path, the step's desync check (`rt.check_round()`
   when the flag's host copy shows a mismatch) where vLLM has waited for the step's output.
 
@@ -211,6 +213,7 @@ class VllmState:
                  (pp_utils.PPHandler, "broadcast", self.pp_broadcast, PP_UTILS),
                  (pp_utils.PPHandler, "receive", self.pp_receive, PP_UTILS),
                  (pp_utils.PPHandler, "broadcast_drafts", self.pp_broadcast_drafts, PP_UTILS),
+                 (pp_utils.PPHandler, "on_req_idx_freed", self.pp_req_idx_freed, PP_UTILS),
                  (outputs.AsyncOutput, "get_output", self.get_output, ASYNC))
         for owner, name, hook, module in hooks:
             wrap(owner, name, hook)
@@ -262,7 +265,13 @@ class VllmState:
         return result
 
     # -- the PP relay --------------------------------------------------------------------------
+    def pp_req_idx_freed(self, original, handler, req_idx):
+        """vLLM bumps the state index's generation; the bridge reads it from this handler."""
+        self.bridge.handler = handler
+        return original(handler, req_idx)
+
     def pp_broadcast(self, original, handler, sampled, num_sampled, num_rejected, input_batch):
+        self.bridge.handler = handler
         if self.bridge.need_mask(input_batch) is None:
             handler.sampled_tokens_broadcast = self.bridge.sent_this_step = False
             return
@@ -272,12 +281,14 @@ class VllmState:
         self.bridge.send_sampled(sampled, num_sampled, input_batch)
 
     def pp_broadcast_drafts(self, original, handler, draft_tokens):
+        self.bridge.handler = handler
         if handler.sampled_tokens_broadcast:
             self.bridge.send_drafts(draft_tokens)
 
     def pp_receive(self, original, handler, input_batch, recv_drafts):
         import importlib
 
+        self.bridge.handler = handler
         self.bridge.flags.check()  # earlier receives whose flag copy has landed
         mask = self.bridge.need_mask(input_batch)
         if mask is None:
@@ -285,7 +296,7 @@ class VllmState:
         gen = handler.req_idx_gen_np[input_batch.idx_mapping_np]
         with _side_stream(handler):
             sampled, num, rejected = self.bridge.recv_sampled(input_batch, handler._sample_len(input_batch), mask)
-            drafts = self.bridge.recv_drafts(input_batch.num_reqs) if recv_drafts else None
+            drafts = self.bridge.recv_drafts(input_batch.num_reqs, input_batch) if recv_drafts else None
             self.bridge.flags.snapshot("receive", self.bridge.rounds["accept"])
             event = _record(handler, (sampled, num, rejected, drafts))
         pending = importlib.import_module(PP_UTILS).PendingRecv

@@ -7,6 +7,15 @@ through `rt.relay`). Worked example, 4 ranks, tp 2 x pp 2, policy safe, relay br
 replica [0..3], source 2 (first rank of the last stage). Ranks 2, 3 converge the accept
 inside vLLM's rejection sampler; ranks 0, 1 join the same broadcast inside PPHandler.receive
 and hand vLLM the source's tokens; the drafts likewise (the last stage at propose's return).
+
+Every converge and relay carries the step's rows (batch identity, docs/batch-identity.md):
+`input_batch.req_ids` and each row's generation, the count of times its state index
+(`idx_mapping_np`) was reused. Under PP that is vLLM's own counter,
+`PPHandler.req_idx_gen_np`, bumped by `on_req_idx_freed` on every stage alike; at pp 1 vLLM
+keeps none, so the bridge does (`SlotGenerations`). Every stage's relay of a step is issued in
+that step (the last stage in PPHandler.broadcast, the earlier ones in PPHandler.receive, which
+vLLM consumes pp_size steps later), so it carries the step's rows; the drafts' relay, those of
+the step that proposed them.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from collections import defaultdict
 import torch
 
 from specplan.plan import Plan
+from specplan.plugins.common import fit_rows, wants_identity
 from specplan.plugins.vllm_codec import (PlanMismatch, accept_layout, decode_accept, encode_accept,
                                          pad_drafts, plan_sites)
 
@@ -38,6 +48,10 @@ class VllmBridge:
         self.sent_this_step = False  # the step's tokens went to the earlier stages (PPHandler.broadcast)
         self.draft_round = -1
         self.flags = StepFlags(rt)
+        self.handler = None  # vLLM's PPHandler (pp > 1), once a hooked method of it ran
+        self.slot_generations = SlotGenerations()  # pp 1: the bridge's own reuse counter
+        self._rows_of = (None, None)  # (the last batch asked, its rows)
+        self.draft_rows = None  # the rows of the step whose drafts the relay carries
         if self.pp > 1:
             self._check_delivery()
 
@@ -78,12 +92,12 @@ class VllmBridge:
             return
         self.calls[f"converge:{site.name}"] += 1
         dec = self.rt.converge(site.name, self._encode(sampled, num_sampled),
-                               round=r, live_rows=rows, requests=_ids(batch))
+                               round=r, live_rows=rows, requests=self.rows(batch, rows))
         new_sampled, new_num = self._decode(dec, rows, batch)
         num_rejected.add_(num_sampled - new_num)  # decode rows: sampled + rejected = logits
         num_sampled.copy_(new_num)
         sampled.copy_(new_sampled[:, : sampled.shape[1]])
-        self.rt.record_acceptance(r, _ids(batch), num_sampled)
+        self.rt.record_acceptance(r, self.rows(batch, rows), num_sampled)
         self.flags.snapshot("accept", r)
         if self.pp == 1:
             self.rt.maybe_probe(r, dec)
@@ -94,7 +108,7 @@ class VllmBridge:
         rows = sampled.shape[0]
         if sampled.shape[1] > 1:
             values = self._encode(sampled, num_sampled)
-            dec = self._relay("accept", values, self.rounds["accept"], rows)
+            dec = self._relay("accept", values, self.rounds["accept"], rows, batch)
             self.rt.maybe_probe(self.rounds["accept"], dec)
             return
         r = self._begin("target")
@@ -102,7 +116,7 @@ class VllmBridge:
         out = self._converge("target", values, r, rows, batch)
         if self.sites["target"] is not None and self.sites["target"].boundary is not None:
             sampled[:, 0].copy_(out["next_token_ids"][:rows])
-        self._relay("target", out, r, rows)
+        self._relay("target", out, r, rows, batch)
 
     def converge_drafts(self, drafts, batch) -> None:
         """After the speculator's propose, on the last stage: the replica keeps the source's
@@ -114,7 +128,7 @@ class VllmBridge:
             return
         self.sent_this_step = False
         rows, r = drafts.shape[0], self._begin("draft")
-        self.draft_round = r
+        self.draft_round, self.draft_rows = r, self.rows(batch, rows)  # for send_drafts' relay
         site = self.sites["draft"]
         if site is None or site.boundary is None:
             return
@@ -126,7 +140,7 @@ class VllmBridge:
         the plan's relay; the earlier stages of a converge spanning stages already have them."""
         rows, site = drafts.shape[0], self.sites["draft"]
         values = {"draft_tokens": drafts if site is None else pad_drafts(drafts, site)}
-        self._relay("draft", values, self.draft_round, rows)
+        self._relay("draft", values, self.draft_round, rows, requests=self.draft_rows)
 
     # -- an earlier stage --------------------------------------------------------------------
     def recv_sampled(self, batch, width: int, mask) -> tuple[torch.Tensor, ...]:
@@ -146,9 +160,9 @@ class VllmBridge:
         num = torch.as_tensor(mask, dtype=torch.int32).to(tokens.device)
         return tokens, num, torch.zeros_like(num)
 
-    def recv_drafts(self, rows: int) -> torch.Tensor:
+    def recv_drafts(self, rows: int, batch=None) -> torch.Tensor:
         r = self._begin("draft")
-        drafts = self._receive("draft", r, rows, None)["draft_tokens"][:rows]
+        drafts = self._receive("draft", r, rows, batch)["draft_tokens"][:rows]
         return drafts[:, : self.width - 1].to(torch.int64)
 
     # -- the codec --------------------------------------------------------------------------
@@ -168,22 +182,69 @@ class VllmBridge:
         if site is None or site.boundary is None:
             return values
         self.calls[f"converge:{site.name}"] += 1
-        return self.rt.converge(site.name, values, round=r, live_rows=rows, requests=_ids(batch))
+        return self.rt.converge(site.name, values, round=r, live_rows=rows, requests=self.rows(batch, rows))
 
-    def _relay(self, kind: str, values: dict | None, r: int, rows: int) -> dict:
+    def _relay(self, kind: str, values: dict | None, r: int, rows: int, batch=None, *,
+               requests=None) -> dict:
         site = self.sites[kind]
         if site is None:
             return values or {}
         if self.relays(kind):
             self.calls[f"relay:{site.name}"] += 1
-        return self.rt.relay(site.name, values, round=r, live_rows=rows)
+        if batch is not None:
+            requests = self.rows(batch, rows)
+        return self.rt.relay(site.name, values, round=r, live_rows=rows, requests=requests)
 
     def _receive(self, kind: str, r: int, rows: int, batch) -> dict:
         site = self.sites[kind]
         if site is None:
             raise PlanMismatch(f"the plan has no {kind} site, but vLLM's last stage sends one")
         dec = self._converge(kind, None, r, rows, batch) if self.spans(kind) else None
-        return self._relay(kind, dec, r, rows)
+        return self._relay(kind, dec, r, rows, batch)
+
+    # -- batch identity ----------------------------------------------------------------------
+    def rows(self, batch, live_rows: int):
+        """The step's rows as the runtime's `requests=`: (req_ids, generations) in row order,
+        None when identity is off and nothing is traced, or the batch names no requests."""
+        if batch is None or not wants_identity(self.rt):
+            return None
+        last, rows = self._rows_of
+        if batch is not last:
+            rows = self._read_rows(batch)
+            self._rows_of = (batch, rows)
+        return fit_rows(rows, live_rows)
+
+    def _read_rows(self, batch):
+        ids = list(getattr(batch, "req_ids", None) or [])
+        slots = getattr(batch, "idx_mapping_np", None)
+        if not ids or slots is None:
+            return (ids, None) if ids else None
+        if self.pp == 1:
+            return ids, self.slot_generations.of(ids, slots)
+        if self.handler is None:  # no PPHandler method ran yet here: no state index was freed
+            return ids, None
+        return ids, self.handler.req_idx_gen_np[slots[: len(ids)]]
+
+
+class SlotGenerations:
+    """pp 1, where vLLM counts no reuse: per state index, the request that held it last and how
+    many times another request took it since. Every rank of a replica sees the same steps, so
+    every rank counts alike."""
+
+    def __init__(self):
+        self.owner: dict[int, str] = {}
+        self.generation: dict[int, int] = {}
+
+    def of(self, req_ids: list, slots) -> list[int]:
+        gens = []
+        for q, s in zip(req_ids, slots.tolist() if hasattr(slots, "tolist") else slots):
+            held = self.owner.get(s)
+            if held != q:
+                if held is not None:
+                    self.generation[s] = self.generation.get(s, 0) + 1
+                self.owner[s] = q
+            gens.append(self.generation.get(s, 0))
+        return gens
 
 
 class StepFlags:
@@ -230,6 +291,3 @@ def _ready(pending, done: list) -> bool:
         return True
     return False
 
-
-def _ids(batch):
-    return None if batch is None else list(getattr(batch, "req_ids", None) or []) or None

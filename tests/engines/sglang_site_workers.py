@@ -87,20 +87,28 @@ def eagle(topology: str, speculative: str, hip: str, forge: str = "") -> dict:
     """eagle_sample's greedy tree verify (SGLang's Triton kernel, interpreted) on a chain of 3
     drafts; rank r's target logits accept (r + round) % 4 drafts with bonus 500 + 10 r + round.
     hip = "1": eagle_sample takes its HIP greedy branch, which broadcasts over attn_tp / tp."""
+    out = sglang_workers.start_engine(json.loads(topology), json.loads(speculative))
+    rounds = Rounds(forge)
+    verify, batch = eagle_inputs(topology, hip)
+    return rounds.done(out, rounds.run(3, lambda rnd: eagle_round(verify, batch, rounds.rank, rnd)))
+
+
+EAGLE_BS, EAGLE_N = 4, 4  # requests, draft tokens per request (a chain of 3 drafts)
+
+
+def eagle_inputs(topology: str, hip: str, **batch_fields):
+    """eagle_sample's verify input and batch (SGLang's Triton greedy verify on the CPU)."""
     import torch
     import sglang.kernels.ops.speculative.spec_tree as spec_tree
     import sglang.srt.speculative.eagle_utils as eagle_utils
     from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode
+    from sglang.srt.runtime_context import get_flags
     from sglang.srt.speculative.eagle_info import EagleVerifyInput
 
-    from sglang.srt.runtime_context import get_flags
-
-    out = sglang_workers.start_engine(json.loads(topology), json.loads(speculative))
     get_flags().dp.enabled = json.loads(topology)["attn_dp_enabled"]  # as initialize_dp_attention does
     spec_tree._is_xpu = True  # the CPU stands for an XPU: SGLang's Triton greedy verify
     eagle_utils._is_hip = hip == "1"
-    rounds = Rounds(forge)
-    bs, n, vocab = 4, 4, 1000
+    bs, n = EAGLE_BS, EAGLE_N
     rows = torch.arange(bs, dtype=torch.int64)[:, None] * n
     nxt = torch.tensor([1, 2, 3, -1], dtype=torch.int64).repeat(bs, 1)
     candidates = torch.tensor([7, 1, 2, 3], dtype=torch.int64).repeat(bs, 1)
@@ -112,26 +120,32 @@ def eagle(topology: str, speculative: str, hip: str, forge: str = "") -> dict:
         seq_lens_sum=20 * bs, seq_lens_cpu=torch.full((bs,), 20))
     info = SimpleNamespace(acc_additive_penalties=None, acc_scaling_penalties=None, logit_bias=None,
                            is_all_greedy=True, has_watermark_candidates=False, sampling_seed=None)
+    fields = dict(reqs=[SimpleNamespace(rid=f"req-{i}") for i in range(bs)], **batch_fields)
     batch = SimpleNamespace(device="cpu", forward_mode=SimpleNamespace(is_idle=lambda: False),
                             seq_lens=torch.full((bs,), 20), sampling_info=info, return_logprob=False,
-                            reqs=[SimpleNamespace(rid=f"req-{i}") for i in range(bs)])
+                            **fields)
+    return verify, batch
 
-    def one_round(rnd: int) -> dict:
-        k = (rounds.rank + rnd) % n  # drafts this rank's target accepts
-        target = [1, 2, 3][:k] + [500 + 10 * rounds.rank + rnd] + [9] * (n - 1 - k)
-        logits = torch.zeros(bs * n, vocab)
-        logits[torch.arange(bs * n), torch.tensor(target).repeat(bs)] = 1.0
-        predict, accept_lens, accept_index = eagle_utils.eagle_sample(
-            verify, batch, SimpleNamespace(next_token_logits=logits))
-        own_predict = [0] * (bs * n)
-        for b in range(bs):
-            own_predict[b * n: b * n + k + 1] = target[:k + 1]
-        own_index = [[b * n + j if j <= k else -1 for j in range(n)] for b in range(bs)]
-        return {"predict": predict.tolist(), "accept_lens": accept_lens.tolist(),
-                "accept_index": accept_index.tolist(),
-                "own": {"predict": own_predict, "accept_lens": [k + 1] * bs, "accept_index": own_index}}
 
-    return rounds.done(out, rounds.run(3, one_round))
+def eagle_round(verify, batch, rank: int, rnd: int) -> dict:
+    """One eagle_sample: this rank's target accepts (rank + rnd) % 4 drafts."""
+    import torch
+    import sglang.srt.speculative.eagle_utils as eagle_utils
+
+    bs, n, vocab = EAGLE_BS, EAGLE_N, 1000
+    k = (rank + rnd) % n  # drafts this rank's target accepts
+    target = [1, 2, 3][:k] + [500 + 10 * rank + rnd] + [9] * (n - 1 - k)
+    logits = torch.zeros(bs * n, vocab)
+    logits[torch.arange(bs * n), torch.tensor(target).repeat(bs)] = 1.0
+    predict, accept_lens, accept_index = eagle_utils.eagle_sample(
+        verify, batch, SimpleNamespace(next_token_logits=logits))
+    own_predict = [0] * (bs * n)
+    for b in range(bs):
+        own_predict[b * n: b * n + k + 1] = target[:k + 1]
+    own_index = [[b * n + j if j <= k else -1 for j in range(n)] for b in range(bs)]
+    return {"predict": predict.tolist(), "accept_lens": accept_lens.tolist(),
+            "accept_index": accept_index.tolist(),
+            "own": {"predict": own_predict, "accept_lens": [k + 1] * bs, "accept_index": own_index}}
 
 
 def dspark_plan(topology: str, speculative: str, group: str, forge: str = "") -> dict:

@@ -27,6 +27,7 @@ SPECS = {
     "tp2": dict(topology="{tp: 2, device: cpu}", widths=dict(tp=2)),
     "dpattn": dict(topology="{tp: 4, dp: 2, dp_attention: true, device: cpu}", widths=dict(tp=4, dp=2)),
     "tp4pp2": dict(topology="{tp: 4, pp: 2, device: cpu}", widths=dict(tp=4, pp=2)),
+    "tp8": dict(topology="{tp: 8, device: cpu}", widths=dict(tp=8)),
     "dpcp": dict(topology="{tp: 4, dp: 2, dp_attention: true, cp: 2, device: cpu}",
                  widths=dict(tp=4, dp=2, cp=2)),
 }
@@ -72,7 +73,7 @@ def start(world: int, name: str, tmp: Path, engine: dict | None = None, spec: di
 
 def test_set_installs_each_hook_once_however_often_registered(tmp_path):
     [out] = ok(run(1, "plugins", plan=plan_for(tmp_path, "tp2")))
-    assert len(out["hooks"]) == 8 and out["per_target"] == [1]
+    assert len(out["hooks"]) == 10 and out["per_target"] == [1]
 
 
 def test_unset_installs_no_hook_and_imports_no_runtime():
@@ -83,11 +84,11 @@ def test_unset_installs_no_hook_and_imports_no_runtime():
 
 
 @pytest.mark.parametrize("world, name", [(2, "tp2"), (4, "dpattn"),
-                                         pytest.param(8, "tp4pp2", marks=pytest.mark.slow)])
+                                         pytest.param(8, "tp8", marks=pytest.mark.slow)])
 def test_the_plans_topology_passes_and_binds_on_sglangs_groups(tmp_path, world, name):
     plan, results = start(world, name, tmp_path)
     outs = ok(results)
-    assert len(outs[0]["hooks"]) == 8
+    assert len(outs[0]["hooks"]) == 10
     view = json.loads(plan.read_text())
     replica = next(f for f in view["families"] if f["name"] == "replica")
     from specplan.mesh.family import from_rule
@@ -97,6 +98,14 @@ def test_the_plans_topology_passes_and_binds_on_sglangs_groups(tmp_path, world, 
     for rank, out in enumerate(outs):
         group = fam.groups()[fam.locate(rank)[0]]  # the source decides on the last stage
         assert out["bound"] == {"replica": group, "source": group[first["source_member"]]}
+
+
+@pytest.mark.slow
+def test_a_pipeline_plan_is_refused_on_every_rank_before_it_can_hang(tmp_path):
+    # SGLang runs the accept on the last stage only; the plan's replica-wide converge would hang
+    for r in start(8, "tp4pp2", tmp_path)[1]:
+        assert r.returncode == REFUSED, (r.stdout[-500:], r.stderr[-2000:])
+        assert "has pp 2" in r.stdout and "would hang" in r.stdout, r.stdout[-500:]
 
 
 def test_another_topology_is_refused_on_every_rank_naming_family_rank_and_values(tmp_path):

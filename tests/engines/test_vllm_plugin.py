@@ -37,11 +37,11 @@ speculative: {{method: eagle3, num_steps: 3, sampling: sampling}}
 
 
 def run(world: int, tp: int, pp: int, dp: int = 1, *, plan: Path | None, spec: str = SPEC,
-        fault: str = "", hot_path: str = "auto"):
+        fault: str = "", hot_path: str = "auto", worker: str = "step"):
     # CUDA_VISIBLE_DEVICES empty: vLLM keeps Triton without an active driver (the interpreter runs it).
     env = {"SPECPLAN_PLAN": str(plan or ""), "VLLM_USE_V2_MODEL_RUNNER": "1", "TRITON_INTERPRET": "1",
            "CUDA_VISIBLE_DEVICES": "", "SPECPLAN_HOT_PATH": hot_path}
-    return launch(world, "step", str(engine_root("vllm")), tp, pp, dp, spec, fault, module="vllm_workers",
+    return launch(world, worker, str(engine_root("vllm")), tp, pp, dp, spec, fault, module="vllm_workers",
                   path=(HERE,), env=env, timeout=900)
 
 
@@ -70,7 +70,7 @@ def test_tp2_every_rank_ends_with_the_source_accept(tmp_path):
     assert out[0]["final"] == out[1]["final"] == out[0]["local"]
     assert out[0]["drafts"] != out[1]["drafts"]  # each rank's speculator proposes its own
     assert out[0]["kept"] == out[1]["kept"] == out[0]["drafts"]  # vLLM's draft state: the source's
-    assert len(out[0]["hooks"]) == 7
+    assert len(out[0]["hooks"]) == 8
     assert out[0]["calls"] == {"converge:eagle3_accept": 1, "converge:eagle3_draft": 1}
     assert set(out[0]["startup_s"]) == {"check", "bind"}
 

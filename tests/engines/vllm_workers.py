@@ -72,11 +72,12 @@ def step(tp: str, pp: str, dp: str, speculative: str, fault: str = "") -> dict:
     return out
 
 
-def _run_step(ps, pp: int, active, stop_after_output: bool = False) -> dict:
+def _run_step(ps, pp: int, active, stop_after_output: bool = False, handler=None) -> dict:
     import torch
 
     batch = _batch()
-    handler = _handler(ps, pp) if pp > 1 else None
+    if handler is None and pp > 1:
+        handler = _handler(ps, pp)
     if handler is not None and not handler.is_last_rank:
         # A faulted run's last stage stops at its step check, before it proposes drafts.
         handler.receive(batch, recv_drafts=not stop_after_output)
@@ -169,9 +170,10 @@ def _logits():
     return logits
 
 
-def _batch(prefill_len: int = 10):
+def _batch(prefill_len: int = 10, req_ids=None, slots=None):
     """The step's InputBatch fields the rejection sampler and PPHandler read (R decode rows;
-    with prefill_len past the computed tokens, R rows of a prefill chunk that samples nothing)."""
+    with prefill_len past the computed tokens, R rows of a prefill chunk that samples nothing).
+    `slots`: each row's state index (idx_mapping; default row r in index r)."""
     import numpy as np
     import torch
 
@@ -180,11 +182,12 @@ def _batch(prefill_len: int = 10):
     req = rows // (K + 1)
     local = rows % (K + 1)
     cu = torch.arange(0, n + 1, K + 1, dtype=torch.int32)
-    return NS(num_reqs=R, num_draft_tokens=R * K, req_ids=[f"req-{r}" for r in range(R)],
+    slots = list(range(R)) if slots is None else slots
+    return NS(num_reqs=R, num_draft_tokens=R * K, req_ids=req_ids or [f"req-{r}" for r in range(R)],
               input_ids=((7 * req + local) % V).to(torch.int32), positions=(20 + local).to(torch.int64),
               logits_indices=rows.to(torch.int64), expanded_idx_mapping=req.to(torch.int32),
-              expanded_local_pos=local.to(torch.int32), idx_mapping=torch.arange(R, dtype=torch.int32),
-              idx_mapping_np=np.arange(R, dtype=np.int32), cu_num_logits=cu, cu_num_logits_np=cu.numpy(),
+              expanded_local_pos=local.to(torch.int32), idx_mapping=torch.tensor(slots, dtype=torch.int32),
+              idx_mapping_np=np.array(slots, dtype=np.int32), cu_num_logits=cu, cu_num_logits_np=cu.numpy(),
               seq_lens=torch.full((R,), 24, dtype=torch.int32),
               seq_lens_cpu_upper_bound=torch.full((R,), 24, dtype=torch.int32),
               num_computed_tokens_np=np.full(R, 20), prefill_len_np=np.full(R, prefill_len),
@@ -200,12 +203,13 @@ def _rejection_sampler():
     from vllm.v1.worker.gpu.sample.states import NO_LOGPROBS
     from vllm.v1.worker.gpu.spec_decode.rejection_sampler import RejectionSampler
 
-    seeds = torch.tensor([1000 * dist.get_rank() + 17 * r + 1 for r in range(R)], dtype=torch.int64)
-    states = NS(temperature=NS(gpu=torch.ones(R)), seeds=NS(gpu=seeds), top_k=NS(np=None),
+    # Per state index (max_num_seqs 8), as vLLM's request states: read at each row's idx_mapping.
+    seeds = torch.tensor([1000 * dist.get_rank() + 17 * r + 1 for r in range(8)], dtype=torch.int64)
+    states = NS(temperature=NS(gpu=torch.ones(8)), seeds=NS(gpu=seeds), top_k=NS(np=None),
                 max_num_logprobs=lambda idx: NO_LOGPROBS)
     sampler = NS(apply_sampling_params=lambda logits, *a, **k: logits, sampling_states=states,
                  logprobs_mode="raw_logprobs", compute_nans=False, return_sampling_mask=False,
-                 use_fp64_gumbel=False, req_states=NS(prefill_len=NS(gpu=torch.full((R,), 10, dtype=torch.int32))))
+                 use_fp64_gumbel=False, req_states=NS(prefill_len=NS(gpu=torch.full((8,), 10, dtype=torch.int32))))
     spec = NS(num_speculative_tokens=K, enable_adaptive_verification=False, rejection_sample_method="standard",
               fly_entropy_threshold=0.3, fly_entropy_top_k=3, synthetic_acceptance_rates=None,
               fly_window_size=None)
@@ -228,4 +232,56 @@ def _handler(ps, pp: int):
     return h
 
 
-WORKERS = {"step": step}
+def reuse(tp: str, pp: str, dp: str, speculative: str, fault: str = "") -> dict:
+    """Batch identity on the engine's own rows; `fault` "reuse": one rank's rows differ from
+    its peers' by one generation. pp > 1: the last stage frees state index 1 first (vLLM's
+    PPHandler.on_req_idx_freed, hooked) while request req-1 keeps row 1, so stage 0 (the
+    receiver of the step's accept) raises BatchMismatch. pp 1: two steps; in step 0 rank 0
+    holds req-1 in index 1, rank 1 in index 5; in step 1 req-3 takes index 1 on both ranks:
+    reused on rank 0 only (the plugin's own counter), so rank 1 raises at the step's accept."""
+    import torch.distributed as dist
+    import vllm_harness
+
+    from specplan.plugins import common
+    from specplan.runtime.errors import BatchMismatch
+
+    ps = vllm_harness.start_engine(int(tp), int(pp), int(dp), json.loads(speculative))
+    active = next(iter(common._ACTIVE.values()))
+    rank, faulted = ps.get_world_group().rank, fault == "reuse"
+    if int(pp) > 1:
+        handler = _handler(ps, int(pp))
+        if faulted and handler.is_last_rank:
+            handler.on_req_idx_freed(1)
+        try:
+            out = _run_step(ps, int(pp), active, stop_after_output=faulted, handler=handler)
+        except BatchMismatch as exc:
+            out = {"mismatch": f"{type(exc).__name__}: {exc}"}
+    else:
+        steps = [(None, [0, 5, 2] if faulted and rank == 1 else None), (["req-0", "req-3", "req-2"], None)]
+        out = {"steps": []}
+        for i, (ids, slots) in enumerate(steps):
+            try:
+                got = _pp1_step(active, _batch(req_ids=ids, slots=slots), propose=not (faulted and i == 1))
+            except BatchMismatch as exc:
+                got = {"mismatch": f"{type(exc).__name__}: {exc}"}
+            out["steps"].append(got)
+    dist.barrier()  # no rank leaves while a peer still asks it for its rows
+    return out
+
+
+def _pp1_step(active, batch, propose: bool) -> dict:
+    """The rejection sampler through the plugin, then (propose) the drafts' converge; what the
+    rank keeps."""
+    import torch
+
+    final = _rejection_sampler()(_logits(), batch)
+    out = {"final": _sampler_out(final)}
+    if propose:
+        drafts = torch.full((R, K), 100 + torch.distributed.get_rank(), dtype=torch.int64)
+        speculator = NS(propose=lambda input_batch, *a, **k: drafts.clone())
+        active.vllm.wrap_propose(speculator)
+        out["kept"] = speculator.propose(batch, num_speculative_tokens=K).tolist()
+    return out
+
+
+WORKERS = {"step": step, "reuse": reuse}
