@@ -315,7 +315,7 @@ def export_(spec: str, engine: str | None) -> None:
 
     Example: specplan export specs/deepseek-v4-dspark-tp8-dp8.yaml --engine sglang
     """
-    from specplan.deploy import InstancePair, commands, load_target
+    from specplan.deploy import InstancePair, commands
     from specplan.ecosystem.export import export, render
     from specplan.ecosystem.translate import Refusal
 

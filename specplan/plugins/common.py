@@ -15,7 +15,6 @@ rank reads the same plan and the same engine layout, so every rank refuses toget
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -30,11 +30,8 @@ Exit codes and result files (SIM_DIR/rank<R>.json) as specplan.sim.worker's.
 from __future__ import annotations
 
 import datetime
-import json
-import os
 import sys
 import time
-import traceback
 import zlib
 from pathlib import Path
 
@@ -317,23 +314,9 @@ def run(sim_dir: Path, rank: int) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    sim_dir = Path(argv[0])
-    rank = int(os.environ["RANK"])
-    out = sim_dir / f"rank{rank}.json"
-    try:
-        result = run(sim_dir, rank)
-    except BaseException as exc:  # every failure leaves a result file behind
-        known = any(c.__name__ == "RuntimeDivergence" for c in type(exc).__mro__)
-        detail = f"{type(exc).__name__}: {exc}"
-        if not known:
-            detail += "\n" + traceback.format_exc()
-        out.write_text(json.dumps({"rank": rank, "error": detail, "known": known}))
-        sys.stderr.write(detail + "\n")
-        sys.stderr.flush()
-        os._exit(3 if known else 1)
-    out.write_text(json.dumps(result))
-    sys.stdout.flush()
-    os._exit(0)
+    from specplan.sim.worker import rank_main
+
+    rank_main(argv, run)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,7 @@ the error; exit 0, 3 (a BatchMismatch), or 1 (anything else).
 from __future__ import annotations
 
 import json
-import os
 import sys
-import traceback
 from pathlib import Path
 
 EXIT_FOUND_PROBLEM = 3
@@ -34,8 +32,6 @@ class GlooLink:
     """The stages of one pipeline as gloo ranks (tp 1: rank = stage)."""
 
     def __init__(self, rt, cfg):
-        import torch  # noqa: F401  (the runtime's)
-
         from specplan.runtime.batch import BatchHistory
 
         self.rt, self.cfg = rt, cfg
@@ -152,21 +148,9 @@ def run(sim_dir: Path) -> tuple[dict, int]:
 
 
 def main(argv: list[str]) -> None:
-    sim_dir = Path(argv[0])
-    rank = int(os.environ["RANK"])
-    out = sim_dir / f"rank{rank}.json"
-    try:
-        result, code = run(sim_dir)
-    except BaseException as exc:  # every failure leaves a result file behind
-        known = any(c.__name__ == "RuntimeDivergence" for c in type(exc).__mro__)
-        detail = f"{type(exc).__name__}: {exc}" + ("" if known else "\n" + traceback.format_exc())
-        out.write_text(json.dumps({"rank": rank, "error": detail, "known": known, "crashed": True}))
-        sys.stderr.write(detail + "\n")
-        sys.stderr.flush()
-        os._exit(EXIT_FOUND_PROBLEM if known else 1)
-    out.write_text(json.dumps(result))
-    sys.stdout.flush()
-    os._exit(code)
+    from specplan.sim.worker import rank_main
+
+    rank_main(argv, lambda sim_dir, rank: run(sim_dir))
 
 
 if __name__ == "__main__":

@@ -69,7 +69,9 @@ def _per_round(model, runtime, rounds: int) -> float:
     return sum(model[r] + runtime[r] for r in range(1, rounds + 1)) / max(1, rounds)
 
 
-def main(argv: list[str]) -> None:
+def rank_main(argv: list[str], run) -> None:
+    """A rank process's entry: `run(sim_dir, rank)` returns its result (or (result, exit code));
+    every failure still leaves rank<R>.json behind, a known divergence exiting 3."""
     sim_dir = Path(argv[0])
     rank = int(os.environ["RANK"])
     out = sim_dir / f"rank{rank}.json"
@@ -81,13 +83,18 @@ def main(argv: list[str]) -> None:
         detail = f"{type(exc).__name__}: {exc}"
         if not known:
             detail += "\n" + traceback.format_exc()
-        out.write_text(json.dumps({"rank": rank, "error": detail, "known": known}))
+        out.write_text(json.dumps({"rank": rank, "error": detail, "known": known, "crashed": True}))
         sys.stderr.write(detail + "\n")
         sys.stderr.flush()
         os._exit(EXIT_FOUND_PROBLEM if known else 1)
+    result, code = result if isinstance(result, tuple) else (result, 0)
     out.write_text(json.dumps(result))
     sys.stdout.flush()
-    os._exit(0)
+    os._exit(code)
+
+
+def main(argv: list[str]) -> None:
+    rank_main(argv, run)
 
 
 if __name__ == "__main__":
