@@ -1,12 +1,13 @@
 """`check` and `simulate` never disagree: every ERROR class of check, run anyway with
 `simulate --allow-errors`, fails the way the finding predicts (a named CollectiveTimeout,
-ProbeMismatch or LayoutMismatch, or wrong tokens), and without the flag simulate refuses it.
+ProbeMismatch, LayoutMismatch or BatchMismatch, or wrong tokens), and without the flag simulate refuses it.
 
 One spec per class from tests/verify/specs/error-*.yaml (test_check_cli keeps nine), with
 a short timeout; two run in a variant that makes the failure observable on the CPU: the idle
-DP rank needs a replica without requests (--requests 1), and a group wider than the replica
-shows wrong tokens under greedy decoding (sampled tokens have no single-process reference); the
-draft-count discount of the sampled-token broadcast needs the serving loop (--chunked-prefill).
+DP rank needs a replica without requests (--requests 1), and a group wider than the replica runs
+greedy (sampled tokens have no single-process reference), where batch identity names the rows of
+the other replica's requests; the draft-count discount of the sampled-token broadcast needs the
+serving loop (--chunked-prefill).
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ CASES = {  # class -> (variant of the spec text, simulate options, what the repo
     "error-idle-dp-skips-moe": ({}, ["--requests", "1"], "CollectiveTimeout: sim all_gather on group tp"),
     "error-sampling-accept-unconverged": ({}, [], "ProbeMismatch: agreement probe: decision predict differs"),
     "error-cp-outside-group": ({}, [], "ProbeMismatch: agreement probe: decision next_token_ids differs"),
+    # The replicas serve different requests, so batch identity names the rows the group mixes.
     "error-group-wider-than-replica": ({"sampling: sampling": "sampling: greedy"}, [],
-                                       "plain greedy decoding gives"),
+                                       "BatchMismatch: batch mismatch at site eagle_target"),
     "error-drafts-not-relayed": ({}, [], "plain greedy decoding gives"),
     "error-stage-local-draft-layers": ({}, [], "plain greedy decoding gives"),
     "error-sample-discount": ({}, ["--chunked-prefill", "4", "--requests", "12"],
-                              "rank 0 (stage 0) leaves the row out"),
+                              "rank 0 holds no request (id -1: the row is left out)"),
     "error-stage-local-taps": ({}, [], "LayoutMismatch: the drafter on stage 1 (rank 1) reads taps "
                                        "[1, 3, 7] but the stages hand it the residuals entering layers "
                                        "[1, 3, 5, 7]"),
