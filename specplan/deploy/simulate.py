@@ -37,21 +37,15 @@ from specplan.deploy.handoff import Handoff, plan_handoff
 from specplan.deploy.load import InstancePair
 from specplan.deploy.pairing import Instance
 from specplan.errors import Diagnostic, SpecError
+from specplan.sim.launch import Outcome
 
 INJECTIONS = ("layer-map",)
 
 
 @dataclass
-class DeployOutcome:
-    """What the report reads (the shape of specplan.sim.launch.Outcome, decode's results)."""
+class DeployOutcome(Outcome):
+    """A simulate Outcome of the decode instance (what the report reads), plus the handoff."""
 
-    prepared: object  # the decode instance's sim Prepared
-    options: object
-    results: dict[int, dict]
-    returncodes: dict[int, int]
-    wall_s: float
-    sim_dir: Path
-    notes: list[str] = field(default_factory=list)
     prefill: dict[int, dict] = field(default_factory=dict)
     handoff: Handoff | None = None
     transfers: list[dict] = field(default_factory=list)
