@@ -262,7 +262,7 @@ def decode_side(raw: dict, sim, rank: int, views: dict, got_fn) -> dict:
     from specplan.runtime import bind
     from specplan.sim import rounds
     from specplan.sim.engine import Engine
-    from specplan.sim.worker import _per_round
+    from specplan.sim.worker import decode_rounds, decoded
 
     me = rank - raw["prefill_world"]
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{raw['decode_port']}", rank=me,
@@ -273,24 +273,9 @@ def decode_side(raw: dict, sim, rank: int, views: dict, got_fn) -> dict:
     e = Engine(rt, sim)
     rounds.startup(e)
     diff = install(e, got_fn)
-    e.timers.clear()
-    started = time.perf_counter()
-    for r in range(1, sim.rounds + 1):
-        e.round = e.comm.round = r
-        rounds.decode(e)
-        if sim.progress and me == 0:
-            Path(sim.progress).write_text(f"{r}\n")
-    elapsed = time.perf_counter() - started
+    started, elapsed = decode_rounds(e, sim, me)
     rt.close()
-    return {"rank": me, "role": "decode", "replica": rt.replica, "stage": e.stage,
-            "requests": e.requests, "kv_diff": diff,
-            "tokens": {str(q): e.tokens[b][e.prompt_lens[b]:] for b, q in enumerate(e.requests)},
-            "commits": {str(k): v for k, v in e.commits.items()},
-            "timers": dict(e.timers), "decode_s": elapsed, "bind_s": started - t_bind,
-            "calls": _per_round(e.comm.calls, e.runtime_calls, sim.rounds),
-            "bytes": _per_round(e.comm.bytes, e.runtime_bytes, sim.rounds),
-            "runtime_calls": sum(e.runtime_calls[r] for r in range(1, sim.rounds + 1)),
-            "error": None}
+    return {**decoded(e, me, elapsed, bind_s=started - t_bind), "role": "decode", "kv_diff": diff}
 
 
 def run(sim_dir: Path, rank: int) -> dict:

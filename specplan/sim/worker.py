@@ -43,6 +43,16 @@ def run(sim_dir: Path, rank: int) -> dict:
     e = Engine(rt, sim)
     rounds.startup(e)
     rounds.prefill(e)
+    started, elapsed = decode_rounds(e, sim, rank)
+    rt.close()
+    return {**decoded(e, rank, elapsed, bind_s=started - t_bind),
+            "prompts": {str(q): e.tokens[b][: e.prompt_lens[b]] for b, q in enumerate(e.requests)}}
+
+
+def decode_rounds(e, sim, rank: int) -> tuple[float, float]:
+    """Run the decode rounds (the `kill` injection included); (start time, seconds taken)."""
+    from specplan.sim import rounds
+
     e.timers.clear()  # the report's phases are the decode rounds'
     started = time.perf_counter()
     for r in range(1, sim.rounds + 1):
@@ -52,16 +62,19 @@ def run(sim_dir: Path, rank: int) -> dict:
         rounds.decode(e)
         if sim.progress and rank == 0:
             Path(sim.progress).write_text(f"{r}\n")
-    elapsed = time.perf_counter() - started
-    rt.close()
-    return {"rank": rank, "replica": rt.replica, "stage": e.stage, "requests": e.requests,
+    return started, time.perf_counter() - started
+
+
+def decoded(e, rank: int, elapsed: float, bind_s: float) -> dict:
+    """A rank's record after its decode rounds, as the report reads it."""
+    rounds_run = e.sim.rounds
+    return {"rank": rank, "replica": e.rt.replica, "stage": e.stage, "requests": e.requests,
             "tokens": {str(q): e.tokens[b][e.prompt_lens[b]:] for b, q in enumerate(e.requests)},
-            "prompts": {str(q): e.tokens[b][: e.prompt_lens[b]] for b, q in enumerate(e.requests)},
             "commits": {str(k): v for k, v in e.commits.items()},
-            "timers": dict(e.timers), "decode_s": elapsed, "bind_s": started - t_bind,
-            "calls": _per_round(e.comm.calls, e.runtime_calls, sim.rounds),
-            "bytes": _per_round(e.comm.bytes, e.runtime_bytes, sim.rounds),
-            "runtime_calls": sum(e.runtime_calls[r] for r in range(1, sim.rounds + 1)),
+            "timers": dict(e.timers), "decode_s": elapsed, "bind_s": bind_s,
+            "calls": _per_round(e.comm.calls, e.runtime_calls, rounds_run),
+            "bytes": _per_round(e.comm.bytes, e.runtime_bytes, rounds_run),
+            "runtime_calls": sum(e.runtime_calls[r] for r in range(1, rounds_run + 1)),
             "error": None}
 
 
