@@ -37,14 +37,17 @@ class Choices:
 def resolve(spec: Spec, method: Method) -> Choices:
     from specplan.engines import convention  # the engines' profiles build Choices
 
+    engine = convention(spec.engine)
     if spec.behaviour == "specplan":
-        return _apply_knobs(spec, _specplan(spec))
-    return _apply_knobs(spec, convention(spec.engine).behaviour(spec, method))
+        relay = engine.pipeline_relay if spec.topology.pp > 1 else "broadcast"  # pp 1: none runs
+        return _apply_knobs(spec, _specplan(spec, relay))
+    return _apply_knobs(spec, engine.behaviour(spec, method))
 
 
-def _specplan(spec: Spec) -> Choices:
+def _specplan(spec: Spec, relay: str) -> Choices:
+    """specplan's own plan; `relay` is the one the engine's plugin can run under PP."""
     greedy = "greedy decoding draws no random numbers" if spec.speculative.sampling == "greedy" else None
-    return Choices("specplan", None, "replica", "broadcast", True, "pinned", "global", "global",
+    return Choices("specplan", None, "replica", relay, True, "pinned", "global", "global",
                    "chain", "dummy", greedy)
 
 

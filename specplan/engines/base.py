@@ -70,6 +70,11 @@ class Convention(ABC):
     name: ClassVar[str]
     title: ClassVar[str]  # the engine and the release whose code this models
     remainder_stages: ClassVar[str]  # where split_layers puts remainder layers, in words
+    # How the engine's plugin carries last-stage decisions to earlier stages, and so the
+    # relay specplan's own plan (`behaviour: specplan`) runs there under PP: `broadcast`
+    # when the earlier stages can join the last stage's converge, or the engine's own
+    # stage-to-stage transport (`ring`) when they cannot.
+    pipeline_relay: ClassVar[str] = "broadcast"
 
     # -- layout ---------------------------------------------------------------------------
 

@@ -38,6 +38,9 @@ class SGLang(Convention):
     name = "sglang"
     title = T
     remainder_stages = "last stages"
+    # Only the last stage drafts and accepts; SGLang's scheduler relays the results stage to
+    # stage in its own output messages (scheduler_pp_mixin), which the plugin's relay rides.
+    pipeline_relay = "ring"
 
     def world_size(self, t: Topology) -> int:
         return t.tp * t.pp

@@ -147,9 +147,7 @@ class Runtime:
         p = self._prep[r.id]
         ranks, buf = p.ranks, p.buf
         me, last = ranks.index(self.rank), len(ranks) - 1
-        lane = p.lanes.get(live_rows) or p.lane(live_rows)
-        p.header.set(live_rows, round_)
-        self.identity.stamp(p, requests, round_, live_rows)
+        lane = self._stamp(p, round_, live_rows, requests)
         if me == last:
             p.header.write(p.slot)
             lane.pack(p.fit(lane, values), check=False)
@@ -162,6 +160,50 @@ class Runtime:
         if nxt < last:
             self._hot_wait(dist.isend(p.sent(live_rows), dst=ranks[nxt], group=p.group), r, round_)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
+
+    # -- a relay carried in the engine's own message -------------------------------------------
+    def relay_out(self, site: str, values: dict, *, round: int, live_rows: int,
+                  requests=None) -> torch.Tensor:
+        """The sending half of a site's relay, for an engine that carries it stage to stage in
+        its own message (SGLang's PP output dict): the relay's guarded bytes, header (site,
+        live rows, round, fingerprint, batch digest) and the site's decisions, in a private
+        uint8 tensor the engine may send asynchronously (the header and the live rows of each
+        field, not the family's whole buffer). Nothing is sent here."""
+        p = self._prep[self._relay(site).id]
+        lane = self._stamp(p, round, live_rows, requests)
+        p.header.write(p.slot)
+        lane.pack(p.fit(lane, values), check=False)
+        return p.buf[: p.sent_bytes(live_rows)].clone()
+
+    def relay_in(self, site: str, wire: torch.Tensor, *, round: int, live_rows: int,
+                 requests=None) -> dict[str, torch.Tensor]:
+        """The receiving half: `wire` is what `relay_out` made on the previous stage. Its header
+        is checked against this stage's own round, live rows and rows (`requests`, those of the
+        batch the message answers) as a relay's would be (DesyncError / BatchMismatch, on the
+        device path at `check_round`), then the site's decisions are returned."""
+        r = self._relay(site)
+        p = self._prep[r.id]
+        lane = self._stamp(p, round, live_rows, requests)
+        n = min(p.buf.numel(), wire.numel())  # another plan's width: its header says whose
+        p.buf[:n].copy_(wire.reshape(-1)[:n].to(p.buf.device, torch.uint8))
+        if not p.header.matches(p.slot):
+            me = p.ranks.index(self.rank)
+            self._desync(p, p.ranks[me - 1], round)
+        return dict(zip(p.decisions, lane.unpack(copy=True)))
+
+    def _relay(self, site: str) -> Boundary:
+        r = self.plan.relay_of(site)
+        if r is None:
+            raise KeyError(f"plan {self.plan.name!r} relays no site {site!r} "
+                           f"(its relays: {sorted(b.label for b in self.plan.relays)})")
+        return r
+
+    def _stamp(self, p: Prepared, round_: int, live_rows: int, requests):
+        """The call's expected header (live rows, round, batch digest); its layout."""
+        lane = p.lanes.get(live_rows) or p.lane(live_rows)
+        p.header.set(live_rows, round_)
+        self.identity.stamp(p, requests, round_, live_rows)
+        return lane
 
     def _min(self, p: Prepared, values, round_: int) -> dict:
         """A MIN reduction over host values (free memory): no header, one dtype per boundary."""

@@ -117,6 +117,39 @@ def late(plan_path: str, site: str, k: str, held: str) -> dict:
     return {"rank": rt.rank, "consumed": consumed}
 
 
+def halves(plan_path: str, site: str, odd: str) -> dict:
+    """A relay carried in the engine's own message (SGLang's PP output dict): the last stage
+    makes the bytes with `relay_out`, the test sends them stage to stage as the engine would
+    (last -> 0 -> 1 ...), every earlier stage checks them with `relay_in`. `odd`: "none"; "gen"
+    (stage 0 holds a reused row 1 at round 2); "round" (stage 0 counts one round ahead at 2).
+    Prints `USED <round>` after each round whose relay was checked."""
+    import torch.distributed as dist
+
+    rt = bind(plan_path)
+    r, live = rt.plan.relay_of(site), 4
+    pp = rt.ranks["pp"]
+    me, last = pp.index(rt.rank), len(pp) - 1
+    for rnd in (1, 2, 3):
+        shapes = [rt.plan.live_shape(f, live) for f in r.fields]
+        values = {f.decision: gen(pp[last], rnd, f.decision, s, f.dtype) for f, s in zip(r.fields, shapes)}
+        reused = odd == "gen" and me == 0 and rnd == 2
+        requests = Batch(REQUESTS, [0, 1 if reused else 0, 0, 0])
+        message = [None]  # the engine's message: pickled here, a tensor dict in SGLang
+        if me == last:
+            message[0] = rt.relay_out(site, values, round=rnd, live_rows=live, requests=requests)
+            dist.send_object_list(message, dst=pp[0], group=rt.groups["pp"])
+            continue
+        dist.recv_object_list(message, src=pp[me - 1 if me else last], group=rt.groups["pp"])
+        if me + 1 < last:
+            dist.send_object_list(message, dst=pp[me + 1], group=rt.groups["pp"])  # as it came
+        wire = message[0]
+        claimed = rnd + 1 if odd == "round" and me == 0 and rnd == 2 else rnd
+        out = rt.relay_in(site, wire, round=claimed, live_rows=live, requests=requests)
+        assert all(torch.equal(out[d], values[d]) for d in values)
+        print(f"USED {rnd}", flush=True)
+    return {"rank": rt.rank}
+
+
 def main(argv: list[str]) -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     serve(globals(), argv)

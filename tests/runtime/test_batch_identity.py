@@ -164,3 +164,28 @@ def test_traces_of_the_silent_run_make_diff_name_the_batch_disagreement(tmp_path
         f"batch disagreement: round 2, site {first}, decision {decision}, replica 0, row 1: "
         f"rank 1 holds request 11 gen 1 where rank 0 holds request 11 gen 0")
 
+
+
+@pytest.mark.parametrize("pp, odd", [(2, "none"), (2, "gen"), pytest.param(3, "none", marks=pytest.mark.slow),
+                                     pytest.param(3, "gen", marks=pytest.mark.slow),
+                                     pytest.param(2, "round", marks=pytest.mark.slow)])
+def test_a_relay_carried_in_the_engines_own_message_is_checked_by_relay_in(tmp_path, pp, odd):
+    """relay_out / relay_in (the SGLang plugin's relay): the bytes travel in a message the test
+    sends stage to stage as SGLang does; every earlier stage checks them against its own round
+    and rows. A reused row on stage 0 is a BatchMismatch naming it; a round off, a DesyncError."""
+    path = compile_spec(tmp_path / "p", RING.replace("PP", str(pp)))
+    r = PlanView(path).relays[0]
+    results = launch(pp, "halves", path, r.label, odd, module="batch_workers", timeout=90)
+    stage0 = results[0]
+    for res in results[:-1] if odd == "none" else ():  # else later stages lose their upstream
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert [l for l in res.stdout.splitlines() if l.startswith("USED")] == ["USED 1", "USED 2", "USED 3"]
+    if odd == "gen":
+        mine, theirs = ([10, 11, 12, 13], [0, 1, 0, 0]), BASE
+        assert stage0.returncode == 3, stage0.stdout + stage0.stderr
+        assert stage0.error == _message(r, 2, 1, 0, mine, pp - 1, theirs, what="relay"), stage0.error
+    elif odd == "round":
+        assert stage0.returncode == 3 and stage0.error.startswith("ERROR DesyncError:"), stage0.stdout
+        assert "round" in stage0.error, stage0.error
+    if odd != "none":
+        assert [l for l in stage0.stdout.splitlines() if l.startswith("USED")] == ["USED 1"]
