@@ -19,7 +19,8 @@ builds a ForwardBatch over the memory pools) is replaced by the batch it would h
 
 target: the real `_draft_extend_for_prefill` on this rank's own int32 first tokens (what its
 own sampler draws); only `ForwardBatch.init_new` (memory pools) and the draft model (the same
-weights on every rank: logits a function of each request's tail token) stand in.
+weights on every rank: logits a function of each request's tail token) stand in. Each round
+first calls it on an idle batch (DP-attention's), which the plugin leaves unconverged.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ class _PrefillDraftModel:
     def forward(self, forward_batch):
         import torch
 
-        last = torch.tensor(forward_batch.extend_lens).cumsum(0) - 1
+        last = torch.tensor(forward_batch.extend_lens, dtype=torch.int64).cumsum(0) - 1
         return SimpleNamespace(logits_output=SimpleNamespace(
             next_token_logits=prefill_logits(forward_batch.input_ids[last]), hidden_states=None))
 
@@ -184,8 +185,8 @@ class _PrefillDraftModel:
 def prefill_logits(tails):
     import torch
 
-    return torch.stack([torch.randn(VOCAB, generator=torch.Generator().manual_seed(int(t))) * 4
-                        for t in tails])
+    rows = [torch.randn(VOCAB, generator=torch.Generator().manual_seed(int(t))) * 4 for t in tails]
+    return torch.stack(rows) if rows else torch.zeros(0, VOCAB)
 
 
 def target(topology: str, speculative: str, forge: str = "") -> dict:
@@ -210,13 +211,20 @@ def target(topology: str, speculative: str, forge: str = "") -> dict:
                              draft_runner=_PrefillDraftModel(), topk=topk, device="cpu")
     extend_lens = [3, 1, 4, 2]
 
-    def one_round(rnd: int) -> dict:
-        batch = SimpleNamespace(
-            forward_mode=SimpleNamespace(is_idle=lambda: False), extend_lens=extend_lens,
-            input_ids=torch.arange(sum(extend_lens), dtype=torch.int64) + 100 * rnd,
-            chunked_req=None, chunked_req_next_prompt_token=None, seq_lens=torch.tensor(extend_lens),
+    def prefill_batch(rnd: int, lens: list[int]):
+        return SimpleNamespace(
+            forward_mode=SimpleNamespace(is_idle=lambda: not lens), extend_lens=lens,
+            input_ids=torch.arange(sum(lens), dtype=torch.int64) + 100 * rnd,
+            chunked_req=None, chunked_req_next_prompt_token=None, seq_lens=torch.tensor(lens),
             sampling_info=SimpleNamespace(temperatures=None),
-            reqs=[SimpleNamespace(rid=f"req-{rnd}-{i}") for i in range(BS)])
+            reqs=[SimpleNamespace(rid=f"req-{rnd}-{i}") for i in range(len(lens))])
+
+    def one_round(rnd: int) -> dict:
+        # an idle batch first (DP-attention: the whole replica idle together): nothing converged
+        idle = eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill(
+            worker, prefill_batch(rnd, []), None, torch.zeros(0, dtype=torch.int32))
+        assert idle.topk_index.shape[0] == 0
+        batch = prefill_batch(rnd, extend_lens)
         # the sampler's int32 first tokens, this rank's own draw
         mine = torch.arange(BS, dtype=torch.int32) * 100 + 10 * rounds.rank + rnd + 300
         alone = mine.tolist()  # SGLang's own result: the rank keeps what it drew
