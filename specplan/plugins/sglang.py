@@ -11,8 +11,9 @@ engine starts and then applies the hooks (HookRegistry); docs/engines.md lists e
 - SpecTpSync.sync / .enabled (AROUND): every site converges as the plan says (its group, its
   source, its policy) as its boundary's one guarded collective; a payload SGLang hands over
   several calls (DSpark's and DFlash's accepts) is buffered to the last call.
-- eagle_worker_common.build_eagle_verify_input, EagleDraftWorker._draft_extend_for_decode
-  (AROUND, only for a plan that converges them): the EAGLE-family draft sites (sglang_draft.py).
+- EagleDraftWorker._draft_extend_for_prefill, eagle_worker_common.build_eagle_verify_input,
+  EagleDraftWorker._draft_extend_for_decode (AROUND, only for a plan that converges them): the
+  EAGLE-family target (first token), draft and draft-extend sites (sglang_draft.py).
 - eagle_utils.eagle_sample, GroupCoordinator.broadcast, DSparkVerifyPlanner._schedule_verify_lens,
   dspark_draft.draft_markov_block (AROUND): the payloads SpecTpSync does not hand whole
   (sglang_sites.py says how each becomes one boundary).

@@ -1,10 +1,19 @@
-"""The SGLang plugin's EAGLE-family draft hooks: `<method>_draft` and `<method>_draft_extend`
-(eagle, eagle3, mtp, standalone), which the plan converges and SGLang 0.5.23 converges nowhere.
+"""The SGLang plugin's EAGLE-family hooks for the sites the plan converges and SGLang 0.5.23
+converges nowhere: `<method>_target` (the prefill's first token), `<method>_draft` and
+`<method>_draft_extend` (eagle, eagle3, mtp, standalone).
 
 Each is hooked at the function that produces (or first consumes) the site's decisions, and
 converges them as the plan's boundary (one guarded collective over the plan's group, from the
 plan's source), written back in place into SGLang's own tensors:
 
+- `<method>_target`: `eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill`, which
+  EAGLEWorkerV2._forward_prefill_batch (StandaloneWorkerV2 by inheritance) calls right after
+  the target's prefill forward with its sampled `next_token_ids [bs]`. SGLang samples that
+  first token on every TP rank with the same seed and never converges it; the hook converges
+  it on entry, so the draft extend's tail tokens, the next round's bonus tokens and the
+  `batch_output.next_token_ids` SGLang commits (the same tensor) are the source's.
+  MultiLayerEagleWorkerV2 and FrozenKVMTPWorkerV2 reach their first token through their own
+  draft workers' `_draft_extend_for_prefill` (not EagleDraftWorker's): not hooked.
 - `<method>_draft`: `eagle_worker_common.build_eagle_verify_input`, the one tail every draft
   path runs (EagleDraftWorker.draft with or without its draft CUDA graph, topk 1 or a tree,
   StandaloneWorkerV2 by inheritance, MultiLayerEagleWorkerV2). Its arguments are what
@@ -30,23 +39,25 @@ from __future__ import annotations
 EAGLE_FAMILY = ("eagle", "eagle3", "mtp", "standalone")
 DRAFT = "sglang.srt.speculative.eagle_worker_common.build_eagle_verify_input"
 DRAFT_EXTEND = "sglang.srt.speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_decode"
+TARGET = "sglang.srt.speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill"
 
 
 def draft_hooks(state) -> list[tuple[str, object]]:
-    """(target, AROUND hook) for each EAGLE-family draft site the plan converges; else none."""
+    """(target, AROUND hook) for each EAGLE-family site here the plan converges; else none."""
     hooks = DraftHooks(state)
-    wanted = ((DRAFT, "draft", hooks.build_eagle_verify_input),
+    wanted = ((TARGET, "target", hooks.draft_extend_for_prefill),
+              (DRAFT, "draft", hooks.build_eagle_verify_input),
               (DRAFT_EXTEND, "draft_extend", hooks.draft_extend_for_decode))
     return [(target, hook) for target, phase, hook in wanted if hooks.site(phase) is not None]
 
 
 class DraftHooks:
-    """The two hooks; `state` is the plugin's SGLangState (its `active` plan and `round`)."""
+    """The three hooks; `state` is the plugin's SGLangState (its `active` plan and `round`)."""
 
     def __init__(self, state):
         self.state = state
-        self.converged = {"draft": 0, "draft_extend": 0}  # guarded collectives issued
-        self.broadcasts = {"draft": 0, "draft_extend": 0}  # fallback tensors broadcast
+        self.converged = {"target": 0, "draft": 0, "draft_extend": 0}  # guarded collectives issued
+        self.broadcasts = {"target": 0, "draft": 0, "draft_extend": 0}  # fallback tensors broadcast
 
     def site(self, phase: str):
         """The plan's `<method>_<phase>` when the method is EAGLE-family and the site converges."""
@@ -54,6 +65,13 @@ class DraftHooks:
         method = plan.speculative.method
         ps = plan.site.get(f"{method}_{phase}") if method in EAGLE_FAMILY else None
         return ps if ps is not None and ps.boundary is not None else None
+
+    def draft_extend_for_prefill(self, original, worker, batch, target_hidden_states, next_token_ids,
+                                 *args, **kwargs):
+        """<method>_target: the prefill's first token, converged before the draft extend reads it."""
+        if self.state.active.runtime is not None and not batch.forward_mode.is_idle():
+            self._converge("target", batch, {"next_token_ids": next_token_ids})
+        return original(worker, batch, target_hidden_states, next_token_ids, *args, **kwargs)
 
     def build_eagle_verify_input(self, original, batch, draft_input, parent_list, top_scores_index,
                                  draft_tokens, draft_probs=None, **kwargs):

@@ -1,4 +1,5 @@
-"""Rank programs for the SGLang plugin's EAGLE-family draft sites: `<method>_draft` through
+"""Rank programs for the SGLang plugin's EAGLE-family sites: `<method>_target` through
+`EagleDraftWorker._draft_extend_for_prefill`, `<method>_draft` through
 `eagle_worker_common.build_eagle_verify_input`, `<method>_draft_extend` through
 `EagleDraftWorker._draft_extend_for_decode`. Run like sglang_workers.py; each worker returns,
 per round, what the rank ends with and what it would hold alone (`own`), as
@@ -15,6 +16,11 @@ made up (seeded per rank and round).
 draft_extend: the real `_draft_extend_for_decode` on a worker whose draft model stands in
 (logits per rank and round) and whose KV-cache preparation (`prepare_for_draft_extend`, which
 builds a ForwardBatch over the memory pools) is replaced by the batch it would hand the model.
+
+target: the real `_draft_extend_for_prefill` on this rank's own int32 first tokens (what its
+own sampler draws); only `ForwardBatch.init_new` (memory pools) and the draft model (the same
+weights on every rank: logits a function of each request's tail token) stand in. Each round
+first calls it on an idle batch (DP-attention's), which the plugin leaves unconverged.
 """
 
 from __future__ import annotations
@@ -162,8 +168,79 @@ def draft_extend(topology: str, speculative: str, forge: str = "") -> dict:
     return rounds.done(out, rounds.run(3, one_round))
 
 
+class _PrefillDraftModel:
+    """Stands for the draft model in the prefill's extend: the same weights on every rank, so
+    each request's logits are a function of its tail token (the first token SGLang feeds it)."""
+
+    canary_manager = None
+
+    def forward(self, forward_batch):
+        import torch
+
+        last = torch.tensor(forward_batch.extend_lens, dtype=torch.int64).cumsum(0) - 1
+        return SimpleNamespace(logits_output=SimpleNamespace(
+            next_token_logits=prefill_logits(forward_batch.input_ids[last]), hidden_states=None))
+
+
+def prefill_logits(tails):
+    import torch
+
+    rows = [torch.randn(VOCAB, generator=torch.Generator().manual_seed(int(t))) * 4 for t in tails]
+    return torch.stack(rows) if rows else torch.zeros(0, VOCAB)
+
+
+def target(topology: str, speculative: str, forge: str = "") -> dict:
+    """`<method>_target`: the real `_draft_extend_for_prefill` fed this rank's own first tokens
+    (what each rank's own sampler draws), as EAGLEWorkerV2._forward_prefill_batch calls it."""
+    import torch
+    import sglang.srt.speculative.eagle_worker_v2 as eagle_worker_v2
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    spec = json.loads(speculative)
+    out = sglang_workers.start_engine(json.loads(topology), spec)
+    topk = spec["speculative_eagle_topk"]
+    rounds = sglang_site_workers.Rounds(forge)
+
+    def init_new(batch, runner, **kwargs):  # ForwardBatch.init_new builds over the memory pools
+        return SimpleNamespace(input_ids=batch.input_ids, extend_lens=batch.extend_lens,
+                               forward_mode=batch.forward_mode, spec_info=batch.spec_info)
+
+    eagle_worker_v2.ForwardBatch = SimpleNamespace(init_new=init_new)
+    algorithm = SpeculativeAlgorithm.from_string(spec["speculative_algorithm"])
+    worker = SimpleNamespace(speculative_algorithm=algorithm, seed_dsa_topk_from_draft_extend=False,
+                             draft_runner=_PrefillDraftModel(), topk=topk, device="cpu")
+    extend_lens = [3, 1, 4, 2]
+
+    def prefill_batch(rnd: int, lens: list[int]):
+        return SimpleNamespace(
+            forward_mode=SimpleNamespace(is_idle=lambda: not lens), extend_lens=lens,
+            input_ids=torch.arange(sum(lens), dtype=torch.int64) + 100 * rnd,
+            chunked_req=None, chunked_req_next_prompt_token=None, seq_lens=torch.tensor(lens),
+            sampling_info=SimpleNamespace(temperatures=None),
+            reqs=[SimpleNamespace(rid=f"req-{rnd}-{i}") for i in range(len(lens))])
+
+    def one_round(rnd: int) -> dict:
+        # an idle batch first (DP-attention: the whole replica idle together): nothing converged
+        idle = eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill(
+            worker, prefill_batch(rnd, []), None, torch.zeros(0, dtype=torch.int32))
+        assert idle.topk_index.shape[0] == 0
+        batch = prefill_batch(rnd, extend_lens)
+        # the sampler's int32 first tokens, this rank's own draw
+        mine = torch.arange(BS, dtype=torch.int32) * 100 + 10 * rounds.rank + rnd + 300
+        alone = mine.tolist()  # SGLang's own result: the rank keeps what it drew
+        own_topk = torch.topk(torch.softmax(prefill_logits(alone), dim=-1), topk, dim=-1).indices
+        nxt = eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill(worker, batch, None, mine)
+        tails = batch.input_ids[torch.tensor(extend_lens).cumsum(0) - 1]  # the draft extend's input
+        return {"next_token_ids": mine.tolist(), "bonus_tokens": nxt.bonus_tokens.tolist(),
+                "tails": tails.tolist(), "topk_index": nxt.topk_index.tolist(),
+                "own": {"next_token_ids": alone, "bonus_tokens": alone, "tails": alone,
+                        "topk_index": own_topk.tolist()}}
+
+    return rounds.done(out, rounds.run(3, one_round))
+
+
 def _rounded(p) -> list:
     return [[round(x, 5) for x in row] for row in p.tolist()]
 
 
-WORKERS = {"draft": draft, "draft_extend": draft_extend}
+WORKERS = {"draft": draft, "draft_extend": draft_extend, "target": target}

@@ -1,11 +1,12 @@
-"""The SGLang plugin's EAGLE-family draft sites (`<method>_draft`, `<method>_draft_extend`) on
-SGLang 0.5.23's real functions (tests/engines/sglang_draft_workers.py), gloo ranks, the plugin
-loaded by SGLang's loader.
+"""The SGLang plugin's EAGLE-family sites SGLang never converges (`<method>_target`,
+`<method>_draft`, `<method>_draft_extend`) on SGLang 0.5.23's real functions
+(tests/engines/sglang_draft_workers.py), gloo ranks, the plugin loaded by SGLang's loader.
 
-SGLang converges neither site: TP ranks whose draft logits differ verify different trees, so
-the target's verify forward mixes different inputs across its all-reduce. Through the plugin
-every rank ends each round with its plan source's draft tree (and the verify input SGLang
-builds from it) and its source's next top-k, one guarded collective per site and round.
+SGLang converges none of them: TP ranks whose coins or draft logits differ commit different
+first tokens, or verify different trees, so the target's verify forward mixes different
+inputs across its all-reduce. Through the plugin every rank ends each round with its plan
+source's first token (and the draft extend fed from it), draft tree (and the verify input
+SGLang builds from it) and next top-k, one guarded collective per site and round.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ SHAPES = {"chain": ("eagle3", 1, 3, 4), "tree": ("eagle", 4, 3, 8), "one_step": 
 DRAFT = ("draft_tokens", "verify_tokens", "custom_mask", "positions", "retrieve_index",
          "retrieve_next_token", "retrieve_next_sibling")
 EXTEND = ("topk_index", "topk_p")
+FIRST = ("next_token_ids", "bonus_tokens", "tails", "topk_index")
 
 
 def plan(tmp: Path, shape: str, topo: str) -> Path:
@@ -64,14 +66,14 @@ def run(worker: str, shape: str, topo: str, tmp: Path | None, forge: str = "") -
 def test_the_draft_sites_are_hooked_only_for_a_plan_that_converges_them(tmp_path):
     from specplan.plan import load_plan
     from specplan.plugins.common import ActivePlan
-    from specplan.plugins.sglang_draft import DRAFT as TARGET, DRAFT_EXTEND, draft_hooks
+    from specplan.plugins.sglang_draft import DRAFT, DRAFT_EXTEND, TARGET, draft_hooks
 
     def targets(path):
         state = type("State", (), {})()
         state.active = ActivePlan("sglang", str(path), load_plan(path))
         return [t for t, _ in draft_hooks(state)]
 
-    assert targets(plan(tmp_path, "tree", "tp2")) == [TARGET, DRAFT_EXTEND]
+    assert targets(plan(tmp_path, "tree", "tp2")) == [TARGET, DRAFT, DRAFT_EXTEND]
     dspark = compile_spec(tmp_path / "dspark", """
 name: dspark
 engine: sglang
@@ -126,7 +128,26 @@ def test_draft_extend_without_the_plugin_differs_across_tp_ranks():
         hold_their_sources(outs, "tp2", EXTEND)
 
 
-@pytest.mark.parametrize("worker", ["draft", "draft_extend"])
+@pytest.mark.parametrize("shape", ["chain", "tree"])
+@pytest.mark.parametrize("topo", ["tp2", pytest.param("dpattn", marks=pytest.mark.slow)])
+def test_first_token_is_the_sources_through_the_plugin(tmp_path, shape, topo):
+    # Each rank's sampler drew its own first tokens; every rank of a replica commits its
+    # source's, and feeds them to the draft extend (its tail tokens, the next bonus tokens).
+    outs = run("target", shape, topo, tmp_path)
+    assert replicas_differ(outs, topo, FIRST)
+    hold_their_sources(outs, topo, FIRST)
+    for out in outs:  # each round's idle batch (called first) issues nothing
+        assert [r["broadcasts"] for r in out["rounds"]] == [1, 1, 1]
+
+
+def test_first_token_without_the_plugin_differs_across_tp_ranks():
+    outs = run("target", "chain", "tp2", None)
+    assert all(r["broadcasts"] == 0 for out in outs for r in out["rounds"])
+    with pytest.raises(AssertionError, match="rank 1 round 0"):
+        hold_their_sources(outs, "tp2", FIRST)
+
+
+@pytest.mark.parametrize("worker", ["target", "draft", "draft_extend"])
 def test_a_forged_guard_header_is_caught(tmp_path, worker):
     # Rank 1 claims round 7 at round 2: it receives its source's header for round 2 and raises.
     outs = run(worker, "chain", "tp2", tmp_path, forge="1:2")
