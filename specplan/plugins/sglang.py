@@ -19,6 +19,8 @@ engine starts and then applies the hooks (HookRegistry); docs/engines.md lists e
   (sglang_sites.py says how each becomes one boundary).
 - DSparkWorkerV2 / DFlashWorkerV2.forward_batch_generation (AROUND): the batch's request ids
   and row generations, for the batch identity of every converge the forward issues.
+- SchedulerPPMixin._pp_prepare_tensor_dict / _pp_prep_batch_result (AROUND, pp > 1 only): the
+  plan's relays carried in SGLang's own PP output messages (sglang_pp.py).
 
 Worked example, 4 ranks, tp 4, dp 2, DP-attention (attn_tp [0,1] [2,3]): SGLang's
 DSPARK_ACCEPT_* broadcasts go over get_dp_tp_group(); the plugin's go over the plan's replica
@@ -70,8 +72,9 @@ def register() -> None:
               state.worker_forward),
              (f"{SPEC}.dflash_worker_v2.DFlashWorkerV2.forward_batch_generation", state.worker_forward))
     from specplan.plugins.sglang_draft import draft_hooks  # EAGLE-family draft sites the plan converges
+    from specplan.plugins.sglang_pp import pp_hooks  # the plan's relays in SGLang's PP messages
 
-    for target, hook in (*hooks, *draft_hooks(state)):
+    for target, hook in (*hooks, *draft_hooks(state), *pp_hooks(state)):
         HookRegistry.register(target, hook, HookType.AROUND)
         active.hooks.append(target)
 
@@ -79,11 +82,11 @@ def register() -> None:
 def refuse_stage_spanning_sites(active: ActivePlan) -> None:
     """Refuse a plan whose decode converges span pipeline stages, before it can hang.
 
-    Under SGLang's pipeline parallelism only the last stage drafts, verifies and accepts; it
-    sends the results to the earlier stages itself (managers/scheduler_pp_mixin.py). The hooks
-    fire where SGLang runs the site, so a boundary over the whole replica would wait for
-    earlier-stage ranks that never join it. Until the plugin joins SGLang's PP relay on those
-    stages, such a plan is refused at start-up (docs/engines.md)."""
+    Under SGLang's pipeline parallelism only the last stage drafts, verifies and accepts, and
+    the earlier stages learn the results from SGLang's own PP relay (sglang_pp.py carries the
+    plan's relays in it). A boundary over the whole replica (`pipeline.relay: broadcast`)
+    would wait for earlier-stage ranks that never reach the site, so such a plan is refused
+    at start-up; SGLang's default plan relays `ring` (engines/sglang.py)."""
     plan = active.plan
     if plan.pp == 1:
         return
@@ -91,11 +94,11 @@ def refuse_stage_spanning_sites(active: ActivePlan) -> None:
                        and not s.trivial and s.family == "replica"})
     if spanning:
         raise EngineRefused(
-            f"{ENV_PLAN}={active.path}: plan {plan.name!r} has pp {plan.pp}, and SGLang runs "
-            f"{', '.join(spanning)} on the last stage only (it relays the results to earlier "
-            "stages itself), so the plan's converge over the whole replica would hang: the "
-            "SGLang plugin does not support pipeline parallelism yet (plan pp 1, or run SGLang "
-            "without SPECPLAN_PLAN)")
+            f"{ENV_PLAN}={active.path}: plan {plan.name!r} has pp {plan.pp} and converges "
+            f"{', '.join(spanning)} over the whole replica (pipeline.relay: broadcast), but SGLang "
+            "runs them on the last stage only and relays the results itself, so the earlier "
+            "stages would never join and the first round would hang: compile the spec with "
+            "pipeline.relay: ring (SGLang's default), whose relays ride SGLang's PP messages")
 
 
 def _version() -> str:
@@ -114,6 +117,7 @@ class SGLangState(SiteHooks):
     active: ActivePlan
     created: dict[int, list[list[int]]] = field(default_factory=dict)  # id(coordinator) -> groups
     round: int = 0  # decode rounds accepted so far: the guard header's round
+    pp: object = None  # sglang_pp.PPRelay under pipeline parallelism (records converges to relay)
 
     def __post_init__(self) -> None:
         self._init_sites()

@@ -110,6 +110,8 @@ class DraftHooks:
         requests = fit_rows(batch_rows(batch), rows) if wants_identity(rt) else None
         values = {f.decision: mine[f.decision].to(prepared.DTYPES[f.dtype]) for f in boundary.fields}
         out = rt.converge(ps.name, values, round=self.state.round, live_rows=rows, requests=requests)
+        if self.state.pp is not None:  # pipeline parallel: the relay carries what was converged
+            self.state.pp.record(ps.name, self.state.round, out, rows, requests)
         for name, t in mine.items():
             t.copy_(out[name])
         self.converged[phase] += 1

@@ -130,6 +130,10 @@ class SiteHooks:
         values = {f.decision: payload.tensors[f.decision].to(prepared.DTYPES[f.dtype]) for f in boundary.fields}
         requests = fit_rows(self.rows if rows is None else rows, live_rows)
         out = rt.converge(site, values, round=self.round, live_rows=live_rows, requests=requests)
+        if self.pp is not None:  # pipeline parallel: the relay carries what was converged
+            for s in boundary.sites:
+                mine = {f.decision: out[f.decision] for f in boundary.fields if f.site == s}
+                self.pp.record(s, self.round, mine, live_rows, requests)
         for name, t in payload.tensors.items():
             if name not in payload.made:
                 t.copy_(out[name])

@@ -35,15 +35,15 @@ SPECULATIVE = dict(speculative_algorithm="DSPARK", speculative_num_steps=3, spec
                    speculative_num_draft_tokens=4)
 
 
-def plan_for(tmp: Path, name: str) -> Path:
+def plan_for(tmp: Path, name: str, method: str = "dspark", extra: str = "") -> Path:
     return compile_spec(tmp / name, f"""
 name: sg-{name}
 engine: sglang
 topology: {SPECS[name]['topology']}
 model: {{num_layers: 8, hidden_size: 64, vocab_size: 1000}}
-speculative: {{method: dspark, num_steps: 3, sampling: sampling}}
+speculative: {{method: {method}, num_steps: 3, sampling: sampling}}
 runtime: {{max_batch: 8, timeout_s: 120}}
-""")
+{extra}""")
 
 
 def widths(tp: int, pp: int = 1, dp: int = 1, cp: int = 1) -> dict:
@@ -101,11 +101,15 @@ def test_the_plans_topology_passes_and_binds_on_sglangs_groups(tmp_path, world, 
 
 
 @pytest.mark.slow
-def test_a_pipeline_plan_is_refused_on_every_rank_before_it_can_hang(tmp_path):
-    # SGLang runs the accept on the last stage only; the plan's replica-wide converge would hang
-    for r in start(8, "tp4pp2", tmp_path)[1]:
+def test_a_pipeline_plan_converging_over_stages_is_refused_on_every_rank_before_it_can_hang(tmp_path):
+    # SGLang runs the accept on the last stage only: a replica-wide converge (relay broadcast)
+    # would hang; SGLang's default plan (relay ring) runs: tests/engines/test_sglang_pp.py
+    plan = plan_for(tmp_path, "tp4pp2", "eagle", "pipeline: {relay: broadcast}\n")
+    spec = dict(SPECULATIVE, speculative_algorithm="EAGLE")
+    for r in run(8, "startup", json.dumps(widths(tp=4, pp=2)), json.dumps(spec), plan=plan):
         assert r.returncode == REFUSED, (r.stdout[-500:], r.stderr[-2000:])
         assert "has pp 2" in r.stdout and "would hang" in r.stdout, r.stdout[-500:]
+        assert "pipeline.relay: ring" in r.stdout, r.stdout[-500:]
 
 
 def test_another_topology_is_refused_on_every_rank_naming_family_rank_and_values(tmp_path):

@@ -106,25 +106,31 @@ def test_activation_and_compare_import_no_torch():
 
 
 def test_sglang_refuses_a_pipeline_plan_before_it_can_hang(monkeypatch, tmp_path):
-    """Under SGLang PP only the last stage runs the hooked sites: a replica-wide converge would
-    wait for earlier stages forever, so the plugin refuses such a plan at registration."""
+    """Under SGLang PP only the last stage runs the hooked sites: a replica-wide converge
+    (`pipeline.relay: broadcast`) would wait for earlier stages forever, so the plugin refuses
+    such a plan at registration. SGLang's default plan relays ring: its converges stay on the
+    last stage and its relays ride SGLang's messages, so it is accepted."""
     from specplan.lower import build_plan, write_plan
     from specplan.passes import plan as run_passes
     from specplan.plugins.sglang import refuse_stage_spanning_sites
     from specplan.schema.load import load_spec_text
 
-    def active_for(name: str, topology: str):
+    def active_for(name: str, topology: str, extra: str = ""):
         spec = load_spec_text(f"name: {name}\nengine: sglang\ntopology: {topology}\n"
                               "model: {num_layers: 8, hidden_size: 64, vocab_size: 1000}\n"
-                              "speculative: {method: eagle3, num_steps: 3}\n", "s.yaml")
+                              f"speculative: {{method: eagle, num_steps: 3}}\n{extra}", "s.yaml")
         path = write_plan(build_plan(run_passes(spec)), tmp_path / name)
         monkeypatch.setenv("SPECPLAN_PLAN", str(path))
         monkeypatch.setattr(common, "_ACTIVE", {})
         return activate("sglang", "0.5.23")
 
     refuse_stage_spanning_sites(active_for("sg-tp2", "{tp: 2, device: cpu}"))  # pp 1: nothing to refuse
+    ring = active_for("sg-tp2pp2", "{tp: 2, pp: 2, device: cpu}")
+    assert {r.mode for r in ring.plan.relays} == {"ring"}  # SGLang's default under PP
+    refuse_stage_spanning_sites(ring)
     with pytest.raises(EngineRefused) as err:
-        refuse_stage_spanning_sites(active_for("sg-tp2pp2", "{tp: 2, pp: 2, device: cpu}"))
+        refuse_stage_spanning_sites(active_for("sg-bcast", "{tp: 2, pp: 2, device: cpu}",
+                                               "pipeline: {relay: broadcast}\n"))
     text = str(err.value)
-    assert "plan 'sg-tp2pp2' has pp 2" in text
-    assert "eagle3_accept" in text and "would hang" in text and "\n" not in text
+    assert "plan 'sg-bcast' has pp 2" in text and "pipeline.relay: ring" in text
+    assert "eagle_accept" in text and "would hang" in text and "\n" not in text

@@ -1,0 +1,130 @@
+"""The SGLang plugin's PP relay on SGLang 0.5.23's own transport, gloo, pp 2 x tp 1/2/4.
+
+    .venv/bin/python benchmarks/bench_plugin_sglang_pp.py [--iters 200] [--live 64] [--tps 1,2,4]
+
+Per tp width, one run (plugin loaded by SGLang's loader, groups built by SGLang's
+initialize_model_parallel, the plan relaying ring) measures side by side, alternating every
+iteration, one decode round's output message from the last stage to stage 0 with SGLang's
+`GroupCoordinator.send_tensor_dict` / `recv_tensor_dict` over its pp group (tensors split
+over attn_tp and gathered, as the scheduler sends them):
+- SGLang's own dict: next_token_ids, spec_accept_lens, spec_new_seq_lens, spec_bonus_tokens,
+  spec_accept_index, spec_next_chain for `live` rows of an EAGLE chain (3 steps);
+- the same dict with the plugin's two relays (`relay_out` of eagle_accept and eagle_draft on
+  the last stage, `relay_in` of both on stage 0: header, batch digest and the decisions).
+Reported: median microseconds per round on stage 0's first rank (receive + checks), and the
+ratio relay / plain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINES = ROOT / "tests" / "engines"
+sys.path[:0] = [str(ENGINES), str(ROOT / "tests" / "runtime"), str(ROOT)]
+
+SPEC = """
+name: bench-pp-tp{n}
+engine: sglang
+topology: {{tp: {n}, pp: 2, device: cpu}}
+model: {{num_layers: 8, hidden_size: 64, vocab_size: 1000}}
+speculative: {{method: eagle, num_steps: 3, topk: 1, num_draft_tokens: 4, sampling: sampling}}
+sync: {{policy: all}}
+runtime: {{max_batch: 256, timeout_s: 120}}
+"""
+SPECULATIVE = dict(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_eagle_topk=1,
+                   speculative_num_draft_tokens=4)
+
+
+def rank_main(argv: list[str]) -> None:
+    root, n, iters, live = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    import sglang_harness
+
+    sglang_harness.install(root)
+    import torch
+    import sglang.srt.distributed.parallel_state as ps
+
+    from sglang_workers import start_engine
+    from specplan.plugins import common
+    from specplan.runtime.batch import Batch
+
+    widths = dict(tp_size=n, pp_size=2, attn_dp_size=1, attn_cp_size=1, attn_tp_size=n, moe_ep_size=1,
+                  moe_dp_size=1, moe_tp_size=n, attn_dcp_size=1, shared_experts_tp_size=None)
+    start_engine(widths, SPECULATIVE)
+    rt = next(iter(common._ACTIVE.values())).runtime
+    pp, attn_tp = ps._PP, ps._ATTN_TP
+    k = 4
+    rows = Batch(list(range(live)), [0] * live)
+    correct = torch.full((live,), 2, dtype=torch.int32)
+    index = (torch.arange(live)[:, None] * k + torch.arange(k)).to(torch.int32)
+    accept = {"predict": torch.arange(live * k, dtype=torch.int32), "accept_index": index,
+              "num_correct_drafts": correct}
+    draft = {"draft_tokens": torch.arange(live * (k - 1), dtype=torch.int64).view(live, k - 1)}
+    plain = {"next_token_ids": accept["predict"], "spec_accept_lens": correct + 1,
+             "spec_new_seq_lens": torch.full((live,), 20), "spec_bonus_tokens": correct,
+             "spec_accept_index": index, "spec_next_chain": torch.arange(live * k), "__msg_type__": "output"}
+    timings = {"plain": [], "relay": []}
+    for i in range(iters + 20):
+        for kind in ("plain", "relay"):
+            tensors = dict(plain)
+            t0 = time.perf_counter()
+            if pp.is_last_rank:
+                if kind == "relay":
+                    tensors["specplan.eagle_accept"] = rt.relay_out("eagle_accept", accept, round=i,
+                                                                    live_rows=live, requests=rows)
+                    tensors["specplan.eagle_draft"] = rt.relay_out("eagle_draft", draft, round=i + 1,
+                                                                   live_rows=live, requests=rows)
+                pp.send_tensor_dict(tensors, all_gather_group=attn_tp)
+            else:
+                got = pp.recv_tensor_dict(all_gather_group=attn_tp)
+                if kind == "relay":
+                    rt.relay_in("eagle_accept", got["specplan.eagle_accept"], round=i, live_rows=live,
+                                requests=rows)
+                    rt.relay_in("eagle_draft", got["specplan.eagle_draft"], round=i + 1, live_rows=live,
+                                requests=rows)
+            if i >= 20:
+                timings[kind].append(time.perf_counter() - t0)
+    out = {kind: statistics.median(v) * 1e6 for kind, v in timings.items()}
+    out["relay_bytes"] = int(sum(rt.relay_out(s, v, round=0, live_rows=live).numel()
+                                 for s, v in (("eagle_accept", accept), ("eagle_draft", draft))))
+    print("RESULT " + json.dumps(out), flush=True)
+    os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    if argv and argv[0] == "bench":  # a rank launched by launch.py
+        rank_main(argv[1:])
+        return
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--live", type=int, default=64)
+    ap.add_argument("--tps", default="1,2,4")
+    args = ap.parse_args(argv)
+    from launch import compile_spec, launch
+    from wheels import engine_root
+
+    root = str(engine_root("sglang"))
+    env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false"}
+    print(f"{'ranks':>5} {'SGLang msg us':>14} {'+ relays us':>12} {'ratio':>6} {'relay bytes':>12}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in map(int, args.tps.split(",")):
+            plan = compile_spec(Path(tmp) / f"tp{n}", SPEC.format(n=n))
+            results = launch(2 * n, "bench", root, str(n), str(args.iters), str(args.live),
+                             module="bench_plugin_sglang_pp", path=(ENGINES, Path(__file__).parent),
+                             env=dict(env, SPECPLAN_PLAN=str(plan)), timeout=1200)
+            r0 = results[0].result  # stage 0's first rank: the receiver
+            if r0 is None:
+                raise SystemExit(f"tp{n}: rank 0 failed:\n{results[0].stderr[-3000:]}")
+            print(f"{2 * n:>5} {r0['plain']:>14.1f} {r0['relay']:>12.1f} "
+                  f"{r0['relay'] / r0['plain']:>6.2f} {r0['relay_bytes']:>12}")
+
+
+if __name__ == "__main__":
+    main()
