@@ -246,7 +246,8 @@ def _sglang_mismatch(spec: Spec, sites: dict) -> list[str]:
                      "broadcasts only the accept triple, on sampling paths and ROCm greedy")
     if lacking:
         notes.append("behaviour: the plan converges " + ", ".join(lacking) + ", which SGLang "
-                     "cannot converge: the engine will not match the plan there")
+                     "cannot converge: the engine will not match the plan there unless it loads the "
+                     "specplan plugin (SPECPLAN_PLAN=plan.json; docs/engines.md)")
     if extra:
         notes.append("behaviour: SGLang converges " + ", ".join(extra) + " where the plan does not")
     return notes
