@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 ENV_PLAN = "SPECPLAN_PLAN"
 ENV_ALLOW_UNTESTED = "SPECPLAN_ALLOW_UNTESTED_ENGINE"
+ENV_HOT_PATH = "SPECPLAN_HOT_PATH"  # auto | host | device: bind's hot_path (device on CPU ranks in tests)
 SUPPORTED_VERSIONS = {"sglang": "0.5.23", "vllm": "0.33.0"}
 
 _ACTIVE: dict[tuple[str, str], "ActivePlan"] = {}  # (engine, path) -> the plan, once per process
@@ -136,8 +137,9 @@ def startup_check(active: ActivePlan, engine_groups: dict[str, list[list[int]]],
 
 
 def bind_engine(active: ActivePlan, *, rank: int, world_size: int, groups: dict, device=None,
-                hot_path: str = "auto"):
+                hot_path: str | None = None):
     """Bind the plan's runtime on the engine's own process groups (family -> this rank's group).
+    `hot_path`: bind's; None reads SPECPLAN_HOT_PATH (default auto: the device path on CUDA / NPU).
 
     Runs after the engine's torch.distributed is up, so bind's fingerprint agreement is an
     all-gather every rank joins: two ranks with different plans both raise, neither hangs.
@@ -146,7 +148,7 @@ def bind_engine(active: ActivePlan, *, rank: int, world_size: int, groups: dict,
 
     try:
         rt = bind(active.plan, rank=rank, world_size=world_size, device=device, groups=groups,
-                  hot_path=hot_path)
+                  hot_path=hot_path or os.environ.get(ENV_HOT_PATH) or "auto")
     except (FingerprintMismatch, WorldSizeMismatch, GroupMismatch) as exc:
         raise EngineRefused(f"{ENV_PLAN}={active.path}: foreign plan: {exc}") from None
     active.runtime = rt

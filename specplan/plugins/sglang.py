@@ -21,6 +21,9 @@ engine starts and then applies the hooks (HookRegistry); docs/engines.md lists e
   and row generations, for the batch identity of every converge the forward issues.
 - SchedulerPPMixin._pp_prepare_tensor_dict / _pp_prep_batch_result (AROUND, pp > 1 only): the
   plan's relays carried in SGLang's own PP output messages (sglang_pp.py).
+- SchedulerBatchResultProcessor.process_batch_result_decode / _prefill (AROUND): the round's
+  one desync check on the device path (`rt.check_round()`), where SGLang already waits for the
+  round's results and before it commits them.
 
 Worked example, 4 ranks, tp 4, dp 2, DP-attention (attn_tp [0,1] [2,3]): SGLang's
 DSPARK_ACCEPT_* broadcasts go over get_dp_tp_group(); the plugin's go over the plan's replica
@@ -40,6 +43,7 @@ ENGINE = "sglang"
 PS = "sglang.srt.distributed.parallel_state"
 SPEC = "sglang.srt.speculative"
 SYNC = f"{SPEC}.spec_tp_sync.SpecTpSync"
+RESULTS = "sglang.srt.managers.scheduler_components.batch_result_processor.SchedulerBatchResultProcessor"
 # plan family -> the parallel_state global holding SGLang's coordinator for it (None: not built).
 COORDINATORS = {"tp": "_TP", "attn_cp": "_ATTN_CP", "attn_tp": "_ATTN_TP", "moe_dp": "_MOE_DP",
                 "moe_ep": "_MOE_EP", "moe_tp": "_MOE_TP", "pp": "_PP", "dcp": "_DCP"}
@@ -70,7 +74,9 @@ def register() -> None:
              (f"{SPEC}.dspark_components.dspark_draft.draft_markov_block", state.draft_markov_block),
              (f"{SPEC}.dspark_components.dspark_worker_v2.DSparkWorkerV2.forward_batch_generation",
               state.worker_forward),
-             (f"{SPEC}.dflash_worker_v2.DFlashWorkerV2.forward_batch_generation", state.worker_forward))
+             (f"{SPEC}.dflash_worker_v2.DFlashWorkerV2.forward_batch_generation", state.worker_forward),
+             (f"{RESULTS}.process_batch_result_decode", state.check_result),
+             (f"{RESULTS}.process_batch_result_prefill", state.check_result))
     from specplan.plugins.sglang_draft import draft_hooks  # EAGLE-family draft sites the plan converges
     from specplan.plugins.sglang_pp import pp_hooks  # the plan's relays in SGLang's PP messages
 
@@ -151,6 +157,20 @@ class SGLangState(SiteHooks):
                     groups={fam: c.device_group for fam, c in coordinators.items()})
         self.active.startup_s = {"check": t1 - t0, "bind": time.perf_counter() - t1}
         return result
+
+    # -- the round's desync check ------------------------------------------------------------
+    def check_result(self, original, processor, batch, result, *args, **kwargs):
+        """SchedulerBatchResultProcessor.process_batch_result_decode / _prefill: on the device
+        path, `rt.check_round()` right after SGLang's own wait for the round's result copy
+        (its first step, done here first: the forward and its converges have run) and before
+        SGLang commits anything of the round. The host path raised within the round already."""
+        rt = self.active.runtime
+        if rt is not None and rt.hot_path == "device":
+            done = getattr(result, "copy_done", None)
+            if done is not None:
+                done.synchronize()
+            rt.check_round()
+        return original(processor, batch, result, *args, **kwargs)
 
     def _coordinators(self) -> dict:
         import sglang.srt.distributed.parallel_state as ps

@@ -107,6 +107,7 @@ class PPRelay:
             _write_back(phase, out, tensors)
             self.state.round += phase == "accept"  # the tail draft is the next round's
             self.checked += 1
+        rt.check_round()  # device path: the relays' checks, read before SGLang commits
         return original(scheduler, batch, mb_metadata, pp_outputs)
 
     def _check_kind(self, batch, carried: list[str]) -> None:

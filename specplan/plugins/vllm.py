@@ -32,7 +32,6 @@ Worked example, 8 ranks, tp 2 x pp 2 x dp 2: vLLM builds tp [0,1]..[6,7], pp [0,
 from __future__ import annotations
 
 import functools
-import os
 import sys
 import time
 from contextlib import nullcontext
@@ -51,7 +50,6 @@ RUNNER = "vllm.v1.worker.gpu.model_runner"
 # plan family -> the parallel_state global holding vLLM's coordinator (None: not built).
 # "auto" (device on CUDA, host on a CPU), "host" or "device": forces the runtime's hot path
 # (e.g. the device path on CPU ranks, to test the step's desync check without a GPU).
-ENV_HOT_PATH = "SPECPLAN_HOT_PATH"
 COORDINATORS = {"tp": "_TP", "dcp": "_DCP", "pcp": "_PCP", "pp": "_PP", "dp": "_DP", "ep": "_EP"}
 
 
@@ -170,8 +168,7 @@ class VllmState:
             raise
         t1 = time.perf_counter()
         rt = bind_engine(self.active, rank=rank, world_size=world, device=ps.get_tp_group().device,
-                         groups={fam: c.device_group for fam, c in coordinators.items()},
-                         hot_path=os.environ.get(ENV_HOT_PATH, "auto"))
+                         groups={fam: c.device_group for fam, c in coordinators.items()})
         self.timings = {"check": t1 - t0, "bind": time.perf_counter() - t1}
         self.active.startup_s = self.timings
         self._install_runner_hooks(rt, rank)

@@ -257,5 +257,38 @@ def dflash_accept(topology: str, speculative: str, group: str, forge: str = "") 
     return rounds.done(out, rounds.run(3, one_round))
 
 
-WORKERS = {"eagle": eagle, "dspark_plan": dspark_plan, "dspark_draft": dspark_draft,
+def eagle_results(topology: str, speculative: str, hip: str, forge: str = "") -> dict:
+    """eagle as above, then SGLang's real SchedulerBatchResultProcessor.process_batch_result_decode
+    for the round's result. It runs past its wait for the result copy to its first read of the
+    result's outputs, where the test stops it (the rest reads the scheduler's request state)
+    and reports that SGLang went on to commit the round."""
+    from sglang.srt.managers.scheduler_components.batch_result_processor import (
+        SchedulerBatchResultProcessor)
+
+    class Committed(Exception):
+        pass
+
+    class Result:  # a GenerationBatchResult whose copy is done; its outputs are where we stop
+        copy_done = None
+
+        def __getattr__(self, name):
+            raise Committed(name)
+
+    out = sglang_workers.start_engine(json.loads(topology), json.loads(speculative))
+    rounds = Rounds(forge)
+    verify, batch = eagle_inputs(topology, hip)
+    processor = SchedulerBatchResultProcessor.__new__(SchedulerBatchResultProcessor)
+
+    def one_round(rnd: int) -> dict:
+        got = eagle_round(verify, batch, rounds.rank, rnd)
+        try:
+            SchedulerBatchResultProcessor.process_batch_result_decode(processor, batch, Result())
+        except Committed:
+            got["committed"] = True
+        return got
+
+    return rounds.done(out, rounds.run(3, one_round))
+
+
+WORKERS = {"eagle": eagle, "eagle_results": eagle_results, "dspark_plan": dspark_plan, "dspark_draft": dspark_draft,
            "dflash_accept": dflash_accept}

@@ -41,9 +41,10 @@ runtime: {{max_batch: 8, timeout_s: 60}}
 """)
 
 
-def run(tmp: Path | None, tp: int, pp: int, odd: str = "none") -> list[dict]:
+def run(tmp: Path | None, tp: int, pp: int, odd: str = "none", hot_path: str = "auto") -> list[dict]:
     env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false", "TRITON_INTERPRET": "1",
-           "TORCHDYNAMO_DISABLE": "1", "SPECPLAN_PLAN": str(plan(tmp, tp, pp)) if tmp else ""}
+           "TORCHDYNAMO_DISABLE": "1", "SPECPLAN_PLAN": str(plan(tmp, tp, pp)) if tmp else "",
+           "SPECPLAN_HOT_PATH": hot_path}
     results = launch(tp * pp, "pp_relay", str(engine_root("sglang")), json.dumps(widths(tp, pp)),
                      json.dumps(ENGINE), odd, module="sglang_pp_workers", path=(HERE,), env=env,
                      timeout=600)
@@ -85,10 +86,12 @@ def test_without_the_plugin_every_stage_commits_a_mix_of_the_last_stages_ranks()
     assert [c[0]["accept_lens"] for c in committed(results)] == [mixed] * 4
 
 
-def test_a_row_handed_out_again_while_its_result_is_in_flight_is_a_batch_mismatch(tmp_path):
+@pytest.mark.parametrize("hot_path", ["auto", "device"])
+def test_a_row_handed_out_again_while_its_result_is_in_flight_is_a_batch_mismatch(tmp_path, hot_path):
     """Stage 0's row 1 gets another generation at round 1 before that round's result is
-    processed: the plugin raises BatchMismatch naming the row before SGLang commits it."""
-    results = run(tmp_path, 2, 2, "gen")
+    processed: the plugin raises BatchMismatch naming the row before SGLang commits it (on the
+    device path compared on the device and read by the hook's check_round, before the commit)."""
+    results = run(tmp_path, 2, 2, "gen", hot_path)
     for rank, r in enumerate(results[:2]):
         assert [c["accept_lens"] for c in r["commits"]] == [results[2]["sent"][0]["accept_lens"]]
         err = r["errors"][0]
@@ -96,6 +99,7 @@ def test_a_row_handed_out_again_while_its_result_is_in_flight_is_a_batch_mismatc
             "BatchMismatch: batch mismatch at site eagle_accept (relay 65538), round 1: "
             f"row 1: rank {rank} holds request req-1 gen 1 where rank {rank + 2} (the source) "
             "holds request req-1 gen 0; the ranks of group pp disagree"), err
+        assert err["error"].endswith("(compared on the device, read at check_round)") == (hot_path == "device")
 
 
 def test_a_message_for_another_batch_kind_is_a_desync_before_any_commit(tmp_path):

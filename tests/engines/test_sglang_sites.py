@@ -50,10 +50,11 @@ runtime: {{max_batch: 8, timeout_s: 60}}
 """)
 
 
-def run(worker: str, method: str, topo: str, arg: str, tmp: Path | None, forge: str = "") -> list[dict]:
+def run(worker: str, method: str, topo: str, arg: str, tmp: Path | None, forge: str = "",
+        hot_path: str = "auto") -> list[dict]:
     world = len(SOURCES[topo])
     env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false", "TRITON_INTERPRET": "1",
-           "SPECPLAN_PLAN": str(plan(tmp, method, topo)) if tmp else ""}
+           "SPECPLAN_PLAN": str(plan(tmp, method, topo)) if tmp else "", "SPECPLAN_HOT_PATH": hot_path}
     results = launch(world, worker, str(engine_root("sglang")), json.dumps(widths(**TOPOLOGY[topo][1])),
                      json.dumps(ENGINE[method]), arg, forge, module="sglang_site_workers", path=(HERE,),
                      env=env, timeout=600)
@@ -146,3 +147,17 @@ def test_a_forged_guard_header_is_caught(tmp_path, worker, method):
     assert all("desync" not in r for r in outs[0]["rounds"] + outs[1]["rounds"][:2])
     err = outs[1]["rounds"][2]["desync"]
     assert "round" in err and "rank 1" in err, err
+
+
+@pytest.mark.parametrize("hot_path", ["device", "host"])
+def test_the_device_path_raises_at_sglangs_result_processing_before_the_round_commits(tmp_path, hot_path):
+    """Device path (forced on CPU ranks): the forged header of rank 1's round 2 accept is
+    compared on the device and nothing raises in the converge; SGLang's
+    process_batch_result_decode, hooked, reads the flag after its wait for the result copy and
+    raises DesyncError before SGLang commits round 2. Host path: the converge itself raised."""
+    outs = run("eagle_results", "eagle3", "tp2", "1", tmp_path, forge="1:2", hot_path=hot_path)
+    assert [r.get("committed") for r in outs[0]["rounds"]] == [True, True, True]
+    assert [r.get("committed") for r in outs[1]["rounds"][:2]] == [True, True]
+    err = outs[1]["rounds"][2]["desync"]
+    assert "committed" not in outs[1]["rounds"][2] and "rank 1" in err, err
+    assert ("read at check_round" in err) == (hot_path == "device"), err
