@@ -34,8 +34,10 @@ def _draft_decisions(method: str) -> tuple[Decision, ...]:
                  doc="Selected drafts (top num_draft_tokens-1 of the tree scores; a chain's "
                      "S tokens). float (argmax/top-k); rng under speculative_use_rejection_"
                      "sampling. Never converged by SGLang [GAP]; stage 0 embeds them."),
-        Decision("parent_list", ("bs", "(num_steps - 1) * topk + 1"), "int64", "float",
-                 "draft", site=site, derives=tree, tree_only=True,
+        # organize_draft_results concatenates every step's parents but the last: topk + 1 for
+        # step 0, topk per later step, none at all for one step (1 // num_steps is 1 only then).
+        Decision("parent_list", ("bs", "(num_steps - 1) * topk + 1 - 1 // num_steps"), "int64",
+                 "float", "draft", site=site, derives=tree, tree_only=True,
                  doc="Tree topology from organize_draft_results (width 0 when num_steps == 1); "
                      "a chain uses a constant preallocation. Relayed under PP."),
         Decision("top_scores_index", ("bs", "num_draft_tokens - 1"), "int64", "float", "draft",

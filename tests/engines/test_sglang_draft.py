@@ -94,14 +94,14 @@ def test_draft_tree_is_the_sources_through_the_plugin(tmp_path, shape, topo):
         assert [r["broadcasts"] for r in out["rounds"]] == [1, 1, 1]
 
 
-def test_a_draft_of_other_widths_than_the_plans_falls_back_to_plain_broadcasts(tmp_path):
-    # num_steps 1: SGLang's parent_list is [bs, 0], the plan's [bs, 1]; the plugin broadcasts
-    # each of the three tensors from the plan's source (no header): still the source's tree.
+def test_a_one_step_tree_is_one_guarded_collective_with_an_empty_parent_list(tmp_path):
+    # num_steps 1: SGLang's parent_list is [bs, 0] (organize_draft_results keeps no parents),
+    # and so is the plan's: the draft is still the plan's one boundary, the source's tree.
     outs = run("draft", "one_step", "tp2", tmp_path)
     assert replicas_differ(outs, "tp2", DRAFT)
     hold_their_sources(outs, "tp2", DRAFT)
     for out in outs:
-        assert [r["broadcasts"] for r in out["rounds"]] == [3, 3, 3]
+        assert [r["broadcasts"] for r in out["rounds"]] == [1, 1, 1]
 
 
 @pytest.mark.parametrize("shape", ["chain", "tree"])

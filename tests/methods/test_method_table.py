@@ -61,7 +61,7 @@ def _eagle_decisions():
         "topk_index": (("bs", "topk"), "int64", "float", "any", "last_stage"),
         "topk_p": (("bs", "topk"), "float32", "float", "any", "last_stage"),
         "draft_tokens": (("bs", "num_draft_tokens - 1"), "int64", "float", "any", "all_stages"),
-        "parent_list": (("bs", "(num_steps - 1) * topk + 1"), "int64", "float", "any",
+        "parent_list": (("bs", "(num_steps - 1) * topk + 1 - 1 // num_steps"), "int64", "float", "any",
                         "all_stages"),
         "top_scores_index": (("bs", "num_draft_tokens - 1"), "int64", "float", "any",
                              "all_stages"),
