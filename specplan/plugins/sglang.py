@@ -14,6 +14,8 @@ engine starts and then applies the hooks (HookRegistry); docs/engines.md lists e
 - EagleDraftWorker._draft_extend_for_prefill, eagle_worker_common.build_eagle_verify_input,
   EagleDraftWorker._draft_extend_for_decode (AROUND, only for a plan that converges them): the
   EAGLE-family target (first token), draft and draft-extend sites (sglang_draft.py).
+- NGRAMWorker._prepare_draft_tokens (AROUND, only for a plan that converges `ngram_draft`):
+  NGRAM's host-side drafts and tree mask, made per rank from its own corpus (sglang_draft.py).
 - eagle_utils.eagle_sample, GroupCoordinator.broadcast, DSparkVerifyPlanner._schedule_verify_lens,
   dspark_draft.draft_markov_block (AROUND): the payloads SpecTpSync does not hand whole
   (sglang_sites.py says how each becomes one boundary).
@@ -77,7 +79,7 @@ def register() -> None:
              (f"{SPEC}.dflash_worker_v2.DFlashWorkerV2.forward_batch_generation", state.worker_forward),
              (f"{RESULTS}.process_batch_result_decode", state.check_result),
              (f"{RESULTS}.process_batch_result_prefill", state.check_result))
-    from specplan.plugins.sglang_draft import draft_hooks  # EAGLE-family draft sites the plan converges
+    from specplan.plugins.sglang_draft import draft_hooks  # EAGLE-family and NGRAM draft sites
     from specplan.plugins.sglang_pp import pp_hooks  # the plan's relays in SGLang's PP messages
 
     for target, hook in (*hooks, *draft_hooks(state), *pp_hooks(state)):

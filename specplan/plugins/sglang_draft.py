@@ -1,6 +1,6 @@
-"""The SGLang plugin's EAGLE-family hooks for the sites the plan converges and SGLang 0.5.23
-converges nowhere: `<method>_target` (the prefill's first token), `<method>_draft` and
-`<method>_draft_extend` (eagle, eagle3, mtp, standalone).
+"""The SGLang plugin's draft hooks for the sites the plan converges and SGLang 0.5.23 converges
+nowhere: `<method>_target` (the prefill's first token), `<method>_draft` and
+`<method>_draft_extend` (eagle, eagle3, mtp, standalone), and `ngram_draft`.
 
 Each is hooked at the function that produces (or first consumes) the site's decisions, and
 converges them as the plan's boundary (one guarded collective over the plan's group, from the
@@ -27,10 +27,26 @@ plan's source), written back in place into SGLang's own tensors:
   writes the next round's `topk_index` / `topk_p [bs, topk]` into
   `batch_result.next_draft_input`; they are converged when it returns.
 
+and one NGRAM site:
+
+- `ngram_draft`: `ngram_worker.NGRAMWorker._prepare_draft_tokens`, which makes each TP rank's
+  drafts on the host from that rank's own n-gram corpus (`NgramCorpus.batch_get`) and returns
+  them as numpy arrays, `req_drafts [bs * num_draft_tokens]` (int64) and
+  `mask [bs * num_draft_tokens * num_draft_tokens]` (int64 0/1), which
+  `_prepare_for_speculative_decoding` copies into its `draft_tokens` / `tree_mask` tensors.
+  Ranks whose corpora differ (an external corpus committed at other times, per-rank match
+  state) would verify different trees across the target's all-reduce. The hook converges both
+  arrays when the original returns, as the plan's `draft_tokens` / `tree_mask` (the mask as
+  bool), and returns the source's arrays in SGLang's own shapes and dtypes. The drafts are host
+  data: on a GPU the converged arrays come back to the host once per round (one device-to-host
+  copy), where SGLang's draft preparation is host-bound already (under the overlap scheduler it
+  first reads the previous round's accepted tokens back with `.cpu()`).
+
 The hooks are registered only for a plan that converges the site (a boundary of an EAGLE-family
-method), so a DSpark or DFlash deployment, or a no-op site, gets none. A boundary the plan fused
-with other sites, or tensors of another width than the plan's, fall back to one plain broadcast
-per tensor over the plan's group from the plan's source (the right values, no guard header).
+method, or NGRAM's draft), so a DSpark or DFlash deployment, or a no-op site, gets none. A
+boundary the plan fused with other sites, or tensors of another width than the plan's, fall
+back to one plain broadcast per tensor over the plan's group from the plan's source (the right
+values, no guard header).
 Idle batches (DP-attention) are not converged: the whole replica is idle together.
 """
 
@@ -40,30 +56,34 @@ EAGLE_FAMILY = ("eagle", "eagle3", "mtp", "standalone")
 DRAFT = "sglang.srt.speculative.eagle_worker_common.build_eagle_verify_input"
 DRAFT_EXTEND = "sglang.srt.speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_decode"
 TARGET = "sglang.srt.speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill"
+NGRAM = ("ngram",)
+NGRAM_DRAFT = "sglang.srt.speculative.ngram_worker.NGRAMWorker._prepare_draft_tokens"
 
 
 def draft_hooks(state) -> list[tuple[str, object]]:
-    """(target, AROUND hook) for each EAGLE-family site here the plan converges; else none."""
+    """(target, AROUND hook) for each EAGLE-family or NGRAM site here the plan converges."""
     hooks = DraftHooks(state)
-    wanted = ((TARGET, "target", hooks.draft_extend_for_prefill),
-              (DRAFT, "draft", hooks.build_eagle_verify_input),
-              (DRAFT_EXTEND, "draft_extend", hooks.draft_extend_for_decode))
-    return [(target, hook) for target, phase, hook in wanted if hooks.site(phase) is not None]
+    wanted = ((TARGET, "target", EAGLE_FAMILY, hooks.draft_extend_for_prefill),
+              (DRAFT, "draft", EAGLE_FAMILY, hooks.build_eagle_verify_input),
+              (DRAFT_EXTEND, "draft_extend", EAGLE_FAMILY, hooks.draft_extend_for_decode),
+              (NGRAM_DRAFT, "draft", NGRAM, hooks.prepare_draft_tokens))
+    return [(target, hook) for target, phase, methods, hook in wanted
+            if hooks.site(phase, methods) is not None]
 
 
 class DraftHooks:
-    """The three hooks; `state` is the plugin's SGLangState (its `active` plan and `round`)."""
+    """The four hooks; `state` is the plugin's SGLangState (its `active` plan and `round`)."""
 
     def __init__(self, state):
         self.state = state
         self.converged = {"target": 0, "draft": 0, "draft_extend": 0}  # guarded collectives issued
         self.broadcasts = {"target": 0, "draft": 0, "draft_extend": 0}  # fallback tensors broadcast
 
-    def site(self, phase: str):
-        """The plan's `<method>_<phase>` when the method is EAGLE-family and the site converges."""
+    def site(self, phase: str, methods: tuple[str, ...] = EAGLE_FAMILY):
+        """The plan's `<method>_<phase>` when the method is one of `methods` and the site converges."""
         plan = self.state.active.plan
         method = plan.speculative.method
-        ps = plan.site.get(f"{method}_{phase}") if method in EAGLE_FAMILY else None
+        ps = plan.site.get(f"{method}_{phase}") if method in methods else None
         return ps if ps is not None and ps.boundary is not None else None
 
     def draft_extend_for_prefill(self, original, worker, batch, target_hidden_states, next_token_ids,
@@ -90,23 +110,44 @@ class DraftHooks:
             self._converge("draft_extend", batch, {"topk_index": nxt.topk_index, "topk_p": nxt.topk_p})
         return result
 
-    def _converge(self, phase: str, batch, tensors: dict) -> None:
-        """One guarded collective of the site's boundary; every tensor gets the source's values."""
+    def prepare_draft_tokens(self, original, worker, batch, *args, **kwargs):
+        """ngram_draft: each rank's host-side n-gram drafts (req_drafts, mask), converged when
+        SGLang has made them; the source's arrays come back in SGLang's shapes and dtypes."""
+        import numpy as np
+        import torch
+
+        req_drafts, mask = original(worker, batch, *args, **kwargs)
+        rt, bs = self.state.active.runtime, len(batch.reqs)
+        if rt is None or bs == 0:
+            return req_drafts, mask
+        ps = self.site("draft", NGRAM)
+        arrays = {"draft_tokens": req_drafts, "tree_mask": mask}
+        shapes = {f.decision: rt.plan.live_shape(f, bs) for f in rt.plan.boundary_of(ps.name).fields}
+        fits = all(n in shapes and a.size == int(np.prod(shapes[n])) for n, a in arrays.items())
+        mine = {n: torch.from_numpy(np.ascontiguousarray(a)).to(rt.device).reshape(shapes[n] if fits else -1)
+                for n, a in arrays.items()}
+        self._converge("draft", batch, mine, rows=bs, site=ps, whole=fits)  # written back into `mine`
+        return tuple(mine[n].cpu().numpy().reshape(a.shape) for n, a in arrays.items())
+
+    def _converge(self, phase: str, batch, tensors: dict, *, rows=None, site=None, whole=True) -> None:
+        """One guarded collective of the site's boundary; every tensor gets the source's values
+        (written back in place). `rows`: the live rows (default: the tensors' leading dim);
+        `site`: the plan site (default: the EAGLE-family one); `whole=False`: plain broadcasts."""
         import specplan.runtime.prepared as prepared
         from specplan.plugins.common import fit_rows, wants_identity
         from specplan.plugins.sglang_sites import _broadcast, batch_rows
 
-        rt, ps = self.state.active.runtime, self.site(phase)
+        rt, ps = self.state.active.runtime, site or self.site(phase)
         boundary = rt.plan.boundary_of(ps.name)
         mine = {d.name: tensors[d.name] for d in ps.decisions if d.name in tensors}
-        whole = set(boundary.decisions) == set(mine) and all(
+        whole = whole and set(boundary.decisions) == set(mine) and all(
             tuple(mine[f.decision].shape[1:]) == tuple(f.shape[1:]) for f in boundary.fields)
         if not whole:  # fused with other sites, or another width: plain broadcasts
             for t in mine.values():
                 _broadcast(rt, boundary, t)
                 self.broadcasts[phase] += 1
             return
-        rows = next(iter(mine.values())).shape[0]
+        rows = next(iter(mine.values())).shape[0] if rows is None else rows
         requests = fit_rows(batch_rows(batch), rows) if wants_identity(rt) else None
         values = {f.decision: mine[f.decision].to(prepared.DTYPES[f.dtype]) for f in boundary.fields}
         out = rt.converge(ps.name, values, round=self.state.round, live_rows=rows, requests=requests)
