@@ -17,15 +17,16 @@ SGLang's message, so it adds no message of its own and keeps SGLang's send order
 - `_pp_prepare_tensor_dict` (last stage): for each relayed site this forward converged,
   `rt.relay_out` (guard header + the converged decisions, with the rows of that converge)
   under the key `specplan.<site>`;
-- `_pp_prep_batch_result` (earlier stages, before SGLang reads the message): each relay the
-  batch's kind expects (a decode batch: accept, then the next round's draft; an extend batch:
-  the target) is checked with `rt.relay_in` against this stage's own round and the rows of the
-  batch the message answers (`batch_rows` of the forward's snapshot, read now: a row handed to
-  another request since the forward is a BatchMismatch, the stale-slot bug). A relay missing
-  or unexpected is a DesyncError. Then SGLang's tensors are written from the relayed decisions
-  (`accept_lens` = num_correct_drafts + 1, `accept_index`, `bonus_tokens` = predict at the
-  last accepted index, the chain's drafts, a tree's parents and top scores, a prefill's
-  `next_token_ids`), so what every stage commits is what the plan relayed.
+- `_pp_prep_batch_result` (earlier stages, before SGLang reads the message): a decode batch's
+  message must carry the accept relay and an extend batch's must not, else the stages disagree
+  on which batch it answers (DesyncError). Each relay it carries (target; accept, then the next
+  round's draft) is checked with `rt.relay_in` against this stage's own round and the rows of
+  the batch the message answers (`batch_rows` of the forward's snapshot, read now: a row handed
+  to another request since the forward is a BatchMismatch, the stale-slot bug), then
+  `rt.check_round()` (the device path's read). Then SGLang's tensors are written from the
+  relayed decisions (`accept_lens` = num_correct_drafts + 1, `accept_index`, `bonus_tokens` =
+  predict at the last accepted index, the chain's drafts, a tree's parents and top scores, a
+  prefill's `next_token_ids`), so what every stage commits is what the plan relayed.
 
 Rounds: the guard header's round is the plugin's count of accepts, on the last stage from its
 accept hook, on an earlier stage from the accept relays it consumed, both in ring order.
@@ -96,7 +97,8 @@ class PPRelay:
         carried = [r.site for r in plan.relays if KEY + r.site in tensors]
         # The rows the message answers: the snapshot of the batch that ran the forward (the
         # live batch may have been merged or filtered since), their generations read now.
-        fwd = getattr(mb_metadata, "fwd_batch", None) or batch
+        fwd = getattr(mb_metadata, "fwd_batch", None)
+        fwd = batch if fwd is None else fwd
         self._check_kind(fwd, carried)
         live = len(fwd.reqs)
         requests = fit_rows(batch_rows(fwd), live) if wants_identity(rt) else None

@@ -174,7 +174,9 @@ class Pipeline(_Model):
 
     relay: Relay = Field("broadcast", description="How last-stage decisions reach earlier stages: "
                          "broadcast (one collective over the replica) | column (vLLM: per TP "
-                         "index down its PP column) | ring (SGLang: stage to stage).")
+                         "index down its PP column) | ring (SGLang: stage to stage). Unset, "
+                         "SGLang plans with pp > 1 relay ring: SGLang's earlier stages cannot "
+                         "join a converge on the last stage.")
     aux_routing: AuxRouting = Field("chain", description="How taps reach the drafter: chain "
                                     "(inside each stage handoff) | direct (straight to the last stage).")
     relay_drafts: bool = Field(True, description="Drafts reach earlier stages before they are embedded.")
