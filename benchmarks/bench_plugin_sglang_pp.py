@@ -54,10 +54,9 @@ def rank_main(argv: list[str]) -> None:
     from sglang_workers import start_engine
     from specplan.plugins import common
     from specplan.runtime.batch import Batch
+    from test_sglang_plugin import widths
 
-    widths = dict(tp_size=n, pp_size=2, attn_dp_size=1, attn_cp_size=1, attn_tp_size=n, moe_ep_size=1,
-                  moe_dp_size=1, moe_tp_size=n, attn_dcp_size=1, shared_experts_tp_size=None)
-    start_engine(widths, SPECULATIVE)
+    start_engine(widths(tp=n, pp=2), SPECULATIVE)
     rt = next(iter(common._ACTIVE.values())).runtime
     pp, attn_tp = ps._PP, ps._ATTN_TP
     k = 4

@@ -27,11 +27,6 @@ def _cli(*args: str) -> str:
     return result.output
 
 
-@pytest.fixture
-def at_root(monkeypatch):
-    monkeypatch.chdir(ROOT)  # plan.json records the spec path as given
-
-
 def test_explain_check_export_equal_the_commands(at_root):
     d = specplan.load(SPEC)
     assert d.explain() == json.loads(_cli("explain", SPEC, "--json"))

@@ -9,28 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import specplan
 import specplan.deploy
-from specplan.cli import main
 from specplan.errors import PlanError
+from test_api import _cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PD = "specs/disagg/kimi-k3-dspark-pd.yaml"  # a deployment file
 PEER = "specs/disagg/llama-eagle-decode-tp4-dpattn2.yaml"  # a spec naming its peer
 SEED = ROOT / "tests/deploy/cases/error-layer-names-seed-dspark-pp2-pp1"
-
-
-def _cli(*args: str) -> str:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    assert result.exit_code in (0, 3), result.output
-    return result.output
-
-
-@pytest.fixture
-def at_root(monkeypatch):
-    monkeypatch.chdir(ROOT)
 
 
 def test_one_public_deployment_type():

@@ -99,7 +99,7 @@ def pp_relay(topology: str, speculative: str, odd: str = "none") -> dict:
     import torch
     import sglang.srt.distributed.parallel_state as ps
     from sglang.srt.managers.scheduler_pp_mixin import PPBatchMetadata
-    from sglang.srt.model_executor.forward_batch_info import ForwardMode, PPProxyTensors
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
 
     out = sglang_workers.start_engine(json.loads(topology), json.loads(speculative))
     rank, pp = int(os.environ["RANK"]), ps._PP
@@ -122,11 +122,10 @@ def pp_relay(topology: str, speculative: str, odd: str = "none") -> dict:
                 fwd = batch
                 if odd == "kind" and pp.is_first_rank and rnd == 1:  # stage 0 ran an extend here
                     fwd = SimpleNamespace(**dict(vars(batch), forward_mode=ForwardMode.EXTEND))
-                _receive(sched, batch, PPBatchMetadata(can_run_cuda_graph=False, fwd_batch=fwd),
-                         PPProxyTensors)
+                _receive(sched, batch, PPBatchMetadata(can_run_cuda_graph=False, fwd_batch=fwd))
             if pp.is_last_rank:  # the ring closes: the last stage processes what came round
                 _receive(sched, batch, PPBatchMetadata(can_run_cuda_graph=False, fwd_batch=batch),
-                         PPProxyTensors, forward=False)
+                         forward=False)
         except Exception as exc:  # noqa: BLE001 - the test reads which error and where
             errors.append({"round": rnd, "error": f"{type(exc).__name__}: {exc}"})
             import time
@@ -165,10 +164,12 @@ def _last_stage_forward(sched, verify, batch, rank: int, rnd: int) -> dict:
             "next_chain": chain.view(BS, N).tolist(), "keys": sorted(tensors)}
 
 
-def _receive(sched, batch, metadata, proxy, forward: bool = True) -> None:
+def _receive(sched, batch, metadata, forward: bool = True) -> None:
     """SGLang's receive of the output dict, its processing, and its forward to the next stage."""
+    from sglang.srt.model_executor.forward_batch_info import PPProxyTensors
+
     tensors, _ = sched._pp_recv_dict_from_prev_stage()
-    outputs = proxy(tensors)
+    outputs = PPProxyTensors(tensors)
     sched._pp_prep_batch_result(batch, metadata, outputs)
     if forward and not sched.pp_group.is_last_rank:
         sched._pp_send_dict_to_next_stage(outputs.tensors, async_send=False, msg_type="output")

@@ -63,15 +63,19 @@ def run(worker: str, shape: str, topo: str, tmp: Path | None, forge: str = "") -
     return [r.result for r in results]
 
 
-def test_the_draft_sites_are_hooked_only_for_a_plan_that_converges_them(tmp_path):
+def targets(path) -> list[str]:
+    """The functions draft_hooks hooks for the plan at `path`."""
     from specplan.plan import load_plan
     from specplan.plugins.common import ActivePlan
-    from specplan.plugins.sglang_draft import DRAFT, DRAFT_EXTEND, TARGET, draft_hooks
+    from specplan.plugins.sglang_draft import draft_hooks
 
-    def targets(path):
-        state = type("State", (), {})()
-        state.active = ActivePlan("sglang", str(path), load_plan(path))
-        return [t for t, _ in draft_hooks(state)]
+    state = type("State", (), {})()
+    state.active = ActivePlan("sglang", str(path), load_plan(path))
+    return [t for t, _ in draft_hooks(state)]
+
+
+def test_the_draft_sites_are_hooked_only_for_a_plan_that_converges_them(tmp_path):
+    from specplan.plugins.sglang_draft import DRAFT, DRAFT_EXTEND, TARGET
 
     assert targets(plan(tmp_path, "tree", "tp2")) == [TARGET, DRAFT, DRAFT_EXTEND]
     dspark = compile_spec(tmp_path / "dspark", """

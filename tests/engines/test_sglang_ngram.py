@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "runtime"))
 
 from launch import compile_spec, launch  # noqa: E402
+from test_sglang_draft import targets  # noqa: E402
 from test_sglang_plugin import widths  # noqa: E402
 from test_sglang_sites import SOURCES, TOPOLOGY, hold_their_sources, replicas_differ  # noqa: E402
 from wheels import engine_root  # noqa: E402
@@ -57,14 +58,7 @@ def run(topo: str, tmp: Path | None, forge: str = "", width: str = "") -> list[d
 
 
 def test_the_ngram_draft_is_hooked_only_for_an_ngram_plan(tmp_path):
-    from specplan.plan import load_plan
-    from specplan.plugins.common import ActivePlan
-    from specplan.plugins.sglang_draft import NGRAM_DRAFT, draft_hooks
-
-    def targets(path):
-        state = type("State", (), {})()
-        state.active = ActivePlan("sglang", str(path), load_plan(path))
-        return [t for t, _ in draft_hooks(state)]
+    from specplan.plugins.sglang_draft import NGRAM_DRAFT
 
     assert targets(plan(tmp_path, "tp2")) == [NGRAM_DRAFT]  # and none of the EAGLE-family hooks
     eagle = compile_spec(tmp_path / "eagle", """

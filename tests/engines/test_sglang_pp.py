@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "runtime"))
 
 from launch import compile_spec, launch  # noqa: E402
-from test_sglang_plugin import widths  # noqa: E402
+from test_sglang_plugin import ok, widths  # noqa: E402
 from wheels import engine_root  # noqa: E402
 
 pytestmark = pytest.mark.engines
@@ -45,12 +45,9 @@ def run(tmp: Path | None, tp: int, pp: int, odd: str = "none", hot_path: str = "
     env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false", "TRITON_INTERPRET": "1",
            "TORCHDYNAMO_DISABLE": "1", "SPECPLAN_PLAN": str(plan(tmp, tp, pp)) if tmp else "",
            "SPECPLAN_HOT_PATH": hot_path}
-    results = launch(tp * pp, "pp_relay", str(engine_root("sglang")), json.dumps(widths(tp, pp)),
+    return ok(launch(tp * pp, "pp_relay", str(engine_root("sglang")), json.dumps(widths(tp, pp)),
                      json.dumps(ENGINE), odd, module="sglang_pp_workers", path=(HERE,), env=env,
-                     timeout=600)
-    for r in results:
-        assert r.returncode == 0 and r.result is not None, (r.rank, r.stdout[-800:], r.stderr[-3000:])
-    return [r.result for r in results]
+                     timeout=600))
 
 
 def committed(results: list[dict]) -> list:
@@ -109,5 +106,4 @@ def test_a_message_for_another_batch_kind_is_a_desync_before_any_commit(tmp_path
         err = r["errors"][0]
         assert err["round"] == 1 and err["error"].startswith(
             "DesyncError: PP relay of eagle_accept at round 1: rank"), err
-        assert "processes a extend batch of 4 rows" not in err["error"]
         assert "an extend batch of 4 rows" in err["error"] and "carries an accept relay" in err["error"], err
