@@ -122,6 +122,7 @@ class Engine:
         self.state: dict = {}  # last stage: drafter context and proposal
         self.round = 0
         self.held: dict = {}
+        self._programs: dict = {}
         self.timers: dict = defaultdict(float)
         self.runtime_calls: Counter = Counter()
         self.runtime_bytes: Counter = Counter()
@@ -149,7 +150,7 @@ class Engine:
         for name in sites:
             site = self.view.sites[name]
             mine = {d.name for d in site.decisions}
-            if site.boundary is None:
+            if site.boundary is None or not self._runs(site):
                 out.update({k: v for k, v in (values or {}).items() if k in mine})
             elif site.boundary not in done:
                 done.add(site.boundary)
@@ -164,6 +165,14 @@ class Engine:
         self._placeholders(sites, out)
         self._hold(sites, out)
         return out
+
+    def _runs(self, site) -> bool:
+        """Whether this stage's program converges `site`'s boundary: a per-stage family (tp
+        under pp > 1) converges on the stage that decides; the others get the relay."""
+        key = (self.stage, site.round)
+        if key not in self._programs:
+            self._programs[key] = set(self.view.program(*key))
+        return ("boundary", site.boundary) in self._programs[key]
 
     def _placeholders(self, sites, out: dict) -> None:
         """A decision the last stage made that never reached this stage (pipeline.relay_drafts:
