@@ -170,8 +170,9 @@ def _accept_eagle(e: Engine, candidates, tree, logits) -> dict:
         out = verify_tree_greedy(candidates, *tree, logits.argmax(-1).view(bs, n), width)
     e.timers["accept"] += time.perf_counter() - t0
     predict, index, correct = out
-    if index.shape[1] < e.steps + 1:  # accept_index is [bs, num_steps + 1], -1 past the path
-        index = torch.cat([index, index.new_full((bs, e.steps + 1 - index.shape[1]), -1)], 1)
+    # accept_index is [bs, num_steps + 1] (n-gram: [bs, num_draft_tokens]), -1 past the path
+    if index.shape[1] < width:
+        index = torch.cat([index, index.new_full((bs, width - index.shape[1]), -1)], 1)
     return {"predict": predict, "accept_index": index, "num_correct_drafts": correct}
 
 
