@@ -65,9 +65,14 @@ class LayoutMismatch(RuntimeDivergence):
 def produced_taps(plan, stage: int) -> tuple[int, ...]:
     """The residuals (global layer ids) a stage hands the drafter, as the plan numbers taps:
     global ids name one owner; stage-local ids are read by every stage from its own first
-    layer (tap 0 included), so ids collide and far ids go missing."""
+    layer (tap 0 included), so ids collide and far ids go missing; dropped routing hands over
+    the last stage's own only."""
     pipe = plan.pipeline
     st = pipe.stages[stage]
+    if pipe.aux_routing == "dropped" and stage != len(pipe.stages) - 1:
+        # SGLang 0.5.23: a non-last stage returns PPProxyTensors of hidden states and residual
+        # only (srt/models/llama.py `residual_batch.to_pp`); its captures never leave it.
+        return ()
     if pipe.tap_ids == "global":
         return tuple(st.taps)
     return tuple(st.start_layer + t.tap for t in pipe.taps if stage in t.producers)
