@@ -13,6 +13,7 @@ import sys
 import click
 
 from specplan import __version__
+from specplan.sim.command import SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUNDS, SIM_MAX_SEED
 
 EXIT_BAD_INPUT = 2
 EXIT_FOUND_PROBLEM = 3
@@ -369,14 +370,15 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
 
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--rounds", default=16, show_default=True, type=click.IntRange(1),
-              help="Decode rounds after the prefill.")
-@click.option("--requests", default=4, show_default=True, type=click.IntRange(1),
-              help="Requests, spread over the replicas.")
-@click.option("--seed", default=0, show_default=True, type=int,
-              help="Seed of the weights, the prompts and the sampling coins.")
-@click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1),
-              help="Shrink deeper models to this many layers (stages and tap owners kept).")
+@click.option("--rounds", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_ROUNDS),
+              help=f"Decode rounds after the prefill (at most {SIM_MAX_ROUNDS}).")
+@click.option("--requests", default=4, show_default=True, type=click.IntRange(1, SIM_MAX_REQUESTS),
+              help=f"Requests, spread over the replicas (at most {SIM_MAX_REQUESTS}).")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, SIM_MAX_SEED),
+              help="Seed of the weights, the prompts and the sampling coins (0 .. 2**63 - 1).")
+@click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_LAYERS),
+              help=f"Shrink deeper models to this many layers (stages and tap owners kept; at "
+                   f"most {SIM_MAX_LAYERS}).")
 @click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan", "layer-map", "stale-slot", "early-stop"]),
               help="A fault: logit noise, a rank killed, a foreign plan; layer-map (deployments); "
                    "stale-slot, early-stop (--chunked-prefill).")
@@ -399,7 +401,7 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     """
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
-    from specplan.sim.command import run_simulate
+    from specplan.sim.command import check_options, run_simulate
     from specplan.verify import formats, has_errors, verify
     from specplan.verify.report import subject_of
 
@@ -410,6 +412,7 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
         sys.exit(simulate_deployment(target, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
                          inject=inject, allow_errors=allow_errors, console=console()))
     findings = verify(plan := build_plan(run_passes(target)))
+    check_options(rounds=rounds, requests=requests, width=plan.speculative.num_draft_tokens)
     if has_errors(findings) and not allow_errors:  # simulate and check never disagree
         sys.stdout.write(formats.to_json(findings) if as_json else formats.render_text(
             subject_of(plan), findings, width=formats.terminal_width(), verbose=False))
