@@ -368,6 +368,47 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
     sys.exit(code)
 
 
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.option("-o", "--out", "out", type=click.Path(file_okay=False), required=True,
+              help="Folder for spec.yaml and plan.json (written together, or neither).")
+@click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
+              help="Read a launch line (after `--`) as `specplan import` does, instead of SPEC.")
+@click.option("-f", "--file", "script", type=click.Path(dir_okay=False), default=None,
+              help="--engine: read the launch line from a shell script.")
+@click.option("--base", type=click.Path(dir_okay=False), default=None,
+              help="--engine: spec giving what a launch line cannot (model shape, sampling).")
+@click.option("--model-config", type=click.Path(dir_okay=False), default=None,
+              help="--engine: the target's config.json, for the model shape.")
+@click.option("--name", default=None, help="--engine: spec name.")
+@click.argument("words", nargs=-1, type=click.UNPROCESSED)
+@user_errors
+def enforce(out: str, engine: str | None, script: str | None, base: str | None,
+            model_config: str | None, name: str | None, words: tuple[str, ...]) -> None:
+    """Plan SPEC (a `behaviour: engine` spec, or `--engine E -- LINE`) as specplan would run
+    it, converging every decision `check` warned about: write OUT/spec.yaml and OUT/plan.json
+    and print the launch line with SPECPLAN_PLAN=OUT/plan.json in front (the specplan plugin).
+
+    Exit 3, writing nothing, when even specplan's plan has errors.
+
+    Example: specplan enforce specs/engine/llama-3.1-8b-eagle-tp8-sglang-engine.yaml -o enforced
+
+    Example: specplan enforce --engine sglang -o enforced -- python -m sglang.launch_server --tp 2 ...
+    """
+    import os
+
+    from specplan.ecosystem.enforce import run
+
+    if engine is None and len(words) != 1:
+        raise click.UsageError("enforce takes one SPEC, or --engine E -- LINE")
+    target = None if engine else words[0]
+    code, text, messages = run(target, out, engine, list(words), dict(os.environ), script, base,
+                               model_config, name)
+    sys.stdout.write(text)
+    for message in messages:
+        click.echo(message, err=True)
+    sys.exit(code)
+
+
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--rounds", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_ROUNDS),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from specplan.ecosystem import spec_tp_sync
@@ -32,10 +33,17 @@ class Launch:
     args: list[tuple[str, str | None, str]] = field(default_factory=list)  # (flag, value, comment)
     notes: list[str] = field(default_factory=list)
     faithful: Spec | None = None  # an imported spec whose own line is printed back as written
+    plan_path: str | None = None  # SPECPLAN_PLAN: the plan the specplan plugin runs
+    plan_how: str = ""  # the command that writes it
+
+    def command_prefix(self) -> str:
+        return f"SPECPLAN_PLAN={shlex.quote(self.plan_path)} " if self.plan_path else ""
 
 
-def export(spec: Spec, engine: str | None = None) -> Launch:
-    """The launch of `spec` on `engine` (default its own); Refusal when it cannot run."""
+def export(spec: Spec, engine: str | None = None, plan_path: str | None = None) -> Launch:
+    """The launch of `spec` on `engine` (default its own); Refusal when it cannot run. A
+    `behaviour: specplan` spec on its own engine runs with the specplan plugin: the line sets
+    SPECPLAN_PLAN to `plan_path` (default compile's build/<name>/plan.json)."""
     engine = engine or spec.engine
     try:
         target, notes = translate(spec, engine)
@@ -51,6 +59,10 @@ def export(spec: Spec, engine: str | None = None) -> Launch:
     if target is not spec:
         title += f" (translated from engine {spec.engine}; layouts differ where noted)"
     launch = Launch(engine, title, notes=notes)
+    if spec.behaviour == "specplan" and engine == spec.engine:
+        launch.plan_path = plan_path or f"build/{spec.name}/plan.json"
+        where = shlex.quote(str(Path(launch.plan_path).parent))
+        launch.plan_how = f"specplan compile {shlex.quote(spec.line_of()[0])} -o {where}"
     _WRITERS[engine](target, sites, launch)
     if spec.disaggregation is not None:
         from specplan.deploy.launch import FLAGS
@@ -214,7 +226,7 @@ def _sglang_env(spec: Spec, sites: dict, launch: Launch) -> None:
     if spec.model.pp_partition and t.pp > 1:
         launch.env.append(("SGLANG_PP_LAYER_PARTITION", ",".join(map(str, spec.model.pp_partition)),
                            "layers per pipeline stage (model.pp_partition)"))
-    launch.notes.extend(_sglang_mismatch(spec, sites))
+    launch.notes.extend(_sglang_mismatch(spec, sites, bool(launch.plan_path)))
 
 
 def _sglang_converges(spec: Spec, site: str) -> bool | None:
@@ -227,7 +239,15 @@ def _sglang_converges(spec: Spec, site: str) -> bool | None:
     return site.endswith("_accept") and (device == "rocm" or sampling != "greedy" and device != "cpu")
 
 
-def _sglang_mismatch(spec: Spec, sites: dict) -> list[str]:
+def _unmatched(plugin: bool) -> str:
+    """What follows from a site the plan converges and the engine cannot."""
+    if plugin:
+        return "the specplan plugin the line loads (SPECPLAN_PLAN) converges them (docs/engines.md)"
+    return ("the engine will not match the plan there unless it loads the specplan plugin "
+            "(SPECPLAN_PLAN=plan.json; docs/engines.md)")
+
+
+def _sglang_mismatch(spec: Spec, sites: dict, plugin: bool = False) -> list[str]:
     lacking, extra = [], []
     for name, e in sites.items():
         engine = _sglang_converges(spec, name)
@@ -246,8 +266,7 @@ def _sglang_mismatch(spec: Spec, sites: dict) -> list[str]:
                      "broadcasts only the accept triple, on sampling paths and ROCm greedy")
     if lacking:
         notes.append("behaviour: the plan converges " + ", ".join(lacking) + ", which SGLang "
-                     "cannot converge: the engine will not match the plan there unless it loads the "
-                     "specplan plugin (SPECPLAN_PLAN=plan.json; docs/engines.md)")
+                     "cannot converge: " + _unmatched(plugin))
     if extra:
         notes.append("behaviour: SGLang converges " + ", ".join(extra) + " where the plan does not")
     return notes
@@ -288,7 +307,8 @@ def _vllm(spec: Spec, sites: dict, launch: Launch) -> None:
     if lacking and t.tp * t.cp > 1:
         launch.notes.append("behaviour: the plan converges " + ", ".join(lacking) + ", which "
                             "vLLM never converges inside TP (it relies on identical logits and "
-                            "seeded RNG): the engine will not match the plan there")
+                            "seeded RNG): " + (_unmatched(True) if launch.plan_path else
+                                               "the engine will not match the plan there"))
     if s.sampling != "greedy":
         launch.notes.append(f"speculative.sampling {s.sampling} is chosen per request, not at launch")
 
@@ -325,8 +345,16 @@ def render(launch: Launch) -> str:
     out.append("args=(")
     out += [f"  {text.ljust(width)}  # {comment}" for text, comment in rows]
     out.append(")")
-    out.append(f'{PROGRAMS[launch.engine]} "${{args[@]}}"')
+    out += plan_comment(launch)
+    out.append(f'{launch.command_prefix()}{PROGRAMS[launch.engine]} "${{args[@]}}"')
     return "\n".join(out) + "\n"
+
+
+def plan_comment(launch: Launch) -> list[str]:
+    if not launch.plan_path:
+        return []
+    return [f"# SPECPLAN_PLAN: the specplan plugin runs this plan inside the engine "
+            f"(`{launch.plan_how}` writes it)"]
 
 
 def _quote(value: str) -> str:

@@ -70,7 +70,11 @@ def render_faithful(spec: Spec, launch, title: str) -> str:
         out.append("# added by specplan:")
         out += [f"#   {flag} {value}: {why}" for flag, value, why in added_flags]
         out += [f"export {n}={shlex.quote(v)}  # {why}" for n, v, why in added_env]
-    command = " ".join(spec.engine_args)
+    command = launch.command_prefix() + " ".join(spec.engine_args)
+    if launch.plan_path:
+        from specplan.ecosystem.export import plan_comment
+
+        out += plan_comment(launch)
     if added_flags:
         command += " \\\n" + " \\\n".join(f"  {flag} {value}" for flag, value, _ in added_flags)
     return "\n".join(out) + "\n" + command + "\n"
