@@ -114,7 +114,7 @@ def _kept(spec: Spec) -> list[str]:
 
     words = [w for arg in spec.engine_args for w in shlex.split(arg)]
     _, _, rest = split_command(spec.engine, words)
-    args, _ = read_words(convention(spec.engine).flag_table(), rest)
+    args, _ = read_words(convention(spec.engine, spec.engine_version).flag_table(), rest)
     return [a.text for a in args if a.flag is not None and a.dest not in MODELLED[spec.engine]]
 
 

@@ -87,7 +87,7 @@ def dp_attention_note(spec: Spec) -> list[str]:
     from specplan.engines import convention
 
     words = [w for arg in spec.engine_args or () for w in shlex.split(arg)]
-    args, _ = read_words(convention(spec.engine).flag_table(), split_command(spec.engine, words)[2])
+    args, _ = read_words(convention(spec.engine, spec.engine_version).flag_table(), split_command(spec.engine, words)[2])
     written = {a.dest: a.text for a in args if a.flag is not None}
     if "enable_dp_attention" not in written or "dp_size" not in written:
         return []

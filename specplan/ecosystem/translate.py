@@ -25,7 +25,7 @@ class Refusal(Exception):
 
 def refusal(spec: Spec) -> str | None:
     """Why spec.engine cannot run `spec`, or None when it can."""
-    return convention(spec.engine).launch_refusal(spec)
+    return convention(spec.engine, spec.engine_version).launch_refusal(spec)
 
 
 def translate(spec: Spec, engine: str) -> tuple[Spec, list[str]]:
@@ -107,7 +107,7 @@ def _partition(spec: Spec, engine: str, data: dict) -> list[str]:
     m, pp = spec.model, spec.topology.pp
     if pp == 1 or m.pp_partition:
         return []
-    source, target = convention(spec.engine), convention(engine)
+    source, target = convention(spec.engine, spec.engine_version), convention(engine)
     mine, theirs = source.split_layers(m.num_layers, pp), target.split_layers(m.num_layers, pp)
     if mine == theirs:
         return []

@@ -19,14 +19,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "runtime"))
 
 from launch import compile_spec, launch  # noqa: E402
-from wheels import RELEASES, engine_root  # noqa: E402
+from wheels import PLUGIN_RELEASES, engine_root  # noqa: E402
 
 pytestmark = pytest.mark.engines
 REFUSED = 4
 FATAL = "specplan: rank "  # the one line a hook's exception prints before the process ends
 
 
-@pytest.fixture(params=RELEASES["vllm"])
+@pytest.fixture(params=PLUGIN_RELEASES["vllm"])
 def version(request) -> str:
     return request.param
 SPEC = json.dumps({"method": "eagle3", "num_speculative_tokens": 3})
