@@ -340,13 +340,16 @@ def export_(spec: str, engine: str | None) -> None:
               help="Spec giving what a launch line cannot: model shape, sampling, runtime.")
 @click.option("--model-config", type=click.Path(dir_okay=False), default=None,
               help="The target's config.json, for the model shape.")
+@click.option("--draft-config", type=click.Path(dir_okay=False), default=None,
+              help="The draft's config.json, for EAGLE3's taps (default: beside a local draft "
+                   "path, or in the Hugging Face cache).")
 @click.option("--name", default=None, help="Spec name (default: the base's or the model's).")
 @click.option("-o", "--out", type=click.Path(dir_okay=False), default=None,
               help="Write the YAML here (atomically) instead of stdout.")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
 @user_errors
 def import_(engine: str, script: str | None, base: str | None, model_config: str | None,
-            name: str | None, out: str | None, line: tuple[str, ...]) -> None:
+            draft_config: str | None, name: str | None, out: str | None, line: tuple[str, ...]) -> None:
     """Read an engine launch line (and its SGLANG_* / VLLM_* environment) into a spec YAML.
 
     Example: specplan import --engine vllm -- vllm serve meta-llama/Llama-3.2-1B -tp 2
@@ -356,7 +359,7 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
     from specplan.ecosystem.import_cli import run_import
 
     code, text, messages = run_import(engine, list(line), dict(os.environ), script, base,
-                                      model_config, name, out)
+                                      model_config, name, out, draft_config)
     for message in messages:
         click.echo(message, err=True)
     if text:

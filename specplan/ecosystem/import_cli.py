@@ -16,8 +16,9 @@ EXIT_BAD_INPUT = 2
 
 def run_import(engine: str, line: list[str], environ: dict[str, str], script: str | None,
                base_path: str | None, model_config: str | None, name: str | None,
-               out: str | None) -> tuple[int, str, list[str]]:
-    """(exit code, YAML for stdout, messages for stderr)."""
+               out: str | None, draft_config: str | None = None) -> tuple[int, str, list[str]]:
+    """(exit code, YAML for stdout, messages for stderr). `draft_config`: the draft's config.json
+    (else found beside a local draft path or in the Hugging Face cache, as the target's)."""
     from specplan.schema import load_spec
 
     prefix = ("SGLANG_", "VLLM_")
@@ -39,6 +40,7 @@ def run_import(engine: str, line: list[str], environ: dict[str, str], script: st
             launch["_line"] = None
         config = _config(find_config(model_config, launch["model"].get("path")))
         data = build(engine, launch, base, model_shape(config) if config else {}, name, config)
+        _draft_taps(engine, data, draft_config, launch)
     except ImportProblem as exc:
         return EXIT_BAD_INPUT, "", [f"specplan import: {exc}"]
     try:
@@ -55,6 +57,26 @@ def run_import(engine: str, line: list[str], environ: dict[str, str], script: st
         return 0, text, messages
     write_atomic(out, text, what="the spec")
     return 0, "", messages + [f"wrote {out}"]
+
+
+def _draft_taps(engine: str, data: dict, draft_config: str | None, launch: dict) -> None:
+    """vLLM's EAGLE3 taps come from the draft's config (`eagle_aux_hidden_state_layer_ids`, used
+    as tap ids as they are), which the engine's start-up check compares with the plan's."""
+    spec = data.get("speculative") or {}
+    if engine != "vllm" or spec.get("method") != "eagle3":
+        return
+    path = find_config(draft_config, spec.get("draft_path"))
+    draft = _config(path) or {}
+    ids = draft.get("eagle_aux_hidden_state_layer_ids") or \
+        (draft.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
+    if not ids:
+        return
+    if not (isinstance(ids, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)):
+        raise ImportProblem(f"the draft config {path}: eagle_aux_hidden_state_layer_ids must be a "
+                            f"list of layer ids, found {ids!r}")
+    spec["aux_layers"] = sorted(ids)
+    launch["_notes"].append(f"speculative.aux_layers {sorted(ids)} from the draft's "
+                            f"eagle_aux_hidden_state_layer_ids ({path})")
 
 
 def _config(path: str | None) -> dict | None:

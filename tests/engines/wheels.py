@@ -1,9 +1,11 @@
 """The engines' released wheels, unpacked once into a cache outside the repository.
 
-Tests marked `engines` import SGLang 0.5.23 and vLLM 0.33.0's real Python modules from these
-unpacked wheels (never vendored). `engine_root("sglang")` returns the directory holding the
+Tests marked `engines` import SGLang 0.5.23 and vLLM 0.32.0 / 0.33.0's real Python modules from
+these unpacked wheels (never vendored). `engine_root("sglang")` returns the directory holding the
 `sglang` package, downloading it with `pip download --no-deps` on first use; when that is
 impossible (no registry, no pip) the calling test is skipped with the reason.
+`engine_root("vllm", "0.32.0")` picks one of an engine's tested releases (RELEASES; VERSIONS
+holds each engine's newest, the default); tests parametrize over `RELEASES[engine]`.
 
 The cache is `$SPECPLAN_ENGINE_CACHE`, else `~/.cache/specplan-engines`; each engine unpacks to
 `<cache>/<name>-<version>/`. Shared objects are not unpacked: the tests stub what needs a GPU.
@@ -19,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-VERSIONS = {"sglang": "0.5.23", "vllm": "0.33.0"}
+RELEASES = {"sglang": ("0.5.23",), "vllm": ("0.32.0", "0.33.0")}
+VERSIONS = {name: versions[-1] for name, versions in RELEASES.items()}
 _BINARY = (".so", ".cubin", ".fatbin")
 
 
@@ -27,9 +30,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("SPECPLAN_ENGINE_CACHE") or Path.home() / ".cache" / "specplan-engines")
 
 
-def engine_root(name: str) -> Path:
-    """The directory to put on sys.path to import the real `name` package."""
-    version = VERSIONS[name]
+def engine_root(name: str, version: str | None = None) -> Path:
+    """The directory to put on sys.path to import the real `name` package (`version`: one of
+    RELEASES[name], default the newest)."""
+    version = version or VERSIONS[name]
+    assert version in RELEASES[name], (name, version)
     root = cache_dir() / f"{name}-{version}"
     if (root / name / "__init__.py").exists():
         return root
