@@ -158,10 +158,9 @@ def group_alive(pgid: int) -> bool:
 
 
 def generate(python: Path, args: dict, *, ranks: int, plan: Path | None = None, extra: dict | None = None,
-             prompts=PROMPTS, max_tokens: int = MAX_TOKENS, timeout: float = RUN_TIMEOUT_S,
-             repeat: int = 0) -> Run:
+             prompts=PROMPTS, max_tokens: int = MAX_TOKENS, timeout: float = RUN_TIMEOUT_S) -> Run:
     """One offline generation (run_llm.py) in the lane's Python; never raises on engine failure."""
-    payload = json.dumps({"engine": args, "prompts": prompts, "max_tokens": max_tokens, "repeat": repeat})
+    payload = json.dumps({"engine": args, "prompts": prompts, "max_tokens": max_tokens})
     rc, lines, wall = run_group([str(python), str(HERE / "run_llm.py"), payload],
                                 engine_env(ranks, plan, extra), timeout)
     found = [ln for _, ln in lines if ln.startswith("RESULT ")]

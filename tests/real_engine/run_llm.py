@@ -1,10 +1,10 @@
 """One offline vLLM generation, run by the lane's Python in its own process group:
     python tests/real_engine/run_llm.py '<json>'
 The JSON holds `engine` (keyword arguments of vllm.LLM), `prompts` (lists of token ids) and
-`max_tokens`, optionally `repeat` (benchmarks: that many more timed generations). Greedy.
-Prints one line `RESULT {"tokens": [[...], ...], "accepted": N, "drafts": N, "gen_s": [...]}`
-(the speculative counters from vLLM's own metrics, 0 without speculation; the seconds of
-each timed generation).
+`max_tokens`. Greedy. Prints one line `RESULT {"tokens": [[...], ...], "accepted": N,
+"drafts": N}` (the speculative counters from vLLM's own metrics; 0 without speculation).
+With `"serve": true` (benchmarks) the engine then stays up: each `go` line on stdin runs the
+generation again and prints `TIMED <seconds>` (exit on `quit` or end of input).
 Whether specplan's plugin runs is the caller's environment (SPECPLAN_PLAN), as for an operator.
 """
 
@@ -36,13 +36,15 @@ def main(args: dict) -> None:
     prompts = [TokensPrompt(prompt_token_ids=p) for p in args["prompts"]]
     outputs = llm.generate(prompts, params, use_tqdm=False)
     tokens = [list(o.outputs[0].token_ids) for o in outputs]
-    gen_s = []
-    for _ in range(args.get("repeat", 0)):
+    print("RESULT " + json.dumps({"tokens": tokens, **spec_counts(llm)}), flush=True)
+    for line in sys.stdin if args.get("serve") else ():
+        if line.strip() != "go":
+            break
         t0 = time.perf_counter()
         again = llm.generate(prompts, params, use_tqdm=False)
-        gen_s.append(time.perf_counter() - t0)
+        elapsed = time.perf_counter() - t0
         assert [list(o.outputs[0].token_ids) for o in again] == tokens, "a repeat changed tokens"
-    print("RESULT " + json.dumps({"tokens": tokens, **spec_counts(llm), "gen_s": gen_s}), flush=True)
+        print(f"TIMED {elapsed}", flush=True)
 
 
 if __name__ == "__main__":
