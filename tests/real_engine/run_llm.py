@@ -3,6 +3,8 @@
 The JSON holds `engine` (keyword arguments of vllm.LLM), `prompts` (lists of token ids) and
 `max_tokens`. Greedy. Prints one line `RESULT {"tokens": [[...], ...], "accepted": N,
 "drafts": N}` (the speculative counters from vLLM's own metrics; 0 without speculation).
+With `"serve": true` (benchmarks) the engine then stays up: each `go` line on stdin runs the
+generation again and prints `TIMED <seconds>` (exit on `quit` or end of input).
 Whether specplan's plugin runs is the caller's environment (SPECPLAN_PLAN), as for an operator.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 
 def spec_counts(llm) -> dict:
@@ -34,6 +37,14 @@ def main(args: dict) -> None:
     outputs = llm.generate(prompts, params, use_tqdm=False)
     tokens = [list(o.outputs[0].token_ids) for o in outputs]
     print("RESULT " + json.dumps({"tokens": tokens, **spec_counts(llm)}), flush=True)
+    for line in sys.stdin if args.get("serve") else ():
+        if line.strip() != "go":
+            break
+        t0 = time.perf_counter()
+        again = llm.generate(prompts, params, use_tqdm=False)
+        elapsed = time.perf_counter() - t0
+        assert [list(o.outputs[0].token_ids) for o in again] == tokens, "a repeat changed tokens"
+        print(f"TIMED {elapsed}", flush=True)
 
 
 if __name__ == "__main__":
