@@ -14,6 +14,9 @@ Prints a table and, when matplotlib is installed, writes a log-log plot of time 
 memory against ranks (--png, default docs/scale.png).
 
     .venv/bin/python benchmarks/bench_scale.py [--before ../main] [--repeat 3] [--sizes 1024,1048576]
+
+(--before and --after take a directory holding the specplan package, e.g. `git archive main
+specplan | tar -x -C /tmp/before`, so a long run does not measure edits made meanwhile.)
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 SIZES = [1024, 4096, 16384, 65536, 262144, 1048576]
 COMMANDS = ("check", "compile", "explain", "explain --json")
-PLOTTED = ("check", "compile", "explain", "explain --json", "deployment check", "deployment explain --json")
+DEPLOYMENT_COMMANDS = ("check", "compile", "explain --json")  # its tables print one instance's
+PLOTTED = ("check", "compile", "explain", "explain --json", "deployment check", "deployment compile",
+           "deployment explain --json")
 MODEL = "{num_layers: 80, hidden_size: 8192, vocab_size: 128256, attention: gqa, num_kv_heads: 8}"
 
 
@@ -99,7 +104,7 @@ def measure(roots: dict[str, Path], sizes: list[int], repeat: int, timeout: floa
             paths[""].write_text(spec(ranks))
             paths["deployment "].write_text(deployment(ranks))
             for kind, path in paths.items():
-                for command in COMMANDS:
+                for command in DEPLOYMENT_COMMANDS if kind else COMMANDS:
                     runs = {label: [] for label in roots}
                     for _ in range(repeat):
                         for label, root in roots.items():
@@ -185,13 +190,14 @@ def plot(results: dict, roots: dict[str, Path], sizes: list[int], png: Path) -> 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", type=Path, default=None, help="another checkout, measured side by side")
+    ap.add_argument("--after", type=Path, default=HERE, help="the checkout measured (default: this one)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated rank counts")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per run")
     ap.add_argument("--png", type=Path, default=HERE / "docs" / "scale.png")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    roots = {"after": HERE} | ({"before": args.before.resolve()} if args.before else {})
+    roots = {"after": args.after.resolve()} | ({"before": args.before.resolve()} if args.before else {})
     results = measure(roots, sizes, args.repeat, args.timeout)
     print()
     print(table(results, roots, sizes))
