@@ -196,9 +196,10 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600, help="seconds per run")
     ap.add_argument("--png", type=Path, default=HERE / "docs" / "scale.png")
     args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    order = [int(s) for s in args.sizes.split(",")]  # measured in this order (the key sizes first)
+    sizes = sorted(order)
     roots = {"after": args.after.resolve()} | ({"before": args.before.resolve()} if args.before else {})
-    results = measure(roots, sizes, args.repeat, args.timeout)
+    results = measure(roots, order, args.repeat, args.timeout)
     print()
     print(table(results, roots, sizes))
     print()
