@@ -33,9 +33,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 SIZES = [1024, 4096, 16384, 65536, 262144, 1048576]
 COMMANDS = ("check", "compile", "explain", "explain --json")
-DEPLOYMENT_COMMANDS = ("check", "compile", "explain --json")  # its tables print one instance's
-PLOTTED = ("check", "compile", "explain", "explain --json", "deployment check", "deployment compile",
-           "deployment explain --json")
+DEPLOYMENT_COMMANDS = ("check", "explain --json")  # its compile is two compiles; tables one instance's
+PLOTTED = ("check", "compile", "explain", "explain --json", "deployment check", "deployment explain --json")
 MODEL = "{num_layers: 80, hidden_size: 8192, vocab_size: 128256, attention: gqa, num_kv_heads: 8}"
 
 
@@ -93,7 +92,7 @@ def _wait(proc: subprocess.Popen, timeout: float):
     raise SystemExit(f"specplan ran past {timeout:.0f} s")
 
 
-def measure(roots: dict[str, Path], sizes: list[int], repeat: int, timeout: float) -> dict:
+def measure(roots: dict[str, Path], sizes: list[int], repeat: int, timeout: float, done=None) -> dict:
     """{(label, command, ranks): (median CPU s, median peak MiB, median wall s)}, the roots
     alternating run by run."""
     results = {}
@@ -117,6 +116,8 @@ def measure(roots: dict[str, Path], sizes: list[int], repeat: int, timeout: floa
                         cpu, mib, wall = results[key]
                         print(f"  {label:<6} {kind + command:<26} {ranks:>8} ranks {cpu:7.2f} CPU s "
                               f"{wall:7.2f} wall s {mib:7.0f} MiB", flush=True)
+            if done is not None:  # a long run leaves its picture so far
+                done(results)
     return results
 
 
@@ -199,12 +200,14 @@ def main() -> None:
     order = [int(s) for s in args.sizes.split(",")]  # measured in this order (the key sizes first)
     sizes = sorted(order)
     roots = {"after": args.after.resolve()} | ({"before": args.before.resolve()} if args.before else {})
-    results = measure(roots, order, args.repeat, args.timeout)
+    results = measure(roots, order, args.repeat, args.timeout,
+                      lambda got: plot(got, roots, sorted({n for _, _, n in got}), args.png))
     print()
     print(table(results, roots, sizes))
     print()
     for label in roots:
         print("\n".join(verdicts(results, label, sizes)))
+    print("(targets judged on CPU seconds; wall seconds on a shared machine measure the neighbours)")
     print(plot(results, roots, sizes, args.png))
 
 
