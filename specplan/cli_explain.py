@@ -40,7 +40,7 @@ def run(spec: str, *, rank: int | None, as_json: bool, picture: str | None, fmt:
         raise SpecError([Diagnostic(spec, None, None, "", f"--rank {rank} is outside the world: "
                                     f"expected 0 .. {mesh.world_size - 1}")])
     data = explain_data(loaded, mesh, lazy=not picture)  # pictures read plain lists
-    data["round"] = round_data(built := build_plan(planning))
+    data["round"] = round_data(built := build_plan(planning), lazy=not picture)
     if picture:
         from specplan.pictures import write_picture
 

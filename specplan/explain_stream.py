@@ -124,6 +124,23 @@ class Groups(Listing):
             yield [_interleave([b + m for b in bases for m in members], seps, "[", "]")]
 
 
+class Members(Listing):
+    """The rank at one group rank of every group of a family, in creation order."""
+
+    def __init__(self, fam: Family, member: int):
+        self.groups, self.offset = Groups(fam), fam.rank_at(0, member)
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def item(self, i: int) -> int:
+        return self.groups.fam.rank_at(i, 0) + self.offset
+
+    def texts(self) -> Iterator[list[str]]:
+        for bases in self.groups.bases():
+            yield [",".join(map(str, [b + self.offset for b in bases]))]
+
+
 class Replicas(Listing):
     """explain's replicas: each replica group with its source (first rank of the last stage)."""
 
@@ -252,15 +269,24 @@ def write_json(obj, write: Callable[[str], object]) -> None:
     """`json.dumps(obj, separators=(",", ":"))` written piece by piece, listings block by block."""
     if isinstance(obj, Listing):
         obj.write_json(write)
-    elif isinstance(obj, dict) and _holds_listing(obj):
+    elif not _holds_listing(obj):
+        write(json.dumps(obj, separators=(",", ":")))
+    elif isinstance(obj, dict):
         write("{")
         for i, (key, value) in enumerate(obj.items()):
             write(("," if i else "") + json.dumps(key) + ":")
             write_json(value, write)
         write("}")
     else:
-        write(json.dumps(obj, separators=(",", ":")))
+        write("[")
+        for i, value in enumerate(obj):
+            write("," if i else "")
+            write_json(value, write)
+        write("]")
 
 
-def _holds_listing(obj: dict) -> bool:
-    return any(isinstance(v, Listing) or isinstance(v, dict) and _holds_listing(v) for v in obj.values())
+def _holds_listing(obj) -> bool:
+    if isinstance(obj, Listing):
+        return True
+    values = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, list) else ()
+    return any(_holds_listing(v) for v in values)

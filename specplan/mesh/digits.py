@@ -21,8 +21,6 @@ and digit 1 (stride 4, size 2); tp groups along digit 0, pp along digit 1. Rank 
 
 from __future__ import annotations
 
-import math
-
 from specplan.mesh.family import Family
 
 
@@ -100,6 +98,3 @@ class Digits:
     def stage_values(self, pp: int) -> list[dict[int, int]]:
         """The pp digits' values of each stage 0 .. pp-1."""
         return [self.member("pp", s) for s in range(pp)]
-
-    def count(self, digits: set[int]) -> int:
-        return math.prod(self.sizes[d] for d in digits)

@@ -21,7 +21,7 @@ from specplan import explain_stream
 from specplan.explain import explain_data, rank_data, render
 from specplan.lower import build_plan
 from specplan.passes import plan as run_passes
-from specplan.round_view import round_data
+from specplan.round_view import render_round, round_data
 from specplan.schema import load_spec
 
 ROOT = Path(__file__).parents[2]
@@ -33,9 +33,9 @@ def both(path: Path) -> tuple[dict, dict]:
     """(today's data, the lazy data) of one spec, each with its round."""
     spec = load_spec(path)
     planning = run_passes(spec)
-    rounds = round_data(build_plan(planning))
+    built = build_plan(planning)
     eager, lazy = explain_data(spec, planning.mesh), explain_data(spec, planning.mesh, lazy=True)
-    eager["round"] = lazy["round"] = rounds
+    eager["round"], lazy["round"] = round_data(built), round_data(built, lazy=True)
     return eager, lazy
 
 
@@ -61,6 +61,8 @@ def test_listings_read_as_the_lists(path):
         assert lazy[key][-1] == eager[key][-1] and lazy[key][1:5] == eager[key][1:5]
         with pytest.raises(IndexError):
             lazy[key][len(eager[key])]
+    for site, lazy_site in zip(eager["round"]["sites"], lazy["round"]["sites"]):
+        assert list(lazy_site["source_ranks"]) == site["source_ranks"]
     for name, groups in eager["groups"].items():
         assert list(lazy["groups"][name]) == groups
         assert lazy["groups"][name].smallest(8) == sorted(groups)[:8]
@@ -75,7 +77,10 @@ def test_one_rank_and_the_tables_read_the_same(path):
         shown = []
         for data in (eager, lazy):
             out = io.StringIO()
-            render(data, Console(file=out, width=200, highlight=False), rank, every)
+            con = Console(file=out, width=200, highlight=False)
+            render(data, con, rank, every)
+            if rank is None:
+                render_round(data["round"], con)
             shown.append(out.getvalue())
         assert shown[0] == shown[1]
 
