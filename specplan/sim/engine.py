@@ -132,6 +132,10 @@ class Engine:
         self.runtime_calls: Counter = Counter()
         self.runtime_bytes: Counter = Counter()
         self.commits: dict[int, list[int]] = {}
+        # Last stage: the target's argmax at every committed token, which the report compares
+        # with the model on one process where sampling leaves no token reference.
+        self.predicted: list[list[int]] = [[] for _ in self.requests]
+        self.picks = torch.empty(0, dtype=torch.int64)
 
     @property
     def bs(self) -> int:
@@ -268,6 +272,7 @@ class Engine:
             self.timers["target"] += time.perf_counter() - t0
             return None, None, None
         logits = logits_of(self.w, x)
+        self.picks = logits.argmax(-1)  # what the target predicts per row, before any noise
         if self.sim.inject == "noise" and self.rt.rank not in self.sources():
             g = torch.Generator().manual_seed(zlib.crc32(f"noise/{self.rt.rank}/{self.round}".encode()))
             logits = logits + self.sim.noise * torch.randn(logits.shape, generator=g, dtype=F64)
@@ -313,6 +318,8 @@ class Engine:
             self.cache.write(self.pending_kv, r, slots)
             self.cache_len[b] += len(r)
             self.tokens[b].extend(toks)
+            if self.last:  # the rows predicting the new tokens: the last len(toks) of `r`
+                self.predicted[b].extend(self.picks[r[len(r) - len(toks):]].tolist())
         self.commits[self.round] = [len(t) for t in new_tokens]
         self.timers["commit"] += time.perf_counter() - t0
 
