@@ -19,6 +19,7 @@ from specplan.files import not_readable, read_bounded
 from specplan.ir.nodes import ROUNDS
 from specplan.plan.artifact import SCHEMA_VERSION, Plan, fingerprint
 from specplan.plan.codec import ABSENT, Problem, decode
+from specplan.plan.invariants import invariants
 
 
 MAX_PLAN_BYTES = 64 << 20  # plan.json: rank classes, not ranks, so far below this at any world
@@ -54,6 +55,8 @@ def from_json(data, *, name: str = "plan.json", trusted: bool = False) -> Plan:
     except Problem as exc:
         raise fail(problems + exc.problems) from None
     problems += _references(plan)
+    if not problems and not trusted:  # read through the references: only once they hold
+        problems += invariants(plan)
     if problems:
         raise fail(problems)
     return plan
