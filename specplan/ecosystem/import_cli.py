@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 from specplan.ecosystem.launch_import import (ImportProblem, build, find_config, ignored_env,
                                               model_shape, parse_script, read_launch)
 from specplan.ecosystem.yaml_out import reload, to_yaml
@@ -27,7 +25,10 @@ def run_import(engine: str, line: list[str], environ: dict[str, str], script: st
     own_form = False  # specplan export's one-flag-per-line form: its spelling, not the user's
     if script:
         text = read_text(script, "a shell script holding a launch line")
-        script_env, script_argv = parse_script(text)
+        try:
+            script_env, script_argv = parse_script(text)
+        except ImportProblem as exc:
+            return EXIT_BAD_INPUT, "", [f"specplan import: {script}: {exc}"]
         env, argv = {**env, **script_env}, script_argv + argv
         own_form = '"${args[@]}"' in text
     if not argv:
@@ -83,6 +84,14 @@ def _config(path: str | None) -> dict | None:
     if path is None:
         return None
     try:
-        return json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(read_text(path, "a model's config.json"))
+    except UserError as exc:
+        raise ImportProblem(f"cannot read the model config {exc.diagnostics[0]}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise ImportProblem(f"cannot read the model config {path}: {exc}") from None
+    text_config = data.get("text_config", data) if isinstance(data, dict) else None
+    if not isinstance(text_config, dict):
+        what = "its text_config is" if isinstance(data, dict) else "it is"
+        raise ImportProblem(f"the model config {path}: {what} not a JSON object; expected a "
+                            "Hugging Face config.json")
+    return data

@@ -40,8 +40,12 @@ def parse_script(text: str) -> tuple[dict[str, str], list[str]]:
     argv: list[str] = []
     arrays: dict[str, list[str]] = {}
     array: str | None = None
-    for line in text.replace("\\\n", " ").splitlines():
-        tokens = shlex.split(line, comments=True)
+    for number, line in _script_lines(text):
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError as exc:  # an unclosed quote, a backslash before the end
+            raise ImportProblem(f"line {number} of the script: {str(exc).lower()} (an unclosed "
+                                "quote or a trailing backslash); expected a shell command line") from None
         if tokens[:1] == ["export"]:
             tokens = tokens[1:]
         if tokens and (m := _ARRAY.match(tokens[0])):
@@ -59,6 +63,22 @@ def parse_script(text: str) -> tuple[dict[str, str], list[str]]:
             m = re.fullmatch(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\}", token)
             argv.extend(arrays.get(m.group(1), []) if m else [token])
     return env, argv
+
+
+def _script_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) of each logical line: `\\`-continued lines joined."""
+    out, start, parts = [], 1, []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not parts:
+            start = number
+        if line.endswith("\\"):  # as bash: a backslash ending the file continues into nothing
+            parts.append(line[:-1] + " ")
+            continue
+        out.append((start, "".join(parts) + line))
+        parts = []
+    if parts:
+        out.append((start, "".join(parts)))
+    return out
 
 
 def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], list[str]]:
@@ -117,15 +137,7 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
 def config_words(path: str, notes: list[str]) -> list[str]:
     """`--config FILE` (YAML key: value) as the words both engines insert before the line's
     (SGLang ConfigArgumentMerger, vLLM FlexibleArgumentParser._pull_args_from_config)."""
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ImportProblem(f"cannot read --config {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise ImportProblem(f"--config {path}: expected a mapping of option: value")
+    data = _config_yaml(path)
     words: list[str] = []
     for key, value in data.items():
         flag = f"--{key}"
@@ -134,11 +146,57 @@ def config_words(path: str, notes: list[str]) -> list[str]:
         elif isinstance(value, list):
             words += [flag, *map(str, value)]
         elif isinstance(value, dict):
-            words += [flag, json.dumps(value)]
+            words += [flag, json.dumps(value, default=str)]  # a YAML date is its ISO text
         elif value is not False and value is not None:
             words += [flag, str(value)]
     notes.append(f"read {len(data)} options from --config {path}")
     return words
+
+
+MAX_CONFIG_VALUES = 10_000  # values of a --config file once its aliases are expanded
+_MAX_CONFIG_DEPTH = 32
+
+
+def _config_yaml(path: str) -> dict:
+    """A --config file as the engines read it (yaml.safe_load, YAML 1.1), bounded first: UTF-8
+    text of at most 1 MiB, nested at most 32 deep and at most MAX_CONFIG_VALUES values once
+    aliases are expanded (an alias bomb is a few lines), one mapping."""
+    import yaml
+
+    from specplan.errors import UserError
+    from specplan.files import read_text
+
+    try:
+        text = read_text(path, "a YAML file of option: value")
+    except UserError as exc:
+        raise ImportProblem(f"cannot read --config {exc.diagnostics[0]}") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        _bounded(node, path)
+        data = loader.construct_document(node) if node is not None else {}
+    except yaml.YAMLError as exc:
+        raise ImportProblem(f"cannot read --config {path}: {exc}") from None
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        raise ImportProblem(f"--config {path}: expected a mapping of option: value")
+    return data
+
+
+def _bounded(node, path: str) -> None:
+    """Walk the node graph as construction would expand it, without constructing it."""
+    stack, seen = [(node, 0)] if node is not None else [], 0
+    while stack:
+        item, depth = stack.pop()
+        seen += 1
+        if depth > _MAX_CONFIG_DEPTH or seen > MAX_CONFIG_VALUES:
+            raise ImportProblem(f"--config {path}: expands past {MAX_CONFIG_VALUES:,} values or "
+                                f"{_MAX_CONFIG_DEPTH} levels once its aliases are expanded; "
+                                "expected option: value lines")
+        if isinstance(item.value, list):
+            children = (c for pair in item.value for c in (pair if isinstance(pair, tuple) else (pair,)))
+            stack.extend((c, depth + 1) for c in children)
 
 
 def _disaggregation(engine: str, table, values: dict) -> dict | None:

@@ -22,12 +22,20 @@ class ImportProblem(Exception):
 
 
 def _int(values: dict, dest: str, flag: str, default: int | None = 1) -> int | None:
+    """A size the line states: a positive integer (both engines refuse 0 and negative sizes;
+    dropping one would plan a topology the line does not say)."""
     if values.get(dest) is None:
         return default
+    value = values[dest]
     try:
-        return int(values[dest])
+        number = int(value) if not isinstance(value, (bool, float)) else None
     except (TypeError, ValueError):
-        raise ImportProblem(f"{flag} expects an integer, found {values[dest]!r}") from None
+        number = None
+    if number is None:
+        raise ImportProblem(f"{flag} expects an integer, found {value!r}")
+    if number < 1:
+        raise ImportProblem(f"{flag} {value}: expected a positive integer (a size of at least 1)")
+    return number
 
 
 def _path(value, placeholder: str) -> str | None:
@@ -206,12 +214,14 @@ def _vllm_speculative(config, notes: list[str]) -> dict:
                             f"{', '.join(VLLM_METHODS.values())} (and *_mtp)")
     if "num_speculative_tokens" not in config:
         raise ImportProblem("--speculative-config has no num_speculative_tokens")
-    out: dict = {"method": method, "num_steps": int(config["num_speculative_tokens"])}
+    out: dict = {"method": method, "num_steps": _int(config, "num_speculative_tokens",
+                                                     "--speculative-config num_speculative_tokens")}
     draft = _path(config.get("model"), DRAFT_PLACEHOLDER)
     if draft:
         out["draft_path"] = draft
     if "draft_tensor_parallel_size" in config:
-        out["draft_tp"] = int(config["draft_tensor_parallel_size"])
+        out["draft_tp"] = _int(config, "draft_tensor_parallel_size",
+                               "--speculative-config draft_tensor_parallel_size")
     return out
 
 
