@@ -446,9 +446,12 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
 @click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_LAYERS),
               help=f"Shrink deeper models to this many layers (stages and tap owners kept; at "
                    f"most {SIM_MAX_LAYERS}).")
-@click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan", "layer-map", "stale-slot", "early-stop"]),
-              help="A fault: logit noise, a rank killed, a foreign plan; layer-map (deployments); "
-                   "stale-slot, early-stop (--chunked-prefill).")
+@click.option("--inject", type=click.Choice(["noise", "draft-noise", "verify-noise", "kill", "foreign-plan",
+                                            "layer-map", "stale-slot", "early-stop"]),
+              help="A fault: noise on the target's logits, draft-noise on the drafter's, verify-noise "
+                   "on DSpark / DFlash verify plans (each on every rank but the sources), a rank "
+                   "killed, a foreign plan; layer-map (deployments); stale-slot, early-stop "
+                   "(--chunked-prefill).")
 @click.option("--chunked-prefill", "chunk", type=click.IntRange(1), metavar="CHUNK", help="Serve prompts in "
               "chunks of CHUNK tokens beside decoding requests; state rows reused while pp entries are in flight.")
 @click.option("--allow-errors", is_flag=True,
@@ -480,6 +483,10 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
                          inject=inject, allow_errors=allow_errors, console=console()))
     findings = verify(plan := build_plan(run_passes(target)))
     check_options(rounds=rounds, requests=requests, width=plan.speculative.num_draft_tokens)
+    from specplan.sim.faults import refusal
+
+    if why := refusal(plan.speculative.method, plan.speculative.sampling, inject or ""):
+        raise click.UsageError(why)
     if has_errors(findings) and not allow_errors:  # simulate and check never disagree
         sys.stdout.write(formats.to_json(findings) if as_json else formats.render_text(
             subject_of(plan), findings, width=formats.terminal_width(), verbose=False))
