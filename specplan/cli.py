@@ -329,12 +329,24 @@ def schema() -> None:
     sys.stdout.write(schema_text())
 
 
+def _release(engine: str, version: str | None) -> None:
+    """--engine-version outside the engine's table: a usage error (exit 2) listing them."""
+    from specplan.engines.releases import UnknownRelease, check
+
+    try:
+        check(engine, version)
+    except UnknownRelease as exc:
+        raise click.BadParameter(str(exc), param_hint="'--engine-version'") from None
+
+
 @main.command(name="export")
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
               help="Engine to launch on (default: the spec's; the other translates the layout).")
+@click.option("--engine-version", "version", default=None,
+              help="The release whose spelling to write (default: the spec's engine_version).")
 @user_errors
-def export_(spec: str, engine: str | None) -> None:
+def export_(spec: str, engine: str | None, version: str | None) -> None:
     """Print the command line and environment that run SPEC on an engine (a deployment: one
     launch per instance, with its disaggregation flags).
 
@@ -347,11 +359,13 @@ def export_(spec: str, engine: str | None) -> None:
     from specplan.ecosystem.translate import Refusal
 
     loaded = load_spec_arg(spec)
-    if isinstance(loaded, InstancePair) and engine:
-        raise click.UsageError("--engine translates one spec; a deployment exports each "
-                               "instance on its own engine")
+    if isinstance(loaded, InstancePair) and (engine or version):
+        raise click.UsageError("--engine and --engine-version apply to one spec; a deployment "
+                               "exports each instance on its own engine and release")
+    if version:
+        _release(engine or loaded.engine, version)
     try:
-        text = commands.export(loaded) if isinstance(loaded, InstancePair) else render(export(loaded, engine))
+        text = commands.export(loaded) if isinstance(loaded, InstancePair) else render(export(loaded, engine, version))
     except Refusal as exc:
         click.echo(f"specplan export: {exc}", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
@@ -373,10 +387,14 @@ def export_(spec: str, engine: str | None) -> None:
 @click.option("--name", default=None, help="Spec name (default: the base's or the model's).")
 @click.option("-o", "--out", type=click.Path(dir_okay=False), default=None,
               help="Write the YAML here (atomically) instead of stdout.")
+@click.option("--engine-version", "version", default=None,
+              help="The release whose flags read the line (default: the newest supported "
+                   "release whose flags accept every flag of it; import says which).")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
 @user_errors
 def import_(engine: str, script: str | None, base: str | None, model_config: str | None,
-            draft_config: str | None, name: str | None, out: str | None, line: tuple[str, ...]) -> None:
+            draft_config: str | None, name: str | None, out: str | None, version: str | None,
+            line: tuple[str, ...]) -> None:
     """Read an engine launch line (and its SGLANG_* / VLLM_* environment) into a spec YAML.
 
     Example: specplan import --engine vllm -- vllm serve meta-llama/Llama-3.2-1B -tp 2
@@ -385,8 +403,9 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
 
     from specplan.ecosystem.import_cli import run_import
 
+    _release(engine, version)
     code, text, messages = run_import(engine, list(line), dict(os.environ), script, base,
-                                      model_config, name, out, draft_config)
+                                      model_config, name, out, draft_config, version)
     for message in messages:
         click.echo(message, err=True)
     if text:

@@ -20,7 +20,7 @@ from specplan.ecosystem import spec_tp_sync
 from specplan.ecosystem.argv import read_words
 from specplan.ecosystem.flags import (DRAFT_PLACEHOLDER, MODEL_PLACEHOLDER, MODELLED, SGLANG_ENV,
                                       SITE_SLUGS, VLLM_ENV)
-from specplan.ecosystem.launch_read import READERS, ImportProblem
+from specplan.ecosystem.launch_read import READERS, FlagRefused, ImportProblem
 from specplan.ecosystem.yaml_out import spec_data
 from specplan.engines import convention
 from specplan.engines.flag_table import FlagProblem
@@ -29,7 +29,7 @@ from specplan.schema import Spec
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 _ARRAY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\($")
 _PLACEHOLDER_WORDS = {"$" + MODEL_PLACEHOLDER, "$" + DRAFT_PLACEHOLDER}
-__all__ = ["ImportProblem", "build", "parse_script", "read_launch"]
+__all__ = ["FlagRefused", "ImportProblem", "build", "parse_script", "read_launch"]
 
 
 def parse_script(text: str) -> tuple[dict[str, str], list[str]]:
@@ -98,23 +98,27 @@ def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], l
     return env, [], rest
 
 
-def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
+def read_launch(engine: str, env: dict[str, str], argv: list[str],
+                version: str | None = None) -> dict:
     """The spec data a launch line states (topology, model, moe, speculative, runtime,
     disaggregation, `_sync_slugs`), `_line` (its words: env, program, arguments) and `_notes`
-    (one per argument kept but not planned, and each reading worth saying)."""
+    (one per argument kept but not planned, and each reading worth saying), read by the flags
+    of release `version` (default: the newest)."""
     env_words, program, words = split_command(engine, argv)
     line_env = dict(w.partition("=")[::2] for w in env_words)
     env = {**env, **line_env}
-    table = convention(engine).flag_table()
+    conv = convention(engine, version)
+    table = conv.flag_table()
     notes: list[str] = []
     try:
         args, values = read_words(table, words)
         if values.get("config"):  # both engines: the file's keys first, the line overrides them
             _, values = read_words(table, config_words(values["config"], notes) + words)
     except FlagProblem as exc:
-        raise ImportProblem(str(exc)) from None
+        raise FlagRefused(str(exc)) from None
     written = {a.dest: a.text for a in args if a.flag is not None}  # notes quote the user's words
-    out = READERS[engine]({**values, "_written": written}, env, notes)
+    out = READERS[engine]({**values, "_written": written, "_conv": conv}, env, notes)
+    out["_version"] = conv.version
     out["disaggregation"] = _disaggregation(engine, table, values)
     part = env.get(f"{engine.upper()}_PP_LAYER_PARTITION")
     if part:
@@ -266,6 +270,9 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
     """Spec data: the base (or the engine's own behaviour) with the launch line on top."""
     data = spec_data(base) if base else {"behaviour": "engine"}
     data["engine"] = engine
+    data.pop("engine_version", None)
+    if not convention(engine, launch["_version"]).newest:  # the newest: left unwritten
+        data["engine_version"] = launch["_version"]
     data["name"] = name or data.get("name") or _name(launch["model"].get("path"))
     keep = {k: v for k, v in data.get("topology", {}).items()
             if k in _UNSTATED[engine]}

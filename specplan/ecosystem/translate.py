@@ -42,6 +42,7 @@ def translate(spec: Spec, engine: str) -> tuple[Spec, list[str]]:
     data["topology"] = {k: v for k, v in {**data["topology"], **topo}.items()
                         if k in topo or k in ("device", "backend", "nodes")}
     data.pop("engine_args", None)  # the other engine's line: its own spelling
+    data.pop("engine_version", None)  # a release of the other engine: export names one
     data["engine"] = engine
     notes += _partition(spec, engine, data)
     try:

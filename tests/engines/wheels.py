@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from specplan.engines import vllm_hooks
-from specplan.engines.releases import RELEASES, newest
+from specplan.engines.releases import RELEASES as SUPPORTED, newest
 
-VERSIONS = {name: newest(name) for name in RELEASES}  # what the `engines` tests import
+VERSIONS = {name: newest(name) for name in SUPPORTED}  # what the `engines` tests import
 # The releases the plugin's hook tables cover (specplan/engines/vllm_hooks.py): the vLLM plugin's
 # engines tests run on each of their wheels.
-PLUGIN_RELEASES = {"vllm": tuple(v for v in RELEASES["vllm"] if vllm_hooks.release_for(v))}
+PLUGIN_RELEASES = {"vllm": tuple(v for v in SUPPORTED["vllm"] if vllm_hooks.release_for(v))}
 _BINARY = (".so", ".cubin", ".fatbin")
 
 
@@ -39,8 +39,8 @@ def engine_root(name: str, version: str | None = None) -> Path:
     """The directory to put on sys.path to import the real `name` package (`version`, a
     supported release, else the newest)."""
     version = version or VERSIONS[name]
-    if version not in RELEASES[name]:
-        raise ValueError(f"{name} {version} is not a supported release: {RELEASES[name]}")
+    if version not in SUPPORTED[name]:
+        raise ValueError(f"{name} {version} is not a supported release: {SUPPORTED[name]}")
     root = cache_dir() / f"{name}-{version}"
     if (root / name / "__init__.py").exists():
         return root
