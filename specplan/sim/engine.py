@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 
 from specplan.runtime.errors import RuntimeDivergence
+from specplan.sim import faults
 from specplan.sim.comm import Comm, make_shard
 from specplan.sim.drafter import Head
 from specplan.sim.model import F64, KVCache, ModelConfig, Segment, init_weights, logits_of, run_layers
@@ -32,7 +33,7 @@ class SimConfig:
     rounds: int
     requests: int
     seed: int = 0
-    inject: str = ""  # "" | noise | kill
+    inject: str = ""  # "" | noise | draft-noise | verify-noise | kill (sim/faults.py)
     kill_rank: int = -1
     kill_round: int = -1
     noise: float = 8.0
@@ -116,6 +117,7 @@ class Engine:
         self.shard = make_shard(rt, self.comm, dp_attn)
         self.w = shadowed(init_weights(self.cfg), p, self.layers)
         self.head = Head(self.w, standalone=self.method == "standalone")
+        faults.install(self)  # --inject draft-noise: a perturbed rank's drafter
         fam = view.families["replica"]
         self.requests = [q for q in range(sim.requests) if q % fam.num_groups == rt.replica]
         self.max_len = 16 + (sim.rounds + 1) * (self.width + 1)

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specplan.sim.faults import DECISION_FAULTS
 from specplan.sim.setup import Prepared, foreign, prepare
 
 GRACE_S = 60.0
@@ -63,7 +64,7 @@ def write_config(sim_dir: Path, prep: Prepared, opt: Options, rendezvous_s: floa
     a loaded machine slow to start them is not cut off at the sim's short collective timeout."""
     world = prep.plan.world_size
     sim = {"rounds": opt.rounds, "requests": opt.requests, "seed": opt.seed,
-           "inject": opt.inject if opt.inject in ("noise", "kill") else "",
+           "inject": opt.inject if opt.inject in (*DECISION_FAULTS, "kill") else "",
            "kill_rank": world - 1, "kill_round": max(1, opt.rounds // 2),
            "spec": opt.spec, "unfused": opt.unfused, "progress": str(sim_dir / "progress")}
     plans = {}

@@ -15,6 +15,7 @@ from specplan.plan import ABSENT
 
 from specplan.runtime.kernels import (build_tree, finalize_accept, greedy_accept,
                                       tree_sample_target_only, verify_tree_greedy)
+from specplan.sim import faults
 from specplan.sim.drafter import chain, chain_tree, eagle_chain, eagle_tree, ngram_lookup, topk_proposal
 from specplan.sim.engine import EAGLE_LIKE, Engine, coins
 from specplan.sim.model import causal
@@ -220,7 +221,8 @@ def _block_round(e: Engine) -> None:
     drafts = d[:, 1:] if e.method == "dflash" else d
     verify_lens = torch.full((bs,), n, dtype=torch.int32)
     if e.method == "dspark":
-        plan = {"verify_budget": torch.tensor(bs * n, dtype=torch.int32), "verify_lens": verify_lens}
+        plan = faults.verify_plan(e, {"verify_budget": torch.tensor(bs * n, dtype=torch.int32),
+                                      "verify_lens": verify_lens})
         verify_lens = e.decide(["dspark_plan_verify", "dspark_plan"], plan if e.last else None)["verify_lens"]
     candidates = torch.cat([_root(e)[:, None], drafts], 1)
     mask = torch.ones(n, n, dtype=torch.bool).tril().expand(bs, n, n)
@@ -238,7 +240,7 @@ def _block_accept(e: Engine, candidates, logits, verify_lens):
     """(correct_len, bonus) every rank holds, through the method's accept sites."""
     bs, n = candidates.shape
     if e.method == "dflash" and not e.sampling:
-        target = logits.argmax(-1).view(bs, n) if e.last else None
+        target = faults.verify_predictions(e, logits.argmax(-1).view(bs, n)) if e.last else None
         target = e.decide("dflash_accept_greedy", {"target_predict": target} if e.last else None)
         _, correct, bonus = greedy_accept(candidates[:, 1:], target["target_predict"])
         return correct, bonus

@@ -39,7 +39,8 @@ def run(sim_dir: Path, rank: int) -> dict:
     raw, sim = _config(sim_dir)
     plan = raw.get("plans", {}).get(str(rank), str(sim_dir / "plan.json"))
     t_bind = time.perf_counter()
-    rt = bind(plan, rendezvous_s=raw.get("rendezvous_s"))
+    # the plan keeps the spec's device; the sim runs on the CPU
+    rt = bind(plan, device="cpu", rendezvous_s=raw.get("rendezvous_s"))
     e = Engine(rt, sim)
     rounds.startup(e)
     rounds.prefill(e)
