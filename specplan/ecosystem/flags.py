@@ -124,7 +124,8 @@ SITE_SLUGS = {
     "dflash_accept_greedy": ("dflash-accept-greedy",), "dflash_target": ("dflash-target",),
 }
 
-SGLANG_ENV = ("SGLANG_SPEC_TP_SYNC", "SGLANG_ENABLE_PP_SPEC", "SGLANG_PP_LAYER_PARTITION")
+SGLANG_ENV = ("SGLANG_SPEC_TP_SYNC", "SGLANG_ENABLE_PP_SPEC", "SGLANG_PP_LAYER_PARTITION",
+              "SGLANG_ZBAL_LOCAL_MEM_SIZE")
 VLLM_ENV = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER")
 
 # Placeholders export prints for unset checkpoint paths; import reads them back as unset.

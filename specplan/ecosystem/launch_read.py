@@ -48,6 +48,15 @@ def _int(values: dict, dest: str, flag: str, default: int | None = 1) -> int | N
     return number
 
 
+def _zbal(env: dict) -> bool:
+    """SGLang picks zbal for npu when SGLANG_ZBAL_LOCAL_MEM_SIZE (an int, default 0) is > 0."""
+    value = env.get("SGLANG_ZBAL_LOCAL_MEM_SIZE", "0").strip()
+    try:
+        return int(value) > 0
+    except ValueError:
+        raise ImportProblem(f"SGLANG_ZBAL_LOCAL_MEM_SIZE={value!r} is not an integer (MB)") from None
+
+
 def _path(value, placeholder: str) -> str | None:
     return None if value in (None, placeholder, "$" + placeholder) else value
 
@@ -83,6 +92,10 @@ def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
             raise ImportProblem(f"--device {device}: specplan plans cuda | rocm | npu | cpu")
         if device != "cuda":
             topo["device"] = device
+    if device == "npu" and _zbal(env):
+        topo["backend"] = "zbal"
+        notes.append("SGLANG_ZBAL_LOCAL_MEM_SIZE > 0 on npu: SGLang's collectives run on zbal, not "
+                     "hccl (SGLang 0.5.23 platforms/device_mixin.py _DEVICE_TO_DISTRIBUTED_BACKEND)")
     runtime = {}
     if v.get("disable_overlap_schedule") and topo.get("pp", 1) == 1:
         runtime["async_scheduling"] = False  # under pipeline parallel SGLang requires it anyway

@@ -157,7 +157,7 @@ class SGLang(Convention):
 
     def violations(self, spec: Spec) -> list[Violation]:
         t = spec.topology
-        out = [*_attention_rules(t, self.title), *_moe_rules(spec, self.title)]
+        out = [*_attention_rules(t, self.title), *_moe_rules(spec, self.title), *_tap_rules(spec)]
         if t.tp % t.dcp:
             out.append(Violation(("topology", "dcp"), f"dcp={t.dcp} does not divide tp={t.tp}: "
                                  "DCP groups are contiguous chunks of dcp ranks of each TP group "
@@ -180,6 +180,22 @@ class SGLang(Convention):
 
     def launch_refusal(self, spec: Spec) -> str | None:
         return _launch_refusal(spec, self.attention_tp(spec.topology))
+
+
+def _tap_rules(spec: Spec) -> list[Violation]:
+    """SGLang captures a tap only inside the layer loop (models/llama.py LlamaModel.forward:
+    `for i in range(self.start_layer, self.end_layer)`, capturing when i is in
+    layers_to_capture), so tap num_layers, the residual after the last layer, is never made."""
+    layers = spec.model.num_layers
+    taps = spec.speculative.taps(layers)
+    if layers not in taps:
+        return []
+    at = ("speculative", "aux_layers", list(spec.speculative.aux_layers or ()).index(layers)) \
+        if spec.speculative.aux_layers and layers in spec.speculative.aux_layers else ("speculative",)
+    return [Violation(at, f"tap {layers} (= num_layers, the residual after the last layer) is "
+                          f"never captured: {T} captures taps inside the layer loop only "
+                          "(models/llama.py LlamaModel.forward, i in layers_to_capture for i in "
+                          f"range(start_layer, end_layer)); expected taps 0 .. {layers - 1}")]
 
 
 def _attention(t: Topology, d: dict[str, int]) -> Layout:
