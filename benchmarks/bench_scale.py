@@ -68,8 +68,9 @@ def run_once(root: Path, command: str, path: Path, tmp: Path, timeout: float) ->
     env = dict(os.environ, PYTHONPATH=str(root))
     with open(tmp / "stdout", "wb") as out:
         start = time.perf_counter()
+        # cwd: `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH
         proc = subprocess.Popen([sys.executable, "-m", "specplan.cli", *args], stdout=out,
-                                stderr=subprocess.PIPE, env=env)
+                                stderr=subprocess.PIPE, env=env, cwd=tmp)
         try:
             _, status, usage = os.wait4(proc.pid, 0) if timeout <= 0 else _wait(proc, timeout)
         finally:
