@@ -23,13 +23,16 @@ SHOW_RANKS = 64
 
 
 def explain_data(spec: Spec, mesh: Mesh, lazy: bool = False) -> dict[str, Any]:
+    from specplan.engines import shown_version
     from specplan.explain_stream import Groups, Replicas, Rows
 
     ranks = Rows(mesh) if lazy else _rank_rows(mesh)
     s = spec.speculative
+    version = shown_version(spec)
     return {
         "name": spec.name,
         "engine": mesh.engine,
+        **({"engine_version": version} if version else {}),
         "world_size": mesh.world_size,
         "num_worlds": mesh.num_worlds,
         "nodes": spec.topology.nodes,
@@ -75,7 +78,8 @@ def render(data: dict[str, Any], console: Console, rank: int | None = None,
 
 def _header(data: dict, console: Console) -> None:
     worlds = f" x {data['num_worlds']} independent worlds" if data["num_worlds"] > 1 else ""
-    console.print(Text.assemble((data["name"], "bold"), f"  engine {data['engine']}  world "
+    release = f" {data['engine_version']}" if "engine_version" in data else ""
+    console.print(Text.assemble((data["name"], "bold"), f"  engine {data['engine']}{release}  world "
                                 f"{data['world_size']}{worlds}  nodes {data['nodes']} x "
                                 f"{data['gpus_per_node']} GPUs"))
     for warning in data["warnings"]:

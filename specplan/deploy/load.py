@@ -17,6 +17,7 @@ from pathlib import Path
 from specplan.deploy.merge import SHARED, MergedSource, inherit, rooted, whole
 from specplan.deploy.pairing import Instance, pair
 from specplan.errors import Diagnostic, SpecError
+from specplan.files import not_readable
 from specplan.schema import Spec
 from specplan.schema.load import spec_from_source
 from specplan.schema.yaml_source import Source, kind_of, read_source
@@ -84,12 +85,15 @@ def _resolve(source: Source, at: tuple, value: str, base: Path) -> str:
     """An instance path, relative to `base`; missing, a directory or this file: exit 2."""
     path = base / value
     shown = repr(value) if str(path) == value else f"{value!r} (resolved to {path})"
-    if not path.exists():
+    why = not_readable(path)
+    if why == "no such file":
         raise SpecError([source.diag(at, f"{shown}: no such file; expected an instance's "
                                          "spec")])
-    if path.is_dir():
+    if why == "is a directory":
         raise SpecError([source.diag(at, f"{shown} is a directory; expected an "
                                          "instance's spec file")])
+    if why is not None:
+        raise SpecError([source.diag(at, f"{shown}: {why}; expected an instance's spec file")])
     if path.resolve() == Path(source.file).resolve():
         raise SpecError([source.diag(at, f"{shown} points back to this file; expected "
                                          "the other instance's spec")])

@@ -20,7 +20,7 @@ from specplan.ecosystem import spec_tp_sync
 from specplan.ecosystem.argv import read_words
 from specplan.ecosystem.flags import (DRAFT_PLACEHOLDER, MODEL_PLACEHOLDER, MODELLED, SGLANG_ENV,
                                       SITE_SLUGS, VLLM_ENV)
-from specplan.ecosystem.launch_read import READERS, ImportProblem
+from specplan.ecosystem.launch_read import READERS, FlagRefused, ImportProblem
 from specplan.ecosystem.yaml_out import spec_data
 from specplan.engines import convention
 from specplan.engines.flag_table import FlagProblem
@@ -29,7 +29,7 @@ from specplan.schema import Spec
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 _ARRAY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\($")
 _PLACEHOLDER_WORDS = {"$" + MODEL_PLACEHOLDER, "$" + DRAFT_PLACEHOLDER}
-__all__ = ["ImportProblem", "build", "parse_script", "read_launch"]
+__all__ = ["FlagRefused", "ImportProblem", "build", "parse_script", "read_launch"]
 
 
 def parse_script(text: str) -> tuple[dict[str, str], list[str]]:
@@ -40,8 +40,12 @@ def parse_script(text: str) -> tuple[dict[str, str], list[str]]:
     argv: list[str] = []
     arrays: dict[str, list[str]] = {}
     array: str | None = None
-    for line in text.replace("\\\n", " ").splitlines():
-        tokens = shlex.split(line, comments=True)
+    for number, line in _script_lines(text):
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError as exc:  # an unclosed quote, a backslash before the end
+            raise ImportProblem(f"line {number} of the script: {str(exc).lower()} (an unclosed "
+                                "quote or a trailing backslash); expected a shell command line") from None
         if tokens[:1] == ["export"]:
             tokens = tokens[1:]
         if tokens and (m := _ARRAY.match(tokens[0])):
@@ -61,6 +65,22 @@ def parse_script(text: str) -> tuple[dict[str, str], list[str]]:
     return env, argv
 
 
+def _script_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) of each logical line: `\\`-continued lines joined."""
+    out, start, parts = [], 1, []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not parts:
+            start = number
+        if line.endswith("\\"):  # as bash: a backslash ending the file continues into nothing
+            parts.append(line[:-1] + " ")
+            continue
+        out.append((start, "".join(parts) + line))
+        parts = []
+    if parts:
+        out.append((start, "".join(parts)))
+    return out
+
+
 def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], list[str]]:
     """(leading VAR=value words, the program's words, the arguments after them). The program
     is `python -m sglang.launch_server`, `sglang serve` or `vllm serve`; none found: every word
@@ -78,23 +98,27 @@ def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], l
     return env, [], rest
 
 
-def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
+def read_launch(engine: str, env: dict[str, str], argv: list[str],
+                version: str | None = None) -> dict:
     """The spec data a launch line states (topology, model, moe, speculative, runtime,
     disaggregation, `_sync_slugs`), `_line` (its words: env, program, arguments) and `_notes`
-    (one per argument kept but not planned, and each reading worth saying)."""
+    (one per argument kept but not planned, and each reading worth saying), read by the flags
+    of release `version` (default: the newest)."""
     env_words, program, words = split_command(engine, argv)
     line_env = dict(w.partition("=")[::2] for w in env_words)
     env = {**env, **line_env}
-    table = convention(engine).flag_table()
+    conv = convention(engine, version)
+    table = conv.flag_table()
     notes: list[str] = []
     try:
         args, values = read_words(table, words)
         if values.get("config"):  # both engines: the file's keys first, the line overrides them
             _, values = read_words(table, config_words(values["config"], notes) + words)
     except FlagProblem as exc:
-        raise ImportProblem(str(exc)) from None
+        raise FlagRefused(str(exc)) from None
     written = {a.dest: a.text for a in args if a.flag is not None}  # notes quote the user's words
-    out = READERS[engine]({**values, "_written": written}, env, notes)
+    out = READERS[engine]({**values, "_written": written, "_conv": conv}, env, notes)
+    out["_version"] = conv.version
     out["disaggregation"] = _disaggregation(engine, table, values)
     part = env.get(f"{engine.upper()}_PP_LAYER_PARTITION")
     if part:
@@ -117,15 +141,7 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
 def config_words(path: str, notes: list[str]) -> list[str]:
     """`--config FILE` (YAML key: value) as the words both engines insert before the line's
     (SGLang ConfigArgumentMerger, vLLM FlexibleArgumentParser._pull_args_from_config)."""
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ImportProblem(f"cannot read --config {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise ImportProblem(f"--config {path}: expected a mapping of option: value")
+    data = _config_yaml(path)
     words: list[str] = []
     for key, value in data.items():
         flag = f"--{key}"
@@ -134,11 +150,57 @@ def config_words(path: str, notes: list[str]) -> list[str]:
         elif isinstance(value, list):
             words += [flag, *map(str, value)]
         elif isinstance(value, dict):
-            words += [flag, json.dumps(value)]
+            words += [flag, json.dumps(value, default=str)]  # a YAML date is its ISO text
         elif value is not False and value is not None:
             words += [flag, str(value)]
     notes.append(f"read {len(data)} options from --config {path}")
     return words
+
+
+MAX_CONFIG_VALUES = 10_000  # values of a --config file once its aliases are expanded
+_MAX_CONFIG_DEPTH = 32
+
+
+def _config_yaml(path: str) -> dict:
+    """A --config file as the engines read it (yaml.safe_load, YAML 1.1), bounded first: UTF-8
+    text of at most 1 MiB, nested at most 32 deep and at most MAX_CONFIG_VALUES values once
+    aliases are expanded (an alias bomb is a few lines), one mapping."""
+    import yaml
+
+    from specplan.errors import UserError
+    from specplan.files import read_text
+
+    try:
+        text = read_text(path, "a YAML file of option: value")
+    except UserError as exc:
+        raise ImportProblem(f"cannot read --config {exc.diagnostics[0]}") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        _bounded(node, path)
+        data = loader.construct_document(node) if node is not None else {}
+    except yaml.YAMLError as exc:
+        raise ImportProblem(f"cannot read --config {path}: {exc}") from None
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        raise ImportProblem(f"--config {path}: expected a mapping of option: value")
+    return data
+
+
+def _bounded(node, path: str) -> None:
+    """Walk the node graph as construction would expand it, without constructing it."""
+    stack, seen = [(node, 0)] if node is not None else [], 0
+    while stack:
+        item, depth = stack.pop()
+        seen += 1
+        if depth > _MAX_CONFIG_DEPTH or seen > MAX_CONFIG_VALUES:
+            raise ImportProblem(f"--config {path}: expands past {MAX_CONFIG_VALUES:,} values or "
+                                f"{_MAX_CONFIG_DEPTH} levels once its aliases are expanded; "
+                                "expected option: value lines")
+        if isinstance(item.value, list):
+            children = (c for pair in item.value for c in (pair if isinstance(pair, tuple) else (pair,)))
+            stack.extend((c, depth + 1) for c in children)
 
 
 def _disaggregation(engine: str, table, values: dict) -> dict | None:
@@ -208,6 +270,9 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
     """Spec data: the base (or the engine's own behaviour) with the launch line on top."""
     data = spec_data(base) if base else {"behaviour": "engine"}
     data["engine"] = engine
+    data.pop("engine_version", None)
+    if not convention(engine, launch["_version"]).newest:  # the newest: left unwritten
+        data["engine_version"] = launch["_version"]
     data["name"] = name or data.get("name") or _name(launch["model"].get("path"))
     keep = {k: v for k, v in data.get("topology", {}).items()
             if k in _UNSTATED[engine]}

@@ -15,7 +15,8 @@ from specplan.sim.matrix import spec_text
 from specplan.sim.progress import RoundProgress
 
 ROOT = Path(__file__).resolve().parents[2]
-KEYS = {"name", "world_size", "replicas", "method", "sampling", "policy", "rounds", "requests",
+KEYS = {"name", "world_size", "replicas", "method", "sampling", "behaviour", "policy", "unconverged",
+        "rounds", "requests",
         "seed", "inject", "shrunk", "summary", "verdict", "exit_code"}
 
 
