@@ -5,8 +5,9 @@ ranks), and a deployment of two instances of half the ranks each (prefill tp 8 x
 N/128, decode tp 8 x dp N/16). Every run is the real CLI in a fresh process, interpreter start
 included, as a user sees it; time is wall seconds and the child's CPU seconds (user + system,
 from wait4: on a shared machine wall time mostly measures the neighbours, so the targets are
-judged on CPU seconds), memory the child's peak RSS, each the median of --repeat runs. With --before DIR (another checkout, e.g. main) each point is
-also run on that code, alternating with this one, so both columns see the same neighbours.
+judged on CPU seconds), memory the child's peak RSS, each the median of --repeat runs. With
+--before DIR (another checkout, e.g. main) each point is also run on that code, alternating
+with this one, so both columns see the same neighbours.
 
 Targets (issue 26): check and compile at 1,048,576 ranks within 2x of 4,096 ranks, in time
 and peak memory; explain --json at 1,048,576 within 20x of 65,536 in time, under 400 MiB.
@@ -67,8 +68,9 @@ def run_once(root: Path, command: str, path: Path, tmp: Path, timeout: float) ->
     env = dict(os.environ, PYTHONPATH=str(root))
     with open(tmp / "stdout", "wb") as out:
         start = time.perf_counter()
+        # cwd: `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH
         proc = subprocess.Popen([sys.executable, "-m", "specplan.cli", *args], stdout=out,
-                                stderr=subprocess.PIPE, env=env)
+                                stderr=subprocess.PIPE, env=env, cwd=tmp)
         try:
             _, status, usage = os.wait4(proc.pid, 0) if timeout <= 0 else _wait(proc, timeout)
         finally:

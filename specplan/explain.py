@@ -43,8 +43,8 @@ def explain_data(spec: Spec, mesh: Mesh, lazy: bool = False) -> dict[str, Any]:
         "groups": {fam.name: Groups(fam) if lazy else fam.groups() for fam in mesh.families},
         "aliases": {fam.name: fam.alias for fam in mesh.families if fam.alias},
         "ranks": ranks,
-        "replicas": Replicas(mesh) if lazy else [{"index": r.index, "ranks": list(r.ranks), "source": r.source}
-                                                 for r in mesh.replicas],
+        "replicas": Replicas(mesh) if lazy else [
+            {"index": r.index, "ranks": list(r.ranks), "source": r.source} for r in mesh.replicas],
         "stages": [{"pp_rank": st.pp_rank, "start_layer": st.start_layer, "end_layer": st.end_layer,
                     "taps": list(st.taps)} for st in mesh.stages],
         "speculative": {"method": s.method, "num_steps": s.num_steps, "topk": s.topk,
