@@ -415,10 +415,11 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
               help="Seed of the weights, the prompts and the sampling coins.")
 @click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1),
               help="Shrink deeper models to this many layers (stages and tap owners kept).")
-@click.option("--inject", type=click.Choice(["noise", "draft-noise", "verify-noise", "kill", "foreign-plan",
+@click.option("--inject", type=click.Choice(["noise", "draft-noise", "verify-noise", "tap-order", "kill", "foreign-plan",
                                             "layer-map", "stale-slot", "early-stop"]),
               help="A fault: noise on the target's logits, draft-noise on the drafter's, verify-noise "
-                   "on DSpark / DFlash verify plans (each on every rank but the sources), a rank "
+                   "on DSpark / DFlash verify plans (each on every rank but the sources), tap-order "
+                   "(a pp >= 3 middle stage hands its taps out of order: lower acceptance), a rank "
                    "killed, a foreign plan; layer-map (deployments); stale-slot, early-stop "
                    "(--chunked-prefill).")
 @click.option("--chunked-prefill", "chunk", type=click.IntRange(1), metavar="CHUNK", help="Serve prompts in "
@@ -427,9 +428,13 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
               help="Run a spec `check` rejects, to watch the predicted failure happen.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object "
               "(keys: specplan/sim/report.py report_json); progress stays on stderr.")
+@click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
+              help="Write each rank's runtime trace (converges, accepted lengths) to "
+                   "DIR/rank<R>.jsonl, for `specplan diff` and `diff --acceptance`.")
 @user_errors
 def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
-             inject: str | None, chunk: int | None, allow_errors: bool, as_json: bool) -> None:
+             inject: str | None, chunk: int | None, allow_errors: bool, as_json: bool,
+             trace_dir: str | None) -> None:
     """Run SPEC's whole topology on the CPU: one process per rank, a tiny float64 model.
 
     Exit 0 when every replica's ranks agreed on every decision and (greedy) every request's
@@ -453,7 +458,8 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     findings = verify(plan := build_plan(run_passes(target)))
     from specplan.sim.faults import refusal
 
-    if why := refusal(plan.speculative.method, plan.speculative.sampling, inject or ""):
+    if why := refusal(plan.speculative.method, plan.speculative.sampling, inject or "",
+                      len(plan.pipeline.stages), bool(plan.speculative.taps)):
         raise click.UsageError(why)
     if has_errors(findings) and not allow_errors:  # simulate and check never disagree
         sys.stdout.write(formats.to_json(findings) if as_json else formats.render_text(
@@ -463,7 +469,7 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
         sys.exit(EXIT_FOUND_PROBLEM)
     sys.exit(run_simulate(spec, rounds=rounds, requests=requests, seed=seed,
                           max_layers=max_layers, inject=inject, console=console(), as_json=as_json,
-                          chunk=chunk))
+                          chunk=chunk, trace_dir=trace_dir))
 
 
 if __name__ == "__main__":
