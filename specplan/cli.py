@@ -441,7 +441,13 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     tokens equal plain greedy decoding on one process; 3 otherwise, and 3 with the findings,
     without running, when `specplan check` finds an ERROR (--allow-errors runs it anyway).
 
+    Under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, ... set) it runs as one rank of the job,
+    gloo over TCP across nodes; global rank 0 prints the report, every rank exits alike.
+
     Example: specplan simulate specs/llama-3.2-1b-eagle3-pp2.yaml --rounds 32
+
+    Example: torchrun --nnodes 2 --nproc-per-node 2 --node-rank 0 --master-addr HOST
+    --master-port 29500 -m specplan simulate SPEC --rounds 8
     """
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
@@ -452,6 +458,14 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     from specplan.deploy.simulate import InstancePair, command as simulate_deployment
 
     target = load_spec_arg(spec)
+    from specplan.sim.torchrun import under_torchrun
+
+    if under_torchrun() and not isinstance(target, InstancePair) and chunk is None:
+        from specplan.sim.torchrun import simulate_rank  # one rank of a torchrun job
+
+        sys.exit(simulate_rank(spec, target, rounds=rounds, requests=requests, seed=seed,
+                               max_layers=max_layers, inject=inject, allow_errors=allow_errors,
+                               as_json=as_json, trace_dir=trace_dir, console=console()))
     if isinstance(target, InstancePair) or inject == "layer-map":  # layer-map: deployments only
         sys.exit(simulate_deployment(target, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
                          inject=inject, allow_errors=allow_errors, console=console()))

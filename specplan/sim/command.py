@@ -34,7 +34,6 @@ def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers
                            console=console)
     from specplan.sim.launch import Options, simulate
     from specplan.sim.progress import RoundProgress
-    from specplan.sim.report import render, report_json, verdict
 
     opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
                   inject=inject or "")
@@ -43,6 +42,13 @@ def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers
         if not outcome.results.get(0, {}).get("error"):  # rounds finished after the last poll
             progress.update(rounds)
     outcome.trace_dir = trace_dir
+    return report(outcome, inject, console, as_json)
+
+
+def report(outcome, inject: str | None, console, as_json: bool) -> int:
+    """The verdict of a finished run, printed (text or JSON), as an exit code."""
+    from specplan.sim.report import render, report_json, verdict
+
     v = verdict(outcome)
     internal = [r for r, x in outcome.results.items() if x.get("known") is False]
     code = EXIT_OK if v.ok else EXIT_INTERNAL if internal and not inject else EXIT_FOUND_PROBLEM
