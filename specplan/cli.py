@@ -13,6 +13,7 @@ import sys
 import click
 
 from specplan import __version__
+from specplan.sim.command import SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUNDS, SIM_MAX_SEED
 
 EXIT_BAD_INPUT = 2
 EXIT_FOUND_PROBLEM = 3
@@ -407,14 +408,15 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
 
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--rounds", default=16, show_default=True, type=click.IntRange(1),
-              help="Decode rounds after the prefill.")
-@click.option("--requests", default=4, show_default=True, type=click.IntRange(1),
-              help="Requests, spread over the replicas.")
-@click.option("--seed", default=0, show_default=True, type=int,
-              help="Seed of the weights, the prompts and the sampling coins.")
-@click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1),
-              help="Shrink deeper models to this many layers (stages and tap owners kept).")
+@click.option("--rounds", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_ROUNDS),
+              help=f"Decode rounds after the prefill (at most {SIM_MAX_ROUNDS}).")
+@click.option("--requests", default=4, show_default=True, type=click.IntRange(1, SIM_MAX_REQUESTS),
+              help=f"Requests, spread over the replicas (at most {SIM_MAX_REQUESTS}).")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, SIM_MAX_SEED),
+              help="Seed of the weights, the prompts and the sampling coins (0 .. 2**63 - 1).")
+@click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_LAYERS),
+              help=f"Shrink deeper models to this many layers (stages and tap owners kept; at "
+                   f"most {SIM_MAX_LAYERS}).")
 @click.option("--inject", type=click.Choice(["noise", "draft-noise", "verify-noise", "tap-order", "kill", "foreign-plan",
                                             "layer-map", "stale-slot", "early-stop"]),
               help="A fault: noise on the target's logits, draft-noise on the drafter's, verify-noise "
@@ -451,7 +453,7 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     """
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
-    from specplan.sim.command import run_simulate
+    from specplan.sim.command import check_options, run_simulate
     from specplan.verify import formats, has_errors, verify
     from specplan.verify.report import subject_of
 
@@ -475,6 +477,7 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     if why := refusal(plan.speculative.method, plan.speculative.sampling, inject or "",
                       len(plan.pipeline.stages), bool(plan.speculative.taps)):
         raise click.UsageError(why)
+    check_options(rounds=rounds, requests=requests, width=plan.speculative.num_draft_tokens)
     if has_errors(findings) and not allow_errors:  # simulate and check never disagree
         sys.stdout.write(formats.to_json(findings) if as_json else formats.render_text(
             subject_of(plan), findings, width=formats.terminal_width(), verbose=False))

@@ -4,6 +4,26 @@ from __future__ import annotations
 
 EXIT_OK, EXIT_INTERNAL, EXIT_FOUND_PROBLEM = 0, 1, 3
 
+# The options' bounds (the CLI's IntRanges): a sim runs a tiny float64 model on the CPU, so
+# what it holds is bounded by memory and time, not by the spec's limits.
+SIM_MAX_ROUNDS = 4096
+SIM_MAX_REQUESTS = 1024
+SIM_MAX_SEED = 2**63 - 1  # torch.Generator.manual_seed takes 64 bits
+SIM_MAX_LAYERS = 1024
+SIM_MAX_KV_ROWS = 2**20  # K/V rows one rank's cache holds per layer
+
+
+def check_options(*, rounds: int, requests: int, width: int) -> None:
+    """Refuse a run whose KV cache would not fit (click.UsageError, naming the options)."""
+    import click
+
+    rows = requests * (16 + (rounds + 1) * (width + 1))
+    if rows > SIM_MAX_KV_ROWS:
+        raise click.UsageError(
+            f"--rounds {rounds} with --requests {requests}: the sim's KV cache would hold {rows} "
+            f"rows per layer ({requests} requests x (16 + (rounds + 1) x (verify width {width} + 1))), "
+            f"at most {SIM_MAX_KV_ROWS}; run fewer rounds or requests")
+
 
 SERVING_INJECTIONS = ("stale-slot", "early-stop")
 

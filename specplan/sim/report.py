@@ -45,6 +45,8 @@ def verdict(outcome) -> Verdict:
             v.agreed += 1
     if outcome.prepared.plan.speculative.sampling == "greedy" and not v.problems:
         _against_reference(outcome, by_request, v)
+    elif not v.problems:
+        _against_model(outcome, by_request, v)
     v.ok = not v.problems
     return v
 
@@ -65,6 +67,31 @@ def _against_reference(outcome, by_request: dict, v: Verdict) -> None:
             at = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
             v.problems.append(f"request {q}: token {at} is {got[at]}, plain greedy decoding "
                               f"gives {want[at]} (first {at} tokens agree)")
+
+
+def _against_model(outcome, by_request: dict, v: Verdict) -> None:
+    """Sampled tokens have no reference, but the target's argmax after each committed prefix
+    does: the model on one process, teacher-forced along the same tokens. A target that ran
+    other weights (a draft layer landing on a target layer) or other inputs shows here."""
+    from specplan.sim.engine import prompt_of
+    from specplan.sim.model import ModelConfig, init_weights
+    from specplan.sim.reference import picks
+
+    m = outcome.prepared.model
+    cfg = ModelConfig(**{**m, "taps": tuple(m["taps"])})
+    w, seen = init_weights(cfg), set()
+    for rank, x in sorted(outcome.results.items()):
+        for q, got in x.get("predicted", {}).items():
+            if q in seen or not got:
+                continue
+            seen.add(q)
+            prompt = prompt_of(outcome.options.seed, int(q), cfg.vocab)
+            want = picks(cfg, prompt + by_request[q][rank][:-1], w)[len(prompt) - 1:]
+            if got != want:
+                at = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
+                v.problems.append(f"request {q}: after token {at} the target (rank {rank}) predicts "
+                                  f"{got[at]} where the model on one process predicts {want[at]}: the "
+                                  f"target ran other weights or inputs than the model's")
 
 
 def summary(outcome) -> dict:

@@ -42,10 +42,10 @@ def prefill(e: Engine) -> None:
     tokens = torch.tensor([x for t in e.tokens for x in t], dtype=torch.int64)
     logits, hidden, taps = e.forward(tokens, e.segments(counts, [causal(n) for n in counts]))
     ends = torch.tensor(counts).cumsum(0) - 1
-    values = None
+    values, name = None, _target_decision(e)
     if e.last:
-        values = {"next_token_ids": e.sample_or_argmax(logits[ends], counts)}
-    first = e.decide(f"{e.method}_target", values)["next_token_ids"]
+        values = {name: e.sample_or_argmax(logits[ends], counts)}
+    first = e.decide(f"{e.method}_target", values)[name]
     e.commit_rows([torch.arange(ends[b] - n + 1, ends[b] + 1) for b, n in enumerate(counts)],
                   [[int(t)] for t in first])
     if e.last and e.method != "ngram":
@@ -71,13 +71,19 @@ def _extend(e: Engine, bonus: torch.Tensor, converge: bool = True) -> None:
 def decode(e: Engine) -> None:
     if _skips(e):
         return
-    if not e.sim.spec:
+    if not e.sim.spec or e.method == "none":
         _plain(e)
     elif e.method in EAGLE_LIKE or e.method == "ngram":
         _eagle_round(e)
     else:
         _block_round(e)
     e.probe()
+
+
+def _target_decision(e: Engine) -> str:
+    """The target site's token, as the method names it (`next_token` for method none,
+    `next_token_ids` for the speculative methods' prefill)."""
+    return e.view.sites[f"{e.method}_target"].decisions[0].name
 
 
 def _root(e: Engine) -> torch.Tensor:
@@ -95,8 +101,9 @@ def _plain(e: Engine) -> None:
     """Non-speculative decoding: one token per request per round, through the target site."""
     root = _root(e)
     logits, _, _ = _verify(e, root[:, None], torch.ones(e.bs, 1, 1, dtype=torch.bool))
-    values = {"next_token_ids": e.sample_or_argmax(logits, e.cache_len)} if e.last else None
-    nxt = e.decide(f"{e.method}_target", values)["next_token_ids"]
+    name = _target_decision(e)
+    values = {name: e.sample_or_argmax(logits, e.cache_len)} if e.last else None
+    nxt = e.decide(f"{e.method}_target", values)[name]
     e.commit_rows([torch.tensor([b]) for b in range(e.bs)], [[int(t)] for t in nxt])
 
 
@@ -164,8 +171,9 @@ def _accept_eagle(e: Engine, candidates, tree, logits) -> dict:
         out = verify_tree_greedy(candidates, *tree, logits.argmax(-1).view(bs, n), width)
     e.timers["accept"] += time.perf_counter() - t0
     predict, index, correct = out
-    if index.shape[1] < e.steps + 1:  # accept_index is [bs, num_steps + 1], -1 past the path
-        index = torch.cat([index, index.new_full((bs, e.steps + 1 - index.shape[1]), -1)], 1)
+    # accept_index is [bs, num_steps + 1] (n-gram: [bs, num_draft_tokens]), -1 past the path
+    if index.shape[1] < width:
+        index = torch.cat([index, index.new_full((bs, width - index.shape[1]), -1)], 1)
     return {"predict": predict, "accept_index": index, "num_correct_drafts": correct}
 
 

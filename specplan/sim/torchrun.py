@@ -64,6 +64,7 @@ def simulate_rank(spec_path: str, spec, *, rounds: int, requests: int, seed: int
 
 def _rank(spec_path, spec, opt, rank, world, sim_dir, *, allow_errors, as_json, trace_dir,
           console) -> int:
+    from specplan.sim.command import check_options
     from specplan.sim.faults import refusal
     from specplan.sim.launch import write_config
     from specplan.sim.setup import prepare
@@ -74,6 +75,7 @@ def _rank(spec_path, spec, opt, rank, world, sim_dir, *, allow_errors, as_json, 
         click.echo(f"{spec_path}: {why}", err=True)
         return EXIT_BAD_INPUT
     sp = prep.plan.speculative
+    check_options(rounds=opt.rounds, requests=opt.requests, width=sp.num_draft_tokens)
     if why := refusal(sp.method, sp.sampling, opt.inject, len(prep.plan.pipeline.stages), bool(sp.taps)):
         raise click.UsageError(why)
     if _refused_by_check(spec, rank, allow_errors, as_json):
