@@ -231,6 +231,9 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
     spec = {k: v for k, v in data.get("speculative", {}).items()
             if k in _UNSTATED[engine]}
     told = dict(launch["speculative"])
+    auto = told.pop("_auto", None)
+    if auto is not None:
+        told.update(_engine_widths(auto, told["method"], base, config, launch["_notes"]))
     if told.get("method") == "eagle" and "draft_path" not in told and own_mtp(config):
         told["method"] = "mtp"  # SGLang runs EAGLE on the checkpoint's own MTP layers: NEXTN
         launch["_notes"].append("EAGLE without a draft model on a checkpoint with its own MTP "
@@ -249,6 +252,34 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
     if launch.get("_line") is not None:
         data["engine_args"] = launch["_line"]
     return data
+
+
+def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | None,
+                   notes: list[str]) -> dict:
+    """The widths the line leaves to the engine: the base spec's (same method), else the
+    engine's own default for the model (specplan/engines/spec_defaults.py), said in a note."""
+    from specplan.engines import spec_defaults as d
+
+    if base is not None and base.speculative.method == method:
+        s = base.speculative
+        return {"num_steps": s.num_steps, **({"topk": s.topk} if s.topk > 1 else {}),
+                **({"num_draft_tokens": s.num_draft_tokens} if s.num_draft_tokens else {})}
+    try:
+        if "vllm_method" in auto:
+            steps, why = d.vllm_tokens(auto["vllm_method"], config)
+            notes.append(f"num_steps {steps}: {why}")
+            return {"num_steps": steps}
+        if auto["algorithm"] == "NGRAM":
+            (steps, topk, width), why = d.sglang_ngram(auto["breadth"], auto["draft_tokens"])
+        else:
+            arch = ((config or {}).get("architectures") or [None])[0]
+            (steps, topk, width), why = d.sglang_eagle(auto["algorithm"], arch, auto["topk"],
+                                                       auto["draft_tokens"])
+    except d.NoDefault as exc:
+        raise ImportProblem(str(exc)) from None
+    notes.append(f"num_steps {steps}, topk {topk}, num_draft_tokens {width}: {why}")
+    return {"num_steps": steps, **({"topk": topk} if topk > 1 else {}),
+            **({"num_draft_tokens": width} if width != steps + 1 else {})}
 
 
 def _name(path: str | None) -> str:
