@@ -69,13 +69,32 @@ def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], l
     env = []
     while rest and _ENV_NAME.match(rest[0]):
         env.append(rest.pop(0))
-    module = convention(engine).flag_table().program.split()[-1]  # sglang.launch_server | serve
+    modules = _LAUNCHERS[engine]  # `python -m MODULE` entry points
     cli = f"{engine} serve"  # both engines' console scripts: `sglang serve`, `vllm serve`
     for i, token in enumerate(rest):
         before = rest[i - 1].rsplit("/", 1)[-1] if i else ""
-        if token.endswith(module) and module != "serve" or f"{before} {token}" in (cli,):
+        if before == "-m" and token in modules or f"{before} {token}" == cli:
             return env, rest[:i + 1], rest[i + 1:]
     return env, [], rest
+
+
+# The launchers whose parser is the engine's server parser (flags/): SGLang's
+# sglang/launch_server.py; vLLM's OpenAI server module, which `vllm serve` wraps.
+_LAUNCHERS = {"sglang": ("sglang.launch_server",),
+              "vllm": ("vllm.entrypoints.openai.api_server",)}
+_SHELL = re.compile(r"\$(\{|\(|[A-Za-z_])")
+
+
+def _no_shell_words(words: list[str]) -> None:
+    """A word still holding `${VAR}`, `$VAR` or `$(...)` is the shell's to expand: its value is
+    not on the line, so import refuses it rather than guess (specplan's own $MODEL_PATH
+    placeholders excepted)."""
+    for word in words:
+        if word in _PLACEHOLDER_WORDS or not _SHELL.search(word):
+            continue
+        raise ImportProblem(f"the launch line holds a shell expansion, {word!r}: its value is "
+                            "not on the line; substitute it (or let the shell expand it and "
+                            "pass the expanded line after `--`)")
 
 
 def read_launch(engine: str, env: dict[str, str], argv: list[str],
@@ -85,6 +104,7 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str],
     (one per argument kept but not planned, and each reading worth saying), read by the flags
     of release `version` (default: the newest)."""
     env_words, program, words = split_command(engine, argv)
+    _no_shell_words(words)
     line_env = dict(w.partition("=")[::2] for w in env_words)
     env = {**env, **line_env}
     conv = convention(engine, version)
@@ -166,7 +186,8 @@ def ignored_env(engine: str, env: dict[str, str]) -> list[str]:
 
 
 def model_shape(config: dict) -> dict:
-    """model.{num_layers, hidden_size, vocab_size, moe} from a Hugging Face config.json."""
+    """model.{num_layers, hidden_size, vocab_size, moe, attention} from a Hugging Face
+    config.json (attention mla where it has kv_lora_rank)."""
     config = config.get("text_config", config)
     out = {}
     for key, names in (("num_layers", ("num_hidden_layers", "n_layer", "num_layers")),
@@ -179,6 +200,8 @@ def model_shape(config: dict) -> dict:
                     if config.get(n)), None)
     if experts and config.get("num_experts_per_tok"):
         out["moe"] = {"num_experts": experts, "top_k": config["num_experts_per_tok"]}
+    if config.get("kv_lora_rank"):  # DeepSeek / Kimi MLA: one latent KV, no KV heads to split
+        out["attention"] = "mla"
     return out
 
 
@@ -247,8 +270,13 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
         raise ImportProblem(f"the launch line does not give the model's shape ({', '.join(missing)}): "
                             "pass --base SPEC, --model-config config.json, or a local model path")
     _sync(data, launch.get("_sync_slugs"), base)
-    if launch.get("disaggregation"):  # the peer comes from the base, else the user names it
-        data["disaggregation"] = {**data.get("disaggregation", {}), **launch["disaggregation"]}
+    dis = launch.get("disaggregation")
+    if dis is not None and "role" not in dis and "role" not in data.get("disaggregation", {}):
+        launch["_notes"].append("kv_role kv_both serves either side: imported as one instance; "
+                                "its role comes from the deployment (a --base with "
+                                "disaggregation.role, or the pair's deployment file)")
+    elif dis:  # the peer comes from the base, else the user names it
+        data["disaggregation"] = {**data.get("disaggregation", {}), **dis}
     if launch.get("_line") is not None:
         data["engine_args"] = launch["_line"]
     return data
