@@ -107,6 +107,10 @@ def _model(v: dict, path, notes: list[str]) -> dict:
     elif v.get("quantization") is not None:
         notes.append(f"--quantization {v['quantization']}: weights only for the plan; "
                      "activations stay model.dtype")
+    page = v.get("page_size", v.get("block_size"))  # SGLang --page-size, vLLM --block-size
+    if page is not None:
+        model["page_size"] = _int(v, "page_size" if "page_size" in v else "block_size",
+                                  "--page-size" if "page_size" in v else "--block-size")
     kv = v.get("kv_cache_dtype")
     if kv is not None and kv in KV_CACHE_DTYPES:
         model["kv_cache_dtype"] = KV_CACHE_DTYPES[kv]

@@ -63,3 +63,37 @@ def test_a_shell_expansion_is_refused_not_guessed(cli, config, tmp_path, word):
     result, _ = _import(cli, "sglang", config, script=str(script))
     assert result.exit_code == 2
     assert f"the launch line holds a shell expansion, {word!r}" in result.stderr
+
+
+def _pd(role: str, tp: int, *extra: str) -> list[str]:
+    return ["python", "-m", "sglang.launch_server", "--model-path", "m", "--tp", str(tp),
+            "--disaggregation-mode", role, "--disaggregation-transfer-backend", "nixl", *extra]
+
+
+def test_page_size_is_planned_and_a_mismatch_is_an_error_of_the_imported_pair(cli, config, tmp_path):
+    prefill, decode = tmp_path / "p.yaml", tmp_path / "d.yaml"
+    for out, line in ((prefill, _pd("prefill", 2, "--page-size", "64")), (decode, _pd("decode", 4))):
+        result = cli("import", "--engine", "sglang", "--model-config", config, "-o", str(out), "--", *line)
+        assert result.exit_code == 0, result.stderr
+    assert load_spec_text(prefill.read_text(), "p").model.page_size == 64
+    checked = cli("check", str(prefill), str(decode), "--format", "json")
+    assert checked.exit_code == 3
+    findings = json.loads(checked.stdout)["findings"]
+    assert any("model.page_size differs: prefill 64, decode 1" in f["message"] for f in findings)
+    # MLA read from the config: a tp 2 -> tp 4 handoff of one latent KV is no GQA head split
+    assert "hetero-tp" not in checked.stdout
+    gqa = tmp_path / "gqa.json"
+    gqa.write_text(json.dumps({k: v for k, v in DSV3.items() if k != "kv_lora_rank"}))
+    for out, line in ((prefill, _pd("prefill", 2)), (decode, _pd("decode", 4))):
+        assert cli("import", "--engine", "sglang", "--model-config", str(gqa), "-o", str(out),
+                   "--", *line).exit_code == 0
+    assert "hetero-tp" in cli("check", str(prefill), str(decode), "--format", "json").stdout
+
+
+def test_block_size_is_vllms_page_size_and_round_trips(cli, config, tmp_path):
+    spec = tmp_path / "s.yaml"
+    line = ["vllm", "serve", "m", "-tp", "2", "--block-size", "32"]
+    assert cli("import", "--engine", "vllm", "--model-config", config, "-o", str(spec), "--", *line).exit_code == 0
+    assert load_spec_text(spec.read_text(), "s").model.page_size == 32
+    exported = cli("export", str(spec)).stdout
+    assert " ".join(line) in exported
