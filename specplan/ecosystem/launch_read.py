@@ -128,6 +128,10 @@ def _model(v: dict, path, notes: list[str]) -> dict:
     elif v.get("quantization") is not None:
         notes.append(f"--quantization {v['quantization']}: weights only for the plan; "
                      "activations stay model.dtype")
+    page = v.get("page_size", v.get("block_size"))  # SGLang --page-size, vLLM --block-size
+    if page is not None:
+        model["page_size"] = _int(v, "page_size" if "page_size" in v else "block_size",
+                                  "--page-size" if "page_size" in v else "--block-size")
     kv = v.get("kv_cache_dtype")
     if kv is not None and kv in KV_CACHE_DTYPES:
         model["kv_cache_dtype"] = KV_CACHE_DTYPES[kv]
@@ -171,15 +175,18 @@ def _sglang_speculative(v: dict) -> dict:
         out["num_steps"] = steps
     else:
         steps = _int(v, "speculative_num_steps", "--speculative-num-steps", None)
-        if steps is None:
-            raise ImportProblem("--speculative-num-steps is missing (SGLang picks a per-model "
-                                "default that specplan cannot know)")
-        out["num_steps"] = steps
-        topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk")
-        if topk > 1:
-            out["topk"] = topk
-        if width is not None and width != steps + 1:
-            out["num_draft_tokens"] = width
+        topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk", None)
+        if steps is None:  # SGLang's own defaults, chosen once the model config is read
+            breadth = _int(v, "speculative_ngram_max_bfs_breadth",
+                           "--speculative-ngram-max-bfs-breadth", None)
+            out["_auto"] = {"algorithm": algo.upper(), "topk": topk, "draft_tokens": width,
+                            "breadth": breadth}
+        else:
+            out["num_steps"] = steps
+            if (topk or 1) > 1:
+                out["topk"] = topk
+            if width is not None and width != steps + 1:
+                out["num_draft_tokens"] = width
     draft = _path(v.get("speculative_draft_model_path"), DRAFT_PLACEHOLDER)
     if draft:
         out["draft_path"] = draft
@@ -233,10 +240,12 @@ def _vllm_speculative(config, notes: list[str], conv) -> dict:
     if method is None:
         raise ImportProblem(f"--speculative-config method {name!r}: specplan plans "
                             f"{', '.join(VLLM_METHODS.values())} (and *_mtp)")
-    if "num_speculative_tokens" not in config:
-        raise ImportProblem("--speculative-config has no num_speculative_tokens")
-    out: dict = {"method": method, "num_steps": _int(config, "num_speculative_tokens",
-                                                     "--speculative-config num_speculative_tokens")}
+    out: dict = {"method": method}
+    if config.get("num_speculative_tokens") is None:  # vLLM's default, from the model config
+        out["_auto"] = {"vllm_method": method}
+    else:
+        out["num_steps"] = _int(config, "num_speculative_tokens",
+                                "--speculative-config num_speculative_tokens")
     draft = _path(config.get("model"), DRAFT_PLACEHOLDER)
     if draft:
         out["draft_path"] = draft
