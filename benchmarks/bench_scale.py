@@ -23,6 +23,7 @@ specplan | tar -x -C /tmp/before`, so a long run does not measure edits made mea
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -94,7 +95,8 @@ def _wait(proc: subprocess.Popen, timeout: float):
     raise SystemExit(f"specplan ran past {timeout:.0f} s")
 
 
-def measure(roots: dict[str, Path], sizes: list[int], repeat: int, timeout: float, done=None) -> dict:
+def measure(roots: dict[str, Path], sizes: list[int], repeat: int, timeout: float, commands: set[str],
+            done=None) -> dict:
     """{(label, command, ranks): (median CPU s, median peak MiB, median wall s)}, the roots
     alternating run by run."""
     results = {}
@@ -106,6 +108,8 @@ def measure(roots: dict[str, Path], sizes: list[int], repeat: int, timeout: floa
             paths["deployment "].write_text(deployment(ranks))
             for kind, path in paths.items():
                 for command in DEPLOYMENT_COMMANDS if kind else COMMANDS:
+                    if kind + command not in commands:
+                        continue
                     runs = {label: [] for label in roots}
                     for _ in range(repeat):
                         for label, root in roots.items():
@@ -131,7 +135,10 @@ def table(results: dict, roots: dict[str, Path], sizes: list[int]) -> str:
     commands = sorted({c for _, c, _ in results}, key=lambda c: (c.startswith("deployment"), c))
     for command in commands:
         for ranks in sizes:
-            cells = ["{0:.2f} | {2:.2f} | {1:.0f}".format(*results[(lb, command, ranks)]) for lb in labels]
+            got = [results.get((lb, command, ranks)) for lb in labels]
+            if not any(got):
+                continue
+            cells = ["{0:.2f} | {2:.2f} | {1:.0f}".format(*g) if g else "- | - | -" for g in got]
             rows.append(f"| {command} | {ranks:,} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
@@ -198,12 +205,25 @@ def main() -> None:
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated rank counts")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per run")
     ap.add_argument("--png", type=Path, default=HERE / "docs" / "scale.png")
+    ap.add_argument("--commands", default=None, help="comma-separated, e.g. 'check,deployment check'")
+    ap.add_argument("--save", type=Path, default=None, help="write the medians to this JSON file")
+    ap.add_argument("--load", type=Path, nargs="*", default=[], help="add medians saved by --save")
     args = ap.parse_args()
     order = [int(s) for s in args.sizes.split(",")]  # measured in this order (the key sizes first)
     sizes = sorted(order)
     roots = {"after": args.after.resolve()} | ({"before": args.before.resolve()} if args.before else {})
-    results = measure(roots, order, args.repeat, args.timeout,
-                      lambda got: plot(got, roots, sorted({n for _, _, n in got}), args.png))
+    every = {*COMMANDS, *(f"deployment {c}" for c in DEPLOYMENT_COMMANDS)}
+    commands = set(args.commands.split(",")) if args.commands else every
+    earlier = {tuple(k): tuple(v) for f in args.load for k, v in json.loads(f.read_text())}
+
+    def done(got: dict) -> None:
+        merged = earlier | got
+        plot(merged, roots, sorted({n for _, _, n in merged}), args.png)
+        if args.save:
+            args.save.write_text(json.dumps([[list(k), list(v)] for k, v in merged.items()]))
+
+    results = earlier | measure(roots, order, args.repeat, args.timeout, commands, done)
+    sizes = sorted({n for _, _, n in results})
     print()
     print(table(results, roots, sizes))
     print()

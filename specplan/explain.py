@@ -201,7 +201,8 @@ def _render_rank(data: dict, console: Console, rank: int, all_families: bool = F
 
 
 def _ranks_str(ranks: list[int]) -> str:
-    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+    span = len(ranks) > 2 and ranks[-1] - ranks[0] + 1 == len(ranks)  # else no list of the span
+    if span and ranks == list(range(ranks[0], ranks[-1] + 1)):
         return f"[{ranks[0]}-{ranks[-1]}]"
     if len(ranks) > 12:
         return "[" + ",".join(map(str, ranks[:12])) + f",...+{len(ranks) - 12}]"
