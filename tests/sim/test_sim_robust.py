@@ -105,7 +105,7 @@ NAMED = {  # check ERROR -> simulate --allow-errors fails by name, exit 3 (never
 @pytest.mark.parametrize("name", sorted(NAMED))
 def test_an_error_spec_fails_by_name(tmp_path, name):
     body, extra, shows = NAMED[name]
-    path = spec(tmp_path, body + "runtime: {timeout_s: 10}\n")
+    path = spec(tmp_path, body)
     assert run("check", path).exit_code == 3
     res = simulate(path, "--allow-errors", *extra)
     assert res.exit_code == 3 and "FAIL" in res.output and shows in res.output, res.output[-3000:]
