@@ -68,10 +68,10 @@ def start_process_group(plan: PlanView, rank, world_size, backend: str,
             f"at process-group start: plan {plan.name} (fingerprint {plan.fingerprint[:16]}) is "
             f"for {plan.world_size} ranks, but rank {rank} was started in a world of {world_size}")
     wait = plan.timeout_s if rendezvous_s is None else rendezvous_s
+    store = _store(rank, world_size, wait, rendezvous_s)
     try:
         dist.init_process_group(backend, rank=rank, world_size=world_size,
-                                timeout=datetime.timedelta(seconds=plan.timeout_s),
-                                store=_store(rank, world_size, wait, rendezvous_s))
+                                timeout=datetime.timedelta(seconds=plan.timeout_s), store=store)
     except (RuntimeError, dist.DistError) as exc:
         raise CollectiveTimeout(
             f"at process-group start: not every one of {world_size} ranks joined within "

@@ -52,7 +52,7 @@ def specs(draw) -> dict:
     if draw(st.integers(0, 4)) == 0:
         model["moe"] = {"num_experts": 4, "top_k": 2}
     spec = {"name": "drawn", "engine": engine, "topology": topo, "model": model,
-            "speculative": sp, "runtime": {"timeout_s": 10}}
+            "speculative": sp}
     spec["sync"] = _sync(draw, method)
     spec["pipeline"] = _pipeline(draw)
     if draw(st.integers(0, 5)) == 0:
