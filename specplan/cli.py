@@ -13,6 +13,7 @@ import sys
 import click
 
 from specplan import __version__
+from specplan.sim.command import SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUNDS, SIM_MAX_SEED
 
 EXIT_BAD_INPUT = 2
 EXIT_FOUND_PROBLEM = 3
@@ -328,12 +329,24 @@ def schema() -> None:
     sys.stdout.write(schema_text())
 
 
+def _release(engine: str, version: str | None) -> None:
+    """--engine-version outside the engine's table: a usage error (exit 2) listing them."""
+    from specplan.engines.releases import UnknownRelease, check
+
+    try:
+        check(engine, version)
+    except UnknownRelease as exc:
+        raise click.BadParameter(str(exc), param_hint="'--engine-version'") from None
+
+
 @main.command(name="export")
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
               help="Engine to launch on (default: the spec's; the other translates the layout).")
+@click.option("--engine-version", "version", default=None,
+              help="The release whose spelling to write (default: the spec's engine_version).")
 @user_errors
-def export_(spec: str, engine: str | None) -> None:
+def export_(spec: str, engine: str | None, version: str | None) -> None:
     """Print the command line and environment that run SPEC on an engine (a deployment: one
     launch per instance, with its disaggregation flags).
 
@@ -346,11 +359,13 @@ def export_(spec: str, engine: str | None) -> None:
     from specplan.ecosystem.translate import Refusal
 
     loaded = load_spec_arg(spec)
-    if isinstance(loaded, InstancePair) and engine:
-        raise click.UsageError("--engine translates one spec; a deployment exports each "
-                               "instance on its own engine")
+    if isinstance(loaded, InstancePair) and (engine or version):
+        raise click.UsageError("--engine and --engine-version apply to one spec; a deployment "
+                               "exports each instance on its own engine and release")
+    if version:
+        _release(engine or loaded.engine, version)
     try:
-        text = commands.export(loaded) if isinstance(loaded, InstancePair) else render(export(loaded, engine))
+        text = commands.export(loaded) if isinstance(loaded, InstancePair) else render(export(loaded, engine, version))
     except Refusal as exc:
         click.echo(f"specplan export: {exc}", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
@@ -366,13 +381,20 @@ def export_(spec: str, engine: str | None) -> None:
               help="Spec giving what a launch line cannot: model shape, sampling, runtime.")
 @click.option("--model-config", type=click.Path(dir_okay=False), default=None,
               help="The target's config.json, for the model shape.")
+@click.option("--draft-config", type=click.Path(dir_okay=False), default=None,
+              help="The draft's config.json, for EAGLE3's taps (default: beside a local draft "
+                   "path, or in the Hugging Face cache).")
 @click.option("--name", default=None, help="Spec name (default: the base's or the model's).")
 @click.option("-o", "--out", type=click.Path(dir_okay=False), default=None,
               help="Write the YAML here (atomically) instead of stdout.")
+@click.option("--engine-version", "version", default=None,
+              help="The release whose flags read the line (default: the newest supported "
+                   "release whose flags accept every flag of it; import says which).")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
 @user_errors
 def import_(engine: str, script: str | None, base: str | None, model_config: str | None,
-            name: str | None, out: str | None, line: tuple[str, ...]) -> None:
+            draft_config: str | None, name: str | None, out: str | None, version: str | None,
+            line: tuple[str, ...]) -> None:
     """Read an engine launch line (and its SGLANG_* / VLLM_* environment) into a spec YAML.
 
     Example: specplan import --engine vllm -- vllm serve meta-llama/Llama-3.2-1B -tp 2
@@ -381,8 +403,9 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
 
     from specplan.ecosystem.import_cli import run_import
 
+    _release(engine, version)
     code, text, messages = run_import(engine, list(line), dict(os.environ), script, base,
-                                      model_config, name, out)
+                                      model_config, name, out, draft_config, version)
     for message in messages:
         click.echo(message, err=True)
     if text:
@@ -390,49 +413,123 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
     sys.exit(code)
 
 
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.option("-o", "--out", "out", type=click.Path(file_okay=False), required=True,
+              help="Folder for spec.yaml and plan.json (written together, or neither).")
+@click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
+              help="Read a launch line (after `--`) as `specplan import` does, instead of SPEC.")
+@click.option("-f", "--file", "script", type=click.Path(dir_okay=False), default=None,
+              help="--engine: read the launch line from a shell script.")
+@click.option("--base", type=click.Path(dir_okay=False), default=None,
+              help="--engine: spec giving what a launch line cannot (model shape, sampling).")
+@click.option("--model-config", type=click.Path(dir_okay=False), default=None,
+              help="--engine: the target's config.json, for the model shape.")
+@click.option("--name", default=None, help="--engine: spec name.")
+@click.argument("words", nargs=-1, type=click.UNPROCESSED)
+@user_errors
+def enforce(out: str, engine: str | None, script: str | None, base: str | None,
+            model_config: str | None, name: str | None, words: tuple[str, ...]) -> None:
+    """Plan SPEC (a `behaviour: engine` spec, or `--engine E -- LINE`) as specplan would run
+    it, converging every decision `check` warned about: write OUT/spec.yaml and OUT/plan.json
+    and print the launch line with SPECPLAN_PLAN=OUT/plan.json in front (the specplan plugin).
+
+    Exit 3, writing nothing, when even specplan's plan has errors.
+
+    Example: specplan enforce specs/engine/llama-3.1-8b-eagle-tp8-sglang-engine.yaml -o enforced
+
+    Example: specplan enforce --engine sglang -o enforced -- python -m sglang.launch_server --tp 2 ...
+    """
+    import os
+
+    from specplan.ecosystem.enforce import run
+
+    if engine is None and len(words) != 1:
+        raise click.UsageError("enforce takes one SPEC, or --engine E -- LINE")
+    target = None if engine else words[0]
+    code, text, messages = run(target, out, engine, list(words), dict(os.environ), script, base,
+                               model_config, name)
+    sys.stdout.write(text)
+    for message in messages:
+        click.echo(message, err=True)
+    sys.exit(code)
+
+
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--rounds", default=16, show_default=True, type=click.IntRange(1),
-              help="Decode rounds after the prefill.")
-@click.option("--requests", default=4, show_default=True, type=click.IntRange(1),
-              help="Requests, spread over the replicas.")
-@click.option("--seed", default=0, show_default=True, type=int,
-              help="Seed of the weights, the prompts and the sampling coins.")
-@click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1),
-              help="Shrink deeper models to this many layers (stages and tap owners kept).")
-@click.option("--inject", type=click.Choice(["noise", "kill", "foreign-plan", "layer-map", "stale-slot", "early-stop"]),
-              help="A fault: logit noise, a rank killed, a foreign plan; layer-map (deployments); "
-                   "stale-slot, early-stop (--chunked-prefill).")
+@click.option("--rounds", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_ROUNDS),
+              help=f"Decode rounds after the prefill (at most {SIM_MAX_ROUNDS}).")
+@click.option("--requests", default=4, show_default=True, type=click.IntRange(1, SIM_MAX_REQUESTS),
+              help=f"Requests, spread over the replicas (at most {SIM_MAX_REQUESTS}).")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, SIM_MAX_SEED),
+              help="Seed of the weights, the prompts and the sampling coins (0 .. 2**63 - 1).")
+@click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_LAYERS),
+              help=f"Shrink deeper models to this many layers (stages and tap owners kept; at "
+                   f"most {SIM_MAX_LAYERS}).")
+@click.option("--inject", type=click.Choice(["noise", "draft-noise", "verify-noise", "tap-order", "kill", "foreign-plan",
+                                            "layer-map", "stale-slot", "early-stop"]),
+              help="A fault: noise on the target's logits, draft-noise on the drafter's, verify-noise "
+                   "on DSpark / DFlash verify plans (each on every rank but the sources), tap-order "
+                   "(a pp >= 3 middle stage hands its taps out of order: lower acceptance), a rank "
+                   "killed, a foreign plan; layer-map (deployments); stale-slot, early-stop "
+                   "(--chunked-prefill).")
 @click.option("--chunked-prefill", "chunk", type=click.IntRange(1), metavar="CHUNK", help="Serve prompts in "
               "chunks of CHUNK tokens beside decoding requests; state rows reused while pp entries are in flight.")
 @click.option("--allow-errors", is_flag=True,
               help="Run a spec `check` rejects, to watch the predicted failure happen.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object "
               "(keys: specplan/sim/report.py report_json); progress stays on stderr.")
+@click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
+              help="Write each rank's runtime trace (converges, accepted lengths) to "
+                   "DIR/rank<R>.jsonl, for `specplan diff` and `diff --acceptance`.")
 @user_errors
 def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
-             inject: str | None, chunk: int | None, allow_errors: bool, as_json: bool) -> None:
+             inject: str | None, chunk: int | None, allow_errors: bool, as_json: bool,
+             trace_dir: str | None) -> None:
     """Run SPEC's whole topology on the CPU: one process per rank, a tiny float64 model.
 
     Exit 0 when every replica's ranks agreed on every decision and (greedy) every request's
     tokens equal plain greedy decoding on one process; 3 otherwise, and 3 with the findings,
     without running, when `specplan check` finds an ERROR (--allow-errors runs it anyway).
 
+    Under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, ... set) it runs as one rank of the job,
+    gloo over TCP across nodes; global rank 0 prints the report, every rank exits alike.
+
     Example: specplan simulate specs/llama-3.2-1b-eagle3-pp2.yaml --rounds 32
+
+    Example: torchrun --nnodes 2 --nproc-per-node 2 --node-rank 0 --master-addr HOST
+    --master-port 29500 -m specplan simulate SPEC --rounds 8
     """
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
-    from specplan.sim.command import run_simulate
+    from specplan.sim.command import check_options, run_simulate
     from specplan.verify import formats, has_errors, verify
     from specplan.verify.report import subject_of
 
     from specplan.deploy.simulate import InstancePair, command as simulate_deployment
 
     target = load_spec_arg(spec)
+    from specplan.sim.torchrun import under_torchrun
+
+    if under_torchrun() and not isinstance(target, InstancePair) and chunk is None:
+        from specplan.sim.torchrun import simulate_rank  # one rank of a torchrun job
+
+        sys.exit(simulate_rank(spec, target, rounds=rounds, requests=requests, seed=seed,
+                               max_layers=max_layers, inject=inject, allow_errors=allow_errors,
+                               as_json=as_json, trace_dir=trace_dir, console=console()))
     if isinstance(target, InstancePair) or inject == "layer-map":  # layer-map: deployments only
         sys.exit(simulate_deployment(target, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
                          inject=inject, allow_errors=allow_errors, console=console()))
     findings = verify(plan := build_plan(run_passes(target)))
+    from specplan.sim.faults import refusal
+
+    if why := refusal(plan.speculative.method, plan.speculative.sampling, inject or "",
+                      len(plan.pipeline.stages), bool(plan.speculative.taps)):
+        raise click.UsageError(why)
+    check_options(rounds=rounds, requests=requests, width=plan.speculative.num_draft_tokens)
+    from specplan.sim.faults import refusal
+
+    if why := refusal(plan.speculative.method, plan.speculative.sampling, inject or ""):
+        raise click.UsageError(why)
     if has_errors(findings) and not allow_errors:  # simulate and check never disagree
         sys.stdout.write(formats.to_json(findings) if as_json else formats.render_text(
             subject_of(plan), findings, width=formats.terminal_width(), verbose=False))
@@ -441,7 +538,7 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
         sys.exit(EXIT_FOUND_PROBLEM)
     sys.exit(run_simulate(spec, rounds=rounds, requests=requests, seed=seed,
                           max_layers=max_layers, inject=inject, console=console(), as_json=as_json,
-                          chunk=chunk))
+                          chunk=chunk, trace_dir=trace_dir))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Exit codes as everywhere: 0 done, 3 a finding of severity ERROR (nothing written
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -115,5 +116,8 @@ def export(dep: InstancePair) -> str:
     for inst in dep.instances:
         dis = Disaggregation(role=inst.role, connector=dep.connector)
         spec = inst.spec.model_copy(update={"disaggregation": dis})
-        parts.append(f"# {inst.role} instance ({inst.file})\n" + render(export_spec(spec)))
+        launch = export_spec(spec, plan_path=f"build/{dep.name}/{inst.role}/plan.json")
+        if launch.plan_path:  # where `specplan compile DEPLOYMENT` writes each instance's plan
+            launch.plan_how = f"specplan compile {shlex.quote(str(dep.file))} -o build/{dep.name}"
+        parts.append(f"# {inst.role} instance ({inst.file})\n" + render(launch))
     return "\n".join(parts)

@@ -3,7 +3,7 @@
 A strategy answers, for one decode rank (its attention-TP rank and PP stage): which prefill
 attention-TP, CP and PP ranks it pulls from, how many responses it waits for, and how many
 decode ranks the producer counts before it frees a block; plus the pairings the engine
-refuses at start-up. Facts, read from the 0.5.23 / 0.33.0 wheels:
+refuses at start-up. Facts, read from the newest supported wheels (engines/releases.py):
 
 - SGLang, every transfer backend: CommonKVManager._resolve_rank_mapping
   (sglang/srt/disaggregation/common/conn.py); layers by pointer position from the prefill
@@ -35,6 +35,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specplan.deploy.geometry import Axes, Geometry
+from specplan.engines.releases import newest, title
+
+_SG, _VL = newest("sglang"), newest("vllm")  # the releases whose code these rules read
+_VL_TITLE = title("vllm")
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class SGLangRules:
     engine = "sglang"
     by_name = False  # layers land by pointer position from the prefill stage's first layer
     naming = "SGLang pairs KV entries by layer id (build_kv_layer_ids), draft ids included"
-    function = "sglang 0.5.23 CommonKVManager._resolve_rank_mapping (disaggregation/common/conn.py)"
+    function = f"sglang {_SG} CommonKVManager._resolve_rank_mapping (disaggregation/common/conn.py)"
 
     def __init__(self, connector: str):
         self.connector = connector
@@ -152,7 +156,7 @@ def _pcp_refusals(p: Geometry, d: Geometry) -> list[Refusal]:
         return [Refusal("pcp-refused", f"prefill pcp={p.cp} sharded by dcp={p.dcp} with tp="
                         f"{p.attn_tp}: NixlConnector's transfer ranks are then the PCP ranks "
                         "(transfer_tp_rank = pcp_rank), so every TP rank of one PCP rank claims "
-                        "the same transfer rank; vLLM 0.33.0 maps only TP 1 (\"TP1 PCP+DCP owns "
+                        "the same transfer rank; " + _VL_TITLE + " maps only TP 1 (\"TP1 PCP+DCP owns "
                         "distinct KV shards\")")]
     return []
 
@@ -188,7 +192,7 @@ def _replicated_pull(p: Geometry, d: Geometry) -> list[Refusal]:
 
 class VllmNixlPull(_VllmRules):
     connector = "nixl"
-    function = "vllm 0.33.0 compute_tp_mapping (kv_connector/v1/nixl/tp_mapping.py)"
+    function = f"vllm {_VL} compute_tp_mapping (kv_connector/v1/nixl/tp_mapping.py)"
 
     def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
         out = super().refusals(p, d)
@@ -197,7 +201,7 @@ class VllmNixlPull(_VllmRules):
                                "handshake never exchanges pp_size (every handle resolves at "
                                "prefill stage 0) and it counts consumers over TP only, so the "
                                "producer frees blocks after one decode stage's notification "
-                               "while another stage still reads; vLLM 0.33.0 refuses decode "
+                               "while another stage still reads; " + _VL_TITLE + " refuses decode "
                                "pipeline_parallel_size > 1"))
         return out + _pcp_refusals(p, d) + _replicated_pull(p, d)
 
@@ -229,13 +233,13 @@ def _unique_head_ranks(tp: int, tp_size: int, remote_tp: int, kv_heads: int) -> 
 
 class VllmNixlPush(_VllmRules):
     connector = "nixl_push"
-    function = ("vllm 0.33.0 NixlPushConnector (nixl/push_worker.py _xfer_blocks_for_req, "
+    function = (f"vllm {_VL} NixlPushConnector (nixl/push_worker.py _xfer_blocks_for_req, "
                 "consumer notification count)")
 
     def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
         out = super().refusals(p, d)
         if d.pp > 1:
-            out.append(Refusal("pp-refused", f"decode pp={d.pp}: vLLM 0.33.0 raises "
+            out.append(Refusal("pp-refused", f"decode pp={d.pp}: {_VL_TITLE} raises "
                                "\"NixlPushConnector consumer (decode) does not support "
                                "pipeline_parallel_size > 1\" (completions counted per consumer rank)"))
         return out + _pcp_refusals(p, d)
@@ -255,7 +259,7 @@ class VllmNixlPush(_VllmRules):
 class VllmMooncake(_VllmRules):
     connector = "mooncake"
     by_name = True
-    function = ("vllm 0.33.0 MooncakeConnectorWorker.receive_kv / resolve_need_send and "
+    function = (f"vllm {_VL} MooncakeConnectorWorker.receive_kv / resolve_need_send and "
                 "_compute_sender_transfer_plan (mooncake/mooncake_connector.py)")
 
     def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:

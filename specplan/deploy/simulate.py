@@ -26,8 +26,6 @@ the drafter's context.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from itertools import product
@@ -151,9 +149,15 @@ def _wrong(layers: list[int]) -> list[int]:
 
 
 def simulate(dep: InstancePair, opt, on_round=lambda r: None) -> DeployOutcome:
+    from specplan.sim.launch import sim_folder
+
+    with sim_folder("specplan-simdep-", opt.keep) as sim_dir:  # gone on every exit
+        return _simulate(dep, opt, on_round, sim_dir)
+
+
+def _simulate(dep: InstancePair, opt, on_round, sim_dir: Path) -> DeployOutcome:
     from specplan.sim.launch import kill_all, watch
 
-    sim_dir = Path(tempfile.mkdtemp(prefix="specplan-simdep-"))
     prep, plans, h = prepare(dep, sim_dir, requests=opt.requests, max_layers=opt.max_layers,
                              seed=opt.seed)
     if h.refusals:
@@ -178,12 +182,9 @@ def simulate(dep: InstancePair, opt, on_round=lambda r: None) -> DeployOutcome:
         path = sim_dir / f"rank{rank}.json"
         results[rank] = json.loads(path.read_text()) if path.exists() else {
             "rank": rank, "error": _tail(sim_dir / f"rank{rank}.log") or "no result (killed)"}
-    out = DeployOutcome(prep, opt, {r - pw: x for r, x in results.items() if r >= pw},
-                        {r: p.returncode for r, p in enumerate(procs)}, time.monotonic() - t0,
-                        sim_dir, notes, {r: x for r, x in results.items() if r < pw}, h, sends)
-    if not opt.keep:
-        shutil.rmtree(sim_dir, ignore_errors=True)
-    return out
+    return DeployOutcome(prep, opt, {r - pw: x for r, x in results.items() if r >= pw},
+                         {r: p.returncode for r, p in enumerate(procs)}, time.monotonic() - t0,
+                         sim_dir, notes, {r: x for r, x in results.items() if r < pw}, h, sends)
 
 
 def _write(sim_dir: Path, prep, plans, opt, pw: int, dw: int, sends, aux, serves) -> None:
@@ -203,10 +204,9 @@ def _write(sim_dir: Path, prep, plans, opt, pw: int, dw: int, sends, aux, serves
 
 def _start(sim_dir: Path, world: int):
     import os
-    import subprocess
     import sys
 
-    from specplan.sim.launch import free_port
+    from specplan.sim.launch import free_port, spawn
 
     port, procs = free_port(), []
     root = str(Path(__file__).resolve().parents[2])
@@ -214,10 +214,8 @@ def _start(sim_dir: Path, world: int):
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                    WORLD_SIZE=str(world), OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
                        [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-        with open(sim_dir / f"rank{rank}.log", "w") as log:
-            procs.append(subprocess.Popen([sys.executable, "-m", "specplan.sim.handoff", str(sim_dir)],
-                                          env=env, stdout=log, stderr=subprocess.STDOUT,
-                                          start_new_session=True))
+        procs.append(spawn([sys.executable, "-m", "specplan.sim.handoff", str(sim_dir)], env,
+                           sim_dir / f"rank{rank}.log", procs[0].pid if procs else 0))
     return procs
 
 

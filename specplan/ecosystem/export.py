@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from specplan.ecosystem import spec_tp_sync
 from specplan.ecosystem.flags import (DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER,
                                       SGLANG_ALGORITHMS, SITE_SLUGS, VLLM_METHODS)
-from specplan.ecosystem.translate import ENGINE_NAMES, Refusal, refusal, translate
+from specplan.ecosystem.translate import Refusal, refusal, translate
 from specplan.schema import Spec
 
 PROGRAMS = {"sglang": "python -m sglang.launch_server", "vllm": "vllm serve"}
@@ -32,26 +33,48 @@ class Launch:
     args: list[tuple[str, str | None, str]] = field(default_factory=list)  # (flag, value, comment)
     notes: list[str] = field(default_factory=list)
     faithful: Spec | None = None  # an imported spec whose own line is printed back as written
+    plan_path: str | None = None  # SPECPLAN_PLAN: the plan the specplan plugin runs
+    plan_how: str = ""  # the command that writes it
+
+    def command_prefix(self) -> str:
+        return f"SPECPLAN_PLAN={shlex.quote(self.plan_path)} " if self.plan_path else ""
 
 
-def export(spec: Spec, engine: str | None = None) -> Launch:
-    """The launch of `spec` on `engine` (default its own); Refusal when it cannot run."""
+def export(spec: Spec, engine: str | None = None, version: str | None = None,
+           plan_path: str | None = None) -> Launch:
+    """The launch of `spec` on `engine` (default its own) at release `version` (default the
+    spec's engine_version, or the other engine's newest); Refusal when it cannot run. A
+    `behaviour: specplan` spec on its own engine runs with the specplan plugin: the line sets
+    SPECPLAN_PLAN to `plan_path` (default compile's build/<name>/plan.json)."""
+    from specplan.engines import convention
+    from specplan.engines.spelling import Unspellable, respell
+
     engine = engine or spec.engine
+    name = convention(engine, version).title
     try:
         target, notes = translate(spec, engine)
+        target = _at_release(target, version)
     except Refusal as exc:
-        raise Refusal(f"{ENGINE_NAMES[engine]} cannot run {spec.name}: {exc}") from None
+        raise Refusal(f"{name} cannot run {spec.name}: {exc}") from None
     why = refusal(target)
     if why:
-        raise Refusal(f"{ENGINE_NAMES[engine]} cannot run {spec.name}: {why}")
+        raise Refusal(f"{name} cannot run {spec.name}: {why}")
     from specplan.passes import plan
 
     sites = plan(target).graph.sections["sites"]
-    title = f"{spec.name} on {ENGINE_NAMES[engine]}"
-    if target is not spec:
+    title = f"{spec.name} on {convention(engine, target.engine_version).title}"
+    if target.engine != spec.engine:
         title += f" (translated from engine {spec.engine}; layouts differ where noted)"
     launch = Launch(engine, title, notes=notes)
+    if spec.behaviour == "specplan" and engine == spec.engine:
+        launch.plan_path = plan_path or f"build/{spec.name}/plan.json"
+        where = shlex.quote(str(Path(launch.plan_path).parent))
+        launch.plan_how = f"specplan compile {shlex.quote(spec.line_of()[0])} -o {where}"
     _WRITERS[engine](target, sites, launch)
+    try:
+        launch.args = respell(launch.args, convention(engine, target.engine_version).flag_table())
+    except Unspellable as exc:
+        raise Refusal(f"{name} cannot run {spec.name}: {exc}") from None
     if spec.disaggregation is not None:
         from specplan.deploy.launch import FLAGS
         from specplan.deploy.rules import DEFAULT_CONNECTOR
@@ -60,6 +83,21 @@ def export(spec: Spec, engine: str | None = None) -> Launch:
         launch.args += FLAGS[engine].write(dis.role, dis.connector or DEFAULT_CONNECTOR[engine])
     _engine_args(spec, target, launch)
     return launch
+
+
+def _at_release(spec: Spec, version: str | None) -> Spec:
+    """`spec` at release `version` (its own when None): the release's rules re-checked."""
+    from specplan.ecosystem.yaml_out import reload, spec_data
+    from specplan.engines import convention
+    from specplan.errors import UserError
+
+    if version is None or convention(spec.engine, version) is convention(spec.engine, spec.engine_version):
+        return spec
+    data = {**spec_data(spec), "engine_version": version}
+    try:
+        return reload(data, f"{spec.line_of()[0]} (at {convention(spec.engine, version).title})")
+    except UserError as exc:
+        raise Refusal("; ".join(d.message for d in exc.diagnostics)) from None
 
 
 def _engine_args(spec: Spec, target: Spec, launch: Launch) -> None:
@@ -72,14 +110,15 @@ def _engine_args(spec: Spec, target: Spec, launch: Launch) -> None:
     if target is not spec:
         from specplan.engines import convention
 
-        theirs = convention(launch.engine).flag_table().options
+        theirs = convention(launch.engine, target.engine_version).flag_table().options
         same = [a for a in kept if a.split(" ")[0].partition("=")[0] in theirs]
         launch.args += [(a, None, "kept from engine_args: the same flag there") for a in same]
         lost = [a for a in kept if a not in same]
         if target.topology.dp_lm_head != spec.topology.dp_lm_head:
             lost.append("--enable-dp-lm-head (topology.dp_lm_head)")
         if lost:
-            launch.notes.append(f"no {ENGINE_NAMES[launch.engine]} equivalent, not carried over: "
+            launch.notes.append(f"no {convention(launch.engine, target.engine_version).title} "
+                                "equivalent, not carried over: "
                                 + ", ".join(lost))
         return
     changed = restated(spec, {name: value for name, value, _ in launch.env})
@@ -102,7 +141,7 @@ def _kept(spec: Spec) -> list[str]:
 
     words = [w for arg in spec.engine_args for w in shlex.split(arg)]
     _, _, rest = split_command(spec.engine, words)
-    args, _ = read_words(convention(spec.engine).flag_table(), rest)
+    args, _ = read_words(convention(spec.engine, spec.engine_version).flag_table(), rest)
     return [a.text for a in args if a.flag is not None and a.dest not in MODELLED[spec.engine]]
 
 
@@ -133,6 +172,8 @@ def _topology(spec: Spec, launch: Launch, names: dict[str, str]) -> None:
     if t.nodes > 1:
         add(("--nnodes", str(t.nodes), "machines (topology.nodes); each node also needs "
              "its node rank and the head address"))
+    if spec.model.page_size is not None:
+        add((names["page"], str(spec.model.page_size), "tokens per KV page (model.page_size)"))
     dtype = spec.model.dtype
     if dtype in DTYPES:
         add(("--dtype", DTYPES[dtype], f"activation dtype (model.dtype: {dtype})"))
@@ -145,7 +186,7 @@ def _sglang(spec: Spec, sites: dict, launch: Launch) -> None:
     t = spec.topology
     _paths(spec, launch, "--model-path", "--speculative-draft-model-path")
     names = {"tp": "--tp-size", "pp": "--pp-size", "cp": "--attn-cp-size", "dcp": "--dcp-size",
-             "ep": "--ep-size", "moe_dp": "--moe-dp-size"}
+             "ep": "--ep-size", "moe_dp": "--moe-dp-size", "page": "--page-size"}
     if not t.dp_attention:
         names["dp"] = "--dp-size"
     _topology(spec, launch, names)
@@ -214,7 +255,7 @@ def _sglang_env(spec: Spec, sites: dict, launch: Launch) -> None:
     if spec.model.pp_partition and t.pp > 1:
         launch.env.append(("SGLANG_PP_LAYER_PARTITION", ",".join(map(str, spec.model.pp_partition)),
                            "layers per pipeline stage (model.pp_partition)"))
-    launch.notes.extend(_sglang_mismatch(spec, sites))
+    launch.notes.extend(_sglang_mismatch(spec, sites, bool(launch.plan_path)))
 
 
 def _sglang_converges(spec: Spec, site: str) -> bool | None:
@@ -227,7 +268,15 @@ def _sglang_converges(spec: Spec, site: str) -> bool | None:
     return site.endswith("_accept") and (device == "rocm" or sampling != "greedy" and device != "cpu")
 
 
-def _sglang_mismatch(spec: Spec, sites: dict) -> list[str]:
+def _unmatched(plugin: bool) -> str:
+    """What follows from a site the plan converges and the engine cannot."""
+    if plugin:
+        return "the specplan plugin the line loads (SPECPLAN_PLAN) converges them (docs/engines.md)"
+    return ("the engine will not match the plan there unless it loads the specplan plugin "
+            "(SPECPLAN_PLAN=plan.json; docs/engines.md)")
+
+
+def _sglang_mismatch(spec: Spec, sites: dict, plugin: bool = False) -> list[str]:
     lacking, extra = [], []
     for name, e in sites.items():
         engine = _sglang_converges(spec, name)
@@ -246,8 +295,7 @@ def _sglang_mismatch(spec: Spec, sites: dict) -> list[str]:
                      "broadcasts only the accept triple, on sampling paths and ROCm greedy")
     if lacking:
         notes.append("behaviour: the plan converges " + ", ".join(lacking) + ", which SGLang "
-                     "cannot converge: the engine will not match the plan there unless it loads the "
-                     "specplan plugin (SPECPLAN_PLAN=plan.json; docs/engines.md)")
+                     "cannot converge: " + _unmatched(plugin))
     if extra:
         notes.append("behaviour: SGLang converges " + ", ".join(extra) + " where the plan does not")
     return notes
@@ -258,7 +306,7 @@ def _vllm(spec: Spec, sites: dict, launch: Launch) -> None:
     _paths(spec, launch, "--model", None)
     names = {"tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size",
              "dp": "--data-parallel-size", "cp": "--prefill-context-parallel-size",
-             "dcp": "--decode-context-parallel-size"}
+             "dcp": "--decode-context-parallel-size", "page": "--block-size"}
     _topology(spec, launch, names)
     if t.ep > 1:
         launch.args.append(("--enable-expert-parallel", None, f"experts over dp * pcp * tp = "
@@ -288,7 +336,8 @@ def _vllm(spec: Spec, sites: dict, launch: Launch) -> None:
     if lacking and t.tp * t.cp > 1:
         launch.notes.append("behaviour: the plan converges " + ", ".join(lacking) + ", which "
                             "vLLM never converges inside TP (it relies on identical logits and "
-                            "seeded RNG): the engine will not match the plan there")
+                            "seeded RNG): " + (_unmatched(True) if launch.plan_path else
+                                               "the engine will not match the plan there"))
     if s.sampling != "greedy":
         launch.notes.append(f"speculative.sampling {s.sampling} is chosen per request, not at launch")
 
@@ -325,8 +374,16 @@ def render(launch: Launch) -> str:
     out.append("args=(")
     out += [f"  {text.ljust(width)}  # {comment}" for text, comment in rows]
     out.append(")")
-    out.append(f'{PROGRAMS[launch.engine]} "${{args[@]}}"')
+    out += plan_comment(launch)
+    out.append(f'{launch.command_prefix()}{PROGRAMS[launch.engine]} "${{args[@]}}"')
     return "\n".join(out) + "\n"
+
+
+def plan_comment(launch: Launch) -> list[str]:
+    if not launch.plan_path:
+        return []
+    return [f"# SPECPLAN_PLAN: the specplan plugin runs this plan inside the engine "
+            f"(`{launch.plan_how}` writes it)"]
 
 
 def _quote(value: str) -> str:

@@ -53,8 +53,12 @@ def hot_path_for(hot_path: str, device: torch.device) -> str:
     return "device" if device.type in ("cuda", "npu") else "host"
 
 
-def start_process_group(plan: PlanView, rank, world_size, backend: str) -> None:
-    """Initialize torch.distributed from arguments or the torchrun environment, if not done."""
+def start_process_group(plan: PlanView, rank, world_size, backend: str,
+                        rendezvous_s: float | None = None) -> None:
+    """Initialize torch.distributed from arguments or the torchrun environment, if not done.
+
+    The rendezvous waits `rendezvous_s` (default: runtime.timeout_s) for every rank: a loaded
+    machine may take long to start them, which is not a collective's hang."""
     if dist.is_initialized():
         return
     rank = int(os.environ["RANK"]) if rank is None else rank
@@ -63,15 +67,34 @@ def start_process_group(plan: PlanView, rank, world_size, backend: str) -> None:
         raise WorldSizeMismatch(
             f"at process-group start: plan {plan.name} (fingerprint {plan.fingerprint[:16]}) is "
             f"for {plan.world_size} ranks, but rank {rank} was started in a world of {world_size}")
+    wait = plan.timeout_s if rendezvous_s is None else rendezvous_s
     try:
         dist.init_process_group(backend, rank=rank, world_size=world_size,
-                                timeout=datetime.timedelta(seconds=plan.timeout_s))
+                                timeout=datetime.timedelta(seconds=plan.timeout_s),
+                                store=_store(rank, world_size, wait, rendezvous_s))
     except (RuntimeError, dist.DistError) as exc:
         raise CollectiveTimeout(
             f"at process-group start: not every one of {world_size} ranks joined within "
-            f"{plan.timeout_s:g}s (this is rank {rank}); a rank whose plan is for another world "
-            f"size refuses to start (plan {plan.name} is for {plan.world_size} ranks): "
+            f"{wait:g}s (this is rank {rank}): the machine was too slow to start them all (the "
+            f"rendezvous waits runtime.timeout_s; raise it on a loaded machine), or a rank "
+            f"stopped before it joined (its own error says why): "
             f"{str(exc).splitlines()[0]}") from exc
+
+
+def _store(rank: int, world_size: int, wait: float, rendezvous_s: float | None):
+    """A TCP store of its own timeout for a rendezvous longer than the collectives' timeout
+    (MASTER_ADDR / MASTER_PORT, not under a torchrun agent); None: init_process_group's own."""
+    env = os.environ
+    if rendezvous_s is None or "MASTER_ADDR" not in env or "TORCHELASTIC_RUN_ID" in env:
+        return None
+    try:
+        return dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), world_size, rank == 0,
+                             timeout=datetime.timedelta(seconds=wait))
+    except (RuntimeError, dist.DistError, KeyError, ValueError) as exc:
+        raise CollectiveTimeout(
+            f"at process-group start: rank {rank} found no rendezvous at "
+            f"{env.get('MASTER_ADDR')}:{env.get('MASTER_PORT')} within {wait:g}s: the machine was "
+            f"too slow to start every rank (raise runtime.timeout_s): {str(exc).splitlines()[0]}") from exc
 
 
 def group_ranks(group) -> list[int] | None:

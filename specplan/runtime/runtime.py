@@ -353,7 +353,8 @@ def wait_for(work, *, what: str, timeout_s: float, rank: int) -> None:
 
 def bind(plan, *, rank: int | None = None, world_size: int | None = None,
          device: str | torch.device | None = None, groups: dict | None = None,
-         hot_path: str = "auto", batch_identity: bool | None = None) -> Runtime:
+         hot_path: str = "auto", batch_identity: bool | None = None,
+         rendezvous_s: float | None = None) -> Runtime:
     """Bind a plan (path to plan.json, or its content) on this rank.
 
     `groups` maps family name -> the process group this rank already belongs to (an engine's
@@ -367,11 +368,14 @@ def bind(plan, *, rank: int | None = None, world_size: int | None = None,
 
     `batch_identity`: None (the plan's `runtime.batch_identity`), True or False (forced): whether
     the guard header carries the digest of the rows' (request, generation).
+
+    `rendezvous_s`: how long the process-group start waits for every rank (default: the
+    plan's runtime.timeout_s).
     """
     view = PlanView(plan)
     backend = _bind.backend_for(view)
     dev = torch.device(device) if device is not None else _bind.default_device(view)
-    _bind.start_process_group(view, rank, world_size, backend)
+    _bind.start_process_group(view, rank, world_size, backend, rendezvous_s)
     adopted, problems = _bind.check_adopted(view, groups)
     _bind.agree_on_plan(view, dev, adopted, problems)
     return Runtime(view, dev, backend, adopted, _bind.hot_path_for(hot_path, dev), batch_identity)

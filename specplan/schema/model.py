@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from specplan.engines.releases import RELEASES
+
 # Limits (documented in the JSON Schema and README): far past any deployment, low enough that
 # every size stays an exact machine integer and the planner never allocates by a typo.
 MAX_RANKS = 1_048_576  # any one axis, and the whole world (schema/limits.py)
@@ -246,9 +248,13 @@ class Spec(_Model):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=MAX_NAME,
                       description=f"Spec name: [a-z0-9][a-z0-9_.-]*, at most {MAX_NAME} characters.")
     engine: Engine = Field("sglang", description="Layout and sync conventions: sglang | vllm.")
+    engine_version: str | None = Field(
+        None, max_length=MAX_NAME, description="The engine's release whose flags, layout, rules "
+        "and defaults apply (default: the newest): " + "; ".join(
+            f"{e} {', '.join(vs)}" for e, vs in RELEASES.items()) + ".")
     behaviour: Behaviour = Field(
         "specplan", description="specplan (the plan specplan would run) | engine (what the engine "
-                                "does by default for the method: SGLang 0.5.23, vLLM 0.33.0).")
+                                "does by default for the method, at engine_version).")
     topology: Topology
     model: ModelCfg
     speculative: Speculative = Field(default_factory=Speculative)

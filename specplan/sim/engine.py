@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 
 from specplan.runtime.errors import RuntimeDivergence
+from specplan.sim import faults
 from specplan.sim.comm import Comm, make_shard
 from specplan.sim.drafter import Head
 from specplan.sim.model import F64, KVCache, ModelConfig, Segment, init_weights, logits_of, run_layers
@@ -32,7 +33,7 @@ class SimConfig:
     rounds: int
     requests: int
     seed: int = 0
-    inject: str = ""  # "" | noise | kill
+    inject: str = ""  # "" | noise | draft-noise | verify-noise | kill (sim/faults.py)
     kill_rank: int = -1
     kill_round: int = -1
     noise: float = 8.0
@@ -65,9 +66,14 @@ class LayoutMismatch(RuntimeDivergence):
 def produced_taps(plan, stage: int) -> tuple[int, ...]:
     """The residuals (global layer ids) a stage hands the drafter, as the plan numbers taps:
     global ids name one owner; stage-local ids are read by every stage from its own first
-    layer (tap 0 included), so ids collide and far ids go missing."""
+    layer (tap 0 included), so ids collide and far ids go missing; dropped routing hands over
+    the last stage's own only."""
     pipe = plan.pipeline
     st = pipe.stages[stage]
+    if pipe.aux_routing == "dropped" and stage != len(pipe.stages) - 1:
+        # SGLang 0.5.23: a non-last stage returns PPProxyTensors of hidden states and residual
+        # only (srt/models/llama.py `residual_batch.to_pp`); its captures never leave it.
+        return ()
     if pipe.tap_ids == "global":
         return tuple(st.taps)
     return tuple(st.start_layer + t.tap for t in pipe.taps if stage in t.producers)
@@ -111,6 +117,7 @@ class Engine:
         self.shard = make_shard(rt, self.comm, dp_attn)
         self.w = shadowed(init_weights(self.cfg), p, self.layers)
         self.head = Head(self.w, standalone=self.method == "standalone")
+        faults.install(self)  # --inject draft-noise: a perturbed rank's drafter
         fam = view.families["replica"]
         self.requests = [q for q in range(sim.requests) if q % fam.num_groups == rt.replica]
         self.max_len = 16 + (sim.rounds + 1) * (self.width + 1)
@@ -122,10 +129,15 @@ class Engine:
         self.state: dict = {}  # last stage: drafter context and proposal
         self.round = 0
         self.held: dict = {}
+        self._programs: dict = {}
         self.timers: dict = defaultdict(float)
         self.runtime_calls: Counter = Counter()
         self.runtime_bytes: Counter = Counter()
         self.commits: dict[int, list[int]] = {}
+        # Last stage: the target's argmax at every committed token, which the report compares
+        # with the model on one process where sampling leaves no token reference.
+        self.predicted: list[list[int]] = [[] for _ in self.requests]
+        self.picks = torch.empty(0, dtype=torch.int64)
 
     @property
     def bs(self) -> int:
@@ -149,7 +161,7 @@ class Engine:
         for name in sites:
             site = self.view.sites[name]
             mine = {d.name for d in site.decisions}
-            if site.boundary is None:
+            if site.boundary is None or not self._runs(site):
                 out.update({k: v for k, v in (values or {}).items() if k in mine})
             elif site.boundary not in done:
                 done.add(site.boundary)
@@ -164,6 +176,14 @@ class Engine:
         self._placeholders(sites, out)
         self._hold(sites, out)
         return out
+
+    def _runs(self, site) -> bool:
+        """Whether this stage's program converges `site`'s boundary: a per-stage family (tp
+        under pp > 1) converges on the stage that decides; the others get the relay."""
+        key = (self.stage, site.round)
+        if key not in self._programs:
+            self._programs[key] = set(self.view.program(*key))
+        return ("boundary", site.boundary) in self._programs[key]
 
     def _placeholders(self, sites, out: dict) -> None:
         """A decision the last stage made that never reached this stage (pipeline.relay_drafts:
@@ -242,7 +262,7 @@ class Engine:
                 torch.empty(n, 0, dtype=F64)
         x, new_kv, tapped = run_layers(self.w, self.cfg, self.shard, self.cache, self.layers,
                                        x, segs, self.own_taps)
-        taps = torch.cat([taps_in] + [tapped[t] for t in sorted(tapped)], 1)
+        taps = faults.stage_taps(self, taps_in, [tapped[t] for t in sorted(tapped)])
         if self.last and self.cfg.taps:
             self._check_taps()
         self.pending_kv = new_kv
@@ -254,6 +274,7 @@ class Engine:
             self.timers["target"] += time.perf_counter() - t0
             return None, None, None
         logits = logits_of(self.w, x)
+        self.picks = logits.argmax(-1)  # what the target predicts per row, before any noise
         if self.sim.inject == "noise" and self.rt.rank not in self.sources():
             g = torch.Generator().manual_seed(zlib.crc32(f"noise/{self.rt.rank}/{self.round}".encode()))
             logits = logits + self.sim.noise * torch.randn(logits.shape, generator=g, dtype=F64)
@@ -299,7 +320,11 @@ class Engine:
             self.cache.write(self.pending_kv, r, slots)
             self.cache_len[b] += len(r)
             self.tokens[b].extend(toks)
+            if self.last:  # the rows predicting the new tokens: the last len(toks) of `r`
+                self.predicted[b].extend(self.picks[r[len(r) - len(toks):]].tolist())
         self.commits[self.round] = [len(t) for t in new_tokens]
+        if self.round > 0:  # a decode round's accepted length, for `diff --acceptance`
+            self.rt.record_acceptance(self.round, self.requests, self.commits[self.round])
         self.timers["commit"] += time.perf_counter() - t0
 
     def sample_or_argmax(self, logits: torch.Tensor, positions: list[int]) -> torch.Tensor:

@@ -269,7 +269,7 @@ def decode_side(raw: dict, sim, rank: int, views: dict, got_fn) -> dict:
                             world_size=raw["decode_world"],
                             timeout=datetime.timedelta(seconds=views["decode"].timeout_s))
     t_bind = time.perf_counter()
-    rt = bind(raw["plans"]["decode"])
+    rt = bind(raw["plans"]["decode"], device="cpu")  # the plan keeps the spec's device
     e = Engine(rt, sim)
     rounds.startup(e)
     diff = install(e, got_fn)

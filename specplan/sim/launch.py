@@ -9,6 +9,7 @@ then every survivor is killed; Ctrl-C kills them all before it propagates.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -17,10 +18,12 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from specplan.sim.faults import DECISION_FAULTS
 from specplan.sim.setup import Prepared, foreign, prepare
 
 GRACE_S = 60.0
@@ -48,6 +51,7 @@ class Outcome:
     wall_s: float
     sim_dir: Path
     notes: list[str] = field(default_factory=list)
+    trace_dir: str | None = None  # --trace-dir: where the ranks wrote their traces
 
 
 def free_port() -> int:
@@ -56,10 +60,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def write_config(sim_dir: Path, prep: Prepared, opt: Options) -> None:
+def write_config(sim_dir: Path, prep: Prepared, opt: Options, rendezvous_s: float = 300.0) -> None:
+    """sim.json; `rendezvous_s` (the spec's own runtime.timeout_s) bounds the ranks' start, so
+    a loaded machine slow to start them is not cut off at the sim's short collective timeout."""
     world = prep.plan.world_size
     sim = {"rounds": opt.rounds, "requests": opt.requests, "seed": opt.seed,
-           "inject": opt.inject if opt.inject in ("noise", "kill") else "",
+           "inject": opt.inject if opt.inject in (*DECISION_FAULTS, "kill") else "",
            "kill_rank": world - 1, "kill_round": max(1, opt.rounds // 2),
            "spec": opt.spec, "unfused": opt.unfused, "progress": str(sim_dir / "progress")}
     plans = {}
@@ -68,7 +74,8 @@ def write_config(sim_dir: Path, prep: Prepared, opt: Options) -> None:
         other = foreign(prep.spec, sim_dir)
         (sim_dir / "foreign.json").write_text(other.dumps())
         plans[str(world - 1)] = str(sim_dir / "foreign.json")
-    (sim_dir / "sim.json").write_text(json.dumps({"model": prep.model, "sim": sim, "plans": plans}))
+    (sim_dir / "sim.json").write_text(json.dumps({"model": prep.model, "sim": sim, "plans": plans,
+                                                  "rendezvous_s": rendezvous_s}))
 
 
 def start(sim_dir: Path, world: int, module: str = "specplan.sim.worker") -> list[subprocess.Popen]:
@@ -79,23 +86,85 @@ def start(sim_dir: Path, world: int, module: str = "specplan.sim.worker") -> lis
                    WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
                    OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
                        [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-        log = open(sim_dir / f"rank{rank}.log", "w")
-        procs.append(subprocess.Popen([sys.executable, "-m", module, str(sim_dir)],
-                                      env=env, stdout=log, stderr=subprocess.STDOUT,
-                                      start_new_session=True))
-        log.close()
+        procs.append(spawn([sys.executable, "-m", module, str(sim_dir)], env,
+                           sim_dir / f"rank{rank}.log", procs[0].pid if procs else 0))
     return procs
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the parent dies, however it dies (Linux
+    PR_SET_PDEATHSIG), so a SIGKILLed `simulate` leaves no rank behind."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the reaper and kill_all still end them
+        pass
+
+
+def spawn(argv: list[str], env: dict, log: Path, group: int = 0) -> subprocess.Popen:
+    """A rank process: out of the terminal's process group (Ctrl-C reaches the parent only,
+    which ends them all), in one group of its own with its peers (`group`: the first rank's
+    pid, 0 for the first), dying with the parent."""
+    with open(log, "w") as out:
+        return subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                process_group=group, preexec_fn=_die_with_parent)
+
+
 def kill_all(procs: list[subprocess.Popen]) -> None:
+    for pgid in {os.getpgid(p.pid) for p in procs if _alive_group(p)}:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     for p in procs:
         if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    for p in procs:
+            p.kill()
         p.wait()
+
+
+def _alive_group(p: subprocess.Popen) -> bool:
+    try:
+        return p.poll() is None and os.getpgid(p.pid) != os.getpgrp()
+    except ProcessLookupError:
+        return False
+
+
+@contextlib.contextmanager
+def sim_folder(prefix: str, keep: bool = False):
+    """The run's temporary folder, gone on every exit: a normal one, an error, Ctrl-C, SIGTERM
+    (turned into SystemExit(143) while the run lasts, so every `finally` runs) and SIGKILL (a
+    reaper process removes it once the parent's end of its pipe closes)."""
+    where = Path(tempfile.mkdtemp(prefix=prefix))
+    reaper = None if keep else _reaper(where)
+    old = signal.getsignal(signal.SIGTERM)
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield where
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old)
+        if not keep:
+            shutil.rmtree(where, ignore_errors=True)
+        if reaper is not None:
+            reaper.stdin.close()
+            reaper.wait()
+
+
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+_REAP = ("import shutil, sys, time\nsys.stdin.read()\ntime.sleep(0.5)\n"
+         "shutil.rmtree(sys.argv[1], ignore_errors=True)")
+
+
+def _reaper(where: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", _REAP, str(where)], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
 
 
 def watch(procs, sim_dir: Path, rounds: int, on_round, deadline_s: float) -> list[str]:
@@ -127,26 +196,23 @@ def simulate(spec_path: str, opt: Options, on_round=lambda r: None) -> Outcome:
     from specplan.schema import load_spec
 
     spec = load_spec(spec_path)
-    sim_dir = Path(tempfile.mkdtemp(prefix="specplan-sim-"))
-    prep = prepare(spec, sim_dir, requests=opt.requests, max_layers=opt.max_layers, seed=opt.seed)
-    write_config(sim_dir, prep, opt)
-    world = prep.plan.world_size
-    t0 = time.monotonic()
-    procs = start(sim_dir, world)
-    try:
-        notes = watch(procs, sim_dir, opt.rounds, on_round, deadline_s=120 + 3.0 * opt.rounds * world)
-    finally:
-        kill_all(procs)
-    results = {}
-    for rank in range(world):
-        path = sim_dir / f"rank{rank}.json"
-        results[rank] = json.loads(path.read_text()) if path.exists() else {
-            "rank": rank, "error": _log_tail(sim_dir / f"rank{rank}.log") or "no result (killed)"}
-    out = Outcome(prep, opt, results, {i: p.returncode for i, p in enumerate(procs)},
-                  time.monotonic() - t0, sim_dir, notes)
-    if not opt.keep:
-        shutil.rmtree(sim_dir, ignore_errors=True)
-    return out
+    with sim_folder("specplan-sim-", opt.keep) as sim_dir:
+        prep = prepare(spec, sim_dir, requests=opt.requests, max_layers=opt.max_layers, seed=opt.seed)
+        write_config(sim_dir, prep, opt, spec.runtime.timeout_s)
+        world = prep.plan.world_size
+        t0 = time.monotonic()
+        procs = start(sim_dir, world)
+        try:
+            notes = watch(procs, sim_dir, opt.rounds, on_round, deadline_s=120 + 3.0 * opt.rounds * world)
+        finally:
+            kill_all(procs)
+        results = {}
+        for rank in range(world):
+            path = sim_dir / f"rank{rank}.json"
+            results[rank] = json.loads(path.read_text()) if path.exists() else {
+                "rank": rank, "error": _log_tail(sim_dir / f"rank{rank}.log") or "no result (killed)"}
+        return Outcome(prep, opt, results, {i: p.returncode for i, p in enumerate(procs)},
+                       time.monotonic() - t0, sim_dir, notes)
 
 
 def _log_tail(path: Path) -> str:

@@ -1,4 +1,5 @@
-"""The reference: the full sim model on one process, plain greedy decoding, no speculation."""
+"""The reference: the full sim model on one process, plain greedy decoding, no speculation;
+and the model's own argmax along a given token sequence (teacher forcing)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,13 @@ def greedy(cfg: ModelConfig, prompt: list[int], n_new: int, w: dict | None = Non
         out.append(nxt)
         tokens = torch.tensor([nxt], dtype=torch.int64)
     return out
+
+
+def picks(cfg: ModelConfig, tokens: list[int], w: dict | None = None) -> list[int]:
+    """The argmax after each prefix of `tokens`: one causal forward on one process."""
+    w = w if w is not None else init_weights(cfg)
+    layers, n = range(cfg.num_layers), len(tokens)
+    cache = KVCache(layers, n, cfg.heads, cfg.head_dim)
+    x = w["embed"][torch.tensor(tokens, dtype=torch.int64)]
+    x, _, _ = run_layers(w, cfg, Shard(), cache, layers, x, [Segment(slice(0, n), 0, 0, causal(n))])
+    return logits_of(w, x).argmax(-1).tolist()

@@ -45,6 +45,8 @@ def verdict(outcome) -> Verdict:
             v.agreed += 1
     if outcome.prepared.plan.speculative.sampling == "greedy" and not v.problems:
         _against_reference(outcome, by_request, v)
+    elif not v.problems:
+        _against_model(outcome, by_request, v)
     v.ok = not v.problems
     return v
 
@@ -65,6 +67,31 @@ def _against_reference(outcome, by_request: dict, v: Verdict) -> None:
             at = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
             v.problems.append(f"request {q}: token {at} is {got[at]}, plain greedy decoding "
                               f"gives {want[at]} (first {at} tokens agree)")
+
+
+def _against_model(outcome, by_request: dict, v: Verdict) -> None:
+    """Sampled tokens have no reference, but the target's argmax after each committed prefix
+    does: the model on one process, teacher-forced along the same tokens. A target that ran
+    other weights (a draft layer landing on a target layer) or other inputs shows here."""
+    from specplan.sim.engine import prompt_of
+    from specplan.sim.model import ModelConfig, init_weights
+    from specplan.sim.reference import picks
+
+    m = outcome.prepared.model
+    cfg = ModelConfig(**{**m, "taps": tuple(m["taps"])})
+    w, seen = init_weights(cfg), set()
+    for rank, x in sorted(outcome.results.items()):
+        for q, got in x.get("predicted", {}).items():
+            if q in seen or not got:
+                continue
+            seen.add(q)
+            prompt = prompt_of(outcome.options.seed, int(q), cfg.vocab)
+            want = picks(cfg, prompt + by_request[q][rank][:-1], w)[len(prompt) - 1:]
+            if got != want:
+                at = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
+                v.problems.append(f"request {q}: after token {at} the target (rank {rank}) predicts "
+                                  f"{got[at]} where the model on one process predicts {want[at]}: the "
+                                  f"target ran other weights or inputs than the model's")
 
 
 def summary(outcome) -> dict:
@@ -89,27 +116,50 @@ def summary(outcome) -> dict:
             "converge_share": phases["converge"] / decode if decode else 0.0}
 
 
+def simulated(plan) -> tuple[str, str]:
+    """(behaviour, policy) of the plan simulated: a `behaviour: engine` plan runs the engine's
+    own converges unless the spec writes sync.policy (a knob, or the engine's own preset)."""
+    mode = plan.behaviour.mode
+    if mode == "engine" and "sync.policy" not in plan.source.lines:
+        return mode, f"{plan.engine} default"
+    return mode, plan.sync.policy
+
+
+def unconverged(plan) -> list[str]:
+    """The sites a plan leaves unconverged over groups of more than one rank."""
+    wide = {f.name for f in plan.families if f.group_size > 1}
+    return [s.name for s in plan.sites if not s.converge and s.family in wide]
+
+
 def report_json(outcome, v: Verdict, exit_code: int) -> dict:
     """`specplan simulate --json`: one object.
 
-    name, world_size, replicas, method, sampling, policy: the plan simulated; rounds,
+    name, world_size, replicas, method, sampling, behaviour (engine | specplan), policy (the
+    sync.policy, or "<engine> default" for an engine's own plan), unconverged (sites left
+    unconverged over groups of more than one rank): the plan simulated; rounds,
     requests, seed, inject ("" when none): the run; shrunk: what was shrunk for the CPU, in
     words; summary: per decode round tokens_per_round, accept_len, collectives and bytes (per
     rank, the busiest rank's mean), rounds_per_s, decode_s and phases (seconds per phase,
     slowest rank), or {} when no rank finished; verdict: ok, agreed (requests whose ranks
     agreed), checked (requests compared with plain greedy decoding; 0 under sampling) and
-    problems (one line each); exit_code: what the command exits with.
+    problems (one line each); acceptance: mean (accepted length per request per decode
+    round, overall) and replicas (the same per replica); trace_dir: where the ranks wrote their
+    traces (--trace-dir), or null; exit_code: what the command exits with.
     """
+    from specplan.sim.traces import acceptance
+
     plan, opt = outcome.prepared.plan, outcome.options
     s = summary(outcome)
     keep = ("tokens_per_round", "accept_len", "collectives", "bytes", "rounds_per_s", "decode_s", "phases")
+    behaviour, policy = simulated(plan)
     return {"name": plan.name, "world_size": plan.world_size, "replicas": outcome.prepared.replicas,
             "method": plan.speculative.method, "sampling": plan.speculative.sampling,
-            "policy": plan.sync.policy, "rounds": opt.rounds, "requests": opt.requests, "seed": opt.seed,
+            "behaviour": behaviour, "policy": policy, "unconverged": unconverged(plan),
+            "rounds": opt.rounds, "requests": opt.requests, "seed": opt.seed,
             "inject": opt.inject, "shrunk": list(outcome.prepared.shrunk),
             "summary": {k: s[k] for k in keep} if s else {},
             "verdict": {"ok": v.ok, "agreed": v.agreed, "checked": v.checked, "problems": list(v.problems)},
-            "exit_code": exit_code}
+            "acceptance": acceptance(outcome), "trace_dir": outcome.trace_dir, "exit_code": exit_code}
 
 
 def render(outcome, v: Verdict, console) -> None:
@@ -117,11 +167,16 @@ def render(outcome, v: Verdict, console) -> None:
     from rich.text import Text
 
     plan, opt = outcome.prepared.plan, outcome.options
+    behaviour, policy = simulated(plan)
     console.print(Text.assemble((plan.name, "bold"), f": world {plan.world_size}, "
                   f"{outcome.prepared.replicas} replica(s), method {plan.speculative.method} "
-                  f"({plan.speculative.sampling}), policy {plan.sync.policy}, "
+                  f"({plan.speculative.sampling}), behaviour {behaviour}, policy {policy}, "
                   f"{opt.rounds} rounds, {opt.requests} requests, seed {opt.seed}"
                   + (f", inject {opt.inject}" if opt.inject else "")))
+    left = unconverged(plan)
+    if behaviour == "engine":
+        console.print(f"the engine's own plan: {len(plan.boundaries)} converge boundaries; "
+                      f"unconverged: {', '.join(left) or 'none'}")
     if outcome.prepared.shrunk:
         console.print("shrunk for the CPU: " + "; ".join(outcome.prepared.shrunk))
     s = summary(outcome)
@@ -137,6 +192,9 @@ def render(outcome, v: Verdict, console) -> None:
             p.add_column(ph, justify="right")
         p.add_row(*(f"{s['phases'][ph]:.3f}s" for ph in PHASES))
         console.print(p)
+    if outcome.trace_dir:
+        console.print(f"traces: {outcome.trace_dir}/rank<R>.jsonl, ranks 0-{plan.world_size - 1} "
+                      "(specplan diff; diff --acceptance compares two runs)")
     if v.ok:
         ref = (f"; {v.checked} requests token-identical to plain greedy decoding"
                if v.checked else "; sampling: no reference, ranks compared")

@@ -15,6 +15,7 @@ from specplan.plan import ABSENT
 
 from specplan.runtime.kernels import (build_tree, finalize_accept, greedy_accept,
                                       tree_sample_target_only, verify_tree_greedy)
+from specplan.sim import faults
 from specplan.sim.drafter import chain, chain_tree, eagle_chain, eagle_tree, ngram_lookup, topk_proposal
 from specplan.sim.engine import EAGLE_LIKE, Engine, coins
 from specplan.sim.model import causal
@@ -41,10 +42,10 @@ def prefill(e: Engine) -> None:
     tokens = torch.tensor([x for t in e.tokens for x in t], dtype=torch.int64)
     logits, hidden, taps = e.forward(tokens, e.segments(counts, [causal(n) for n in counts]))
     ends = torch.tensor(counts).cumsum(0) - 1
-    values = None
+    values, name = None, _target_decision(e)
     if e.last:
-        values = {"next_token_ids": e.sample_or_argmax(logits[ends], counts)}
-    first = e.decide(f"{e.method}_target", values)["next_token_ids"]
+        values = {name: e.sample_or_argmax(logits[ends], counts)}
+    first = e.decide(f"{e.method}_target", values)[name]
     e.commit_rows([torch.arange(ends[b] - n + 1, ends[b] + 1) for b, n in enumerate(counts)],
                   [[int(t)] for t in first])
     if e.last and e.method != "ngram":
@@ -70,13 +71,19 @@ def _extend(e: Engine, bonus: torch.Tensor, converge: bool = True) -> None:
 def decode(e: Engine) -> None:
     if _skips(e):
         return
-    if not e.sim.spec:
+    if not e.sim.spec or e.method == "none":
         _plain(e)
     elif e.method in EAGLE_LIKE or e.method == "ngram":
         _eagle_round(e)
     else:
         _block_round(e)
     e.probe()
+
+
+def _target_decision(e: Engine) -> str:
+    """The target site's token, as the method names it (`next_token` for method none,
+    `next_token_ids` for the speculative methods' prefill)."""
+    return e.view.sites[f"{e.method}_target"].decisions[0].name
 
 
 def _root(e: Engine) -> torch.Tensor:
@@ -94,8 +101,9 @@ def _plain(e: Engine) -> None:
     """Non-speculative decoding: one token per request per round, through the target site."""
     root = _root(e)
     logits, _, _ = _verify(e, root[:, None], torch.ones(e.bs, 1, 1, dtype=torch.bool))
-    values = {"next_token_ids": e.sample_or_argmax(logits, e.cache_len)} if e.last else None
-    nxt = e.decide(f"{e.method}_target", values)["next_token_ids"]
+    name = _target_decision(e)
+    values = {name: e.sample_or_argmax(logits, e.cache_len)} if e.last else None
+    nxt = e.decide(f"{e.method}_target", values)[name]
     e.commit_rows([torch.tensor([b]) for b in range(e.bs)], [[int(t)] for t in nxt])
 
 
@@ -163,8 +171,9 @@ def _accept_eagle(e: Engine, candidates, tree, logits) -> dict:
         out = verify_tree_greedy(candidates, *tree, logits.argmax(-1).view(bs, n), width)
     e.timers["accept"] += time.perf_counter() - t0
     predict, index, correct = out
-    if index.shape[1] < e.steps + 1:  # accept_index is [bs, num_steps + 1], -1 past the path
-        index = torch.cat([index, index.new_full((bs, e.steps + 1 - index.shape[1]), -1)], 1)
+    # accept_index is [bs, num_steps + 1] (n-gram: [bs, num_draft_tokens]), -1 past the path
+    if index.shape[1] < width:
+        index = torch.cat([index, index.new_full((bs, width - index.shape[1]), -1)], 1)
     return {"predict": predict, "accept_index": index, "num_correct_drafts": correct}
 
 
@@ -212,7 +221,8 @@ def _block_round(e: Engine) -> None:
     drafts = d[:, 1:] if e.method == "dflash" else d
     verify_lens = torch.full((bs,), n, dtype=torch.int32)
     if e.method == "dspark":
-        plan = {"verify_budget": torch.tensor(bs * n, dtype=torch.int32), "verify_lens": verify_lens}
+        plan = faults.verify_plan(e, {"verify_budget": torch.tensor(bs * n, dtype=torch.int32),
+                                      "verify_lens": verify_lens})
         verify_lens = e.decide(["dspark_plan_verify", "dspark_plan"], plan if e.last else None)["verify_lens"]
     candidates = torch.cat([_root(e)[:, None], drafts], 1)
     mask = torch.ones(n, n, dtype=torch.bool).tril().expand(bs, n, n)
@@ -230,7 +240,7 @@ def _block_accept(e: Engine, candidates, logits, verify_lens):
     """(correct_len, bonus) every rank holds, through the method's accept sites."""
     bs, n = candidates.shape
     if e.method == "dflash" and not e.sampling:
-        target = logits.argmax(-1).view(bs, n) if e.last else None
+        target = faults.verify_predictions(e, logits.argmax(-1).view(bs, n)) if e.last else None
         target = e.decide("dflash_accept_greedy", {"target_predict": target} if e.last else None)
         _, correct, bonus = greedy_accept(candidates[:, 1:], target["target_predict"])
         return correct, bonus

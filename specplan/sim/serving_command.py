@@ -13,8 +13,6 @@ failed otherwise; 2: a spec whose stages are not one rank each (tp, dp, cp 1).
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -43,20 +41,41 @@ def _accept_site(plan) -> str:
     return next((s.name for s in plan.sites if s.phase == "accept"), "sampled_tokens")
 
 
-def run_serving(spec: str, *, chunk: int, requests: int, seed: int, inject: str, console) -> int:
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
-    from specplan.schema import load_spec
+def cpu_plan(spec, where: Path):
+    """SPEC's plan on the CPU (gloo), whatever its topology.device: the serving loop runs on
+    the CPU, as plain simulate does; nothing else of the spec changes."""
+    from specplan.sim.setup import compile_data
 
-    plan = build_plan(run_passes(load_spec(spec)))
+    data = spec.model_dump(mode="json", exclude_none=True)
+    data["topology"].update(device="cpu", nodes=1)
+    data["topology"].pop("backend", None)
+    return compile_data(data, where)
+
+
+def run_serving(spec: str, *, chunk: int, requests: int, seed: int, inject: str, console) -> int:
+    from specplan.schema import load_spec
+    from specplan.sim.launch import sim_folder
+
+    user = load_spec(spec)
+    with sim_folder("specplan-serving-") as where:
+        plan = cpu_plan(user, where)
+        return _serve(spec, plan, user.topology.device, chunk=chunk, requests=requests, seed=seed,
+                      inject=inject, console=console, sim_dir=where)
+
+
+def _serve(spec: str, plan, device: str, *, chunk: int, requests: int, seed: int, inject: str,
+           console, sim_dir: Path) -> int:
     cfg = config_from_plan(plan, chunk=chunk, inject=inject, seed=seed)
     if plan.world_size != cfg.pp:
         console.print(f"{spec}: --chunked-prefill runs one process per pipeline stage; this spec has "
                       f"{plan.world_size} ranks for {cfg.pp} stages (set tp, dp and cp to 1)",
                       markup=False, highlight=False)
         return EXIT_BAD_INPUT
+    if device != "cpu":
+        console.print(f"runs on the CPU (gloo), one process per stage: topology.device {device} "
+                      f"is not used", markup=False, highlight=False)
     reqs = make_requests(requests, seed, chunk)
-    results, notes = launch(plan, cfg, reqs)
+    results, notes = launch(plan, cfg, reqs, sim_dir)
     outcome, failed = collect(cfg, reqs, results)
     if failed:
         for line in failed + notes:
@@ -67,37 +86,33 @@ def run_serving(spec: str, *, chunk: int, requests: int, seed: int, inject: str,
     return EXIT_OK if outcome.error is None and outcome.first_wrong is None else EXIT_FOUND_PROBLEM
 
 
-def launch(plan, cfg: ServingConfig, reqs) -> tuple[dict[int, dict], list[str]]:
-    """One gloo process per stage (sim/launch.py's start); {rank: its result}, notes."""
+def launch(plan, cfg: ServingConfig, reqs, sim_dir: Path) -> tuple[dict[int, dict], list[str]]:
+    """One gloo process per stage (sim/launch.py's start) in `sim_dir`; {rank: its result}, notes."""
     from specplan.sim.launch import kill_all, start
 
-    sim_dir = Path(tempfile.mkdtemp(prefix="specplan-serving-"))
+    (sim_dir / "plan.json").write_text(plan.dumps())
+    (sim_dir / "serving.json").write_text(json.dumps(
+        {"config": asdict(cfg), "requests": [[r.id, list(r.prompt), r.max_tokens] for r in reqs]}))
+    procs = start(sim_dir, cfg.pp, module="specplan.sim.serving_rank")
+    notes = []
     try:
-        (sim_dir / "plan.json").write_text(plan.dumps())
-        (sim_dir / "serving.json").write_text(json.dumps(
-            {"config": asdict(cfg), "requests": [[r.id, list(r.prompt), r.max_tokens] for r in reqs]}))
-        procs = start(sim_dir, cfg.pp, module="specplan.sim.serving_rank")
-        notes = []
-        try:
-            end, stopped = time.monotonic() + DEADLINE_S, None
-            while any(p.poll() is None for p in procs):
-                if stopped is None and any(p.poll() not in (None, 0) for p in procs):
-                    stopped = time.monotonic()  # the others wait on it: give them a moment
-                if stopped is not None and time.monotonic() - stopped > GRACE_S:
-                    break
-                if time.monotonic() > end:
-                    notes.append(f"the run passed its deadline of {DEADLINE_S:g}s: every rank killed")
-                    break
-                time.sleep(0.05)
-        finally:
-            kill_all(procs)
-        results = {}
-        for rank in range(cfg.pp):
-            path = sim_dir / f"rank{rank}.json"
-            results[rank] = json.loads(path.read_text()) if path.exists() else None
-        return results, notes
+        end, stopped = time.monotonic() + DEADLINE_S, None
+        while any(p.poll() is None for p in procs):
+            if stopped is None and any(p.poll() not in (None, 0) for p in procs):
+                stopped = time.monotonic()  # the others wait on it: give them a moment
+            if stopped is not None and time.monotonic() - stopped > GRACE_S:
+                break
+            if time.monotonic() > end:
+                notes.append(f"the run passed its deadline of {DEADLINE_S:g}s: every rank killed")
+                break
+            time.sleep(0.05)
     finally:
-        shutil.rmtree(sim_dir, ignore_errors=True)
+        kill_all(procs)
+    results = {}
+    for rank in range(cfg.pp):
+        path = sim_dir / f"rank{rank}.json"
+        results[rank] = json.loads(path.read_text()) if path.exists() else None
+    return results, notes
 
 
 def collect(cfg: ServingConfig, reqs, results: dict[int, dict]) -> tuple[Outcome, list[str]]:

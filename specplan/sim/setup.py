@@ -1,7 +1,8 @@
 """From a user's spec to the sim's: a CPU topology, a tiny model, a compiled plan.
 
 Torch-free. The sim keeps the topology, the method and the sync policy as written and
-changes only what a CPU cannot hold: device cpu (gloo), runtime limits (a short timeout,
+changes only what a CPU cannot hold: the backend (gloo; the device stays as written, since an
+engine's own behaviour depends on it, and every rank binds the CPU), runtime limits (a short timeout,
 the probe every round, max_batch = the requests one replica serves), and the model: hidden
 and vocab become small, and a model deeper than --max-layers is shrunk to it, keeping the
 number of stages, which stage owns which tap and every stage non-empty (a middle stage stays
@@ -34,7 +35,7 @@ def _partition(spec) -> list[int]:
     m, pp = spec.model, spec.topology.pp
     if m.pp_partition:
         return list(m.pp_partition)
-    return convention(spec.engine).split_layers(m.num_layers, pp)
+    return convention(spec.engine, spec.engine_version).split_layers(m.num_layers, pp)
 
 
 def _shrink_counts(counts: list[int], target: int) -> list[int]:
@@ -72,12 +73,15 @@ def _remap_taps(taps, old: list[int], new: list[int]) -> list[int]:
 
 def sim_spec(spec, *, requests: int, max_layers: int) -> tuple[dict, list[str], int]:
     """The sim's spec data and what was changed; also the number of replicas."""
-    data = spec.model_dump(mode="json", exclude_none=True)
+    # Only the keys the user wrote: a default written out would count as written, and a
+    # written sync.policy or pipeline knob replaces a `behaviour: engine` spec's own choices.
+    data = spec.model_dump(mode="json", exclude_none=True, exclude_unset=True)
+    data["behaviour"] = spec.behaviour
     shrunk: list[str] = []
     topo, model, sp = data["topology"], data["model"], data.setdefault("speculative", {})
-    topo.update(device="cpu", nodes=1)
-    topo.pop("backend", None)
-    heads = max(4, convention(spec.engine).attention_tp(spec.topology))
+    # The device stays (an engine's behaviour depends on it); the ranks run on the CPU (gloo).
+    topo["backend"] = "gloo"
+    heads = max(4, convention(spec.engine, spec.engine_version).attention_tp(spec.topology))
     hidden = heads * HEAD_DIM
     if model["hidden_size"] != hidden:
         shrunk.append(f"hidden {model['hidden_size']} -> {hidden}")
@@ -103,7 +107,7 @@ def sim_spec(spec, *, requests: int, max_layers: int) -> tuple[dict, list[str], 
         if experts != moe["num_experts"]:
             shrunk.append(f"experts {moe['num_experts']} -> {experts}")
         moe.update(num_experts=experts, top_k=min(moe["top_k"], experts))
-    replicas = convention(spec.engine).num_replicas(spec.topology)
+    replicas = convention(spec.engine, spec.engine_version).num_replicas(spec.topology)
     per_replica = -(-requests // replicas)
     data["runtime"] = {"max_batch": per_replica, "timeout_s": 20.0, "probe_every": 1}
     return data, shrunk, replicas

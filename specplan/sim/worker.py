@@ -39,7 +39,7 @@ def run(sim_dir: Path, rank: int) -> dict:
     raw, sim = _config(sim_dir)
     plan = raw.get("plans", {}).get(str(rank), str(sim_dir / "plan.json"))
     t_bind = time.perf_counter()
-    rt = bind(plan)
+    rt = bind(plan, device="cpu", rendezvous_s=raw.get("rendezvous_s"))  # the plan keeps the spec's device
     e = Engine(rt, sim)
     rounds.startup(e)
     rounds.prefill(e)
@@ -75,6 +75,7 @@ def decoded(e, rank: int, elapsed: float, bind_s: float) -> dict:
             "calls": _per_round(e.comm.calls, e.runtime_calls, rounds_run),
             "bytes": _per_round(e.comm.bytes, e.runtime_bytes, rounds_run),
             "runtime_calls": sum(e.runtime_calls[r] for r in range(1, rounds_run + 1)),
+            "predicted": {str(q): e.predicted[b] for b, q in enumerate(e.requests)} if e.last else {},
             "error": None}
 
 

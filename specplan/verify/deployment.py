@@ -171,7 +171,7 @@ def _ranges(ids: set[int]) -> str:
 
 def _draft_kv(h: Handoff) -> list[CrossFinding]:
     d = h.decode
-    if not d.draft_layers or not h.entries:
+    if not d.draft_layers or not h.classes:
         return []
     if h.receipts[d.pp - 1].drafts:
         return []
@@ -188,7 +188,9 @@ def _consumers(h: Handoff) -> list[CrossFinding]:
     """The producer frees a block after `consumers_per_source` notifications: fewer than the
     decode ranks that read it, and a reader finds its blocks reused mid-transfer."""
     counted = {}
-    for e in h.entries:
+    # every rank of a class pulls as its class does; in rank order the last reader's count stands
+    for key in sorted(h.classes, key=h.last_rank.__getitem__):
+        e = h.classes[key]
         for source in product(e["prefill_tp_ranks"], e["prefill_cp_ranks"], e["prefill_pp_ranks"]):
             counted[source] = e["consumers_per_source"]
     short = sorted((s, n) for s, n in counted.items() if h.consumers_seen.get(s, 0) > n)
@@ -204,7 +206,7 @@ def _consumers(h: Handoff) -> list[CrossFinding]:
 
 def _hetero_tp(h: Handoff) -> list[CrossFinding]:
     p, d = h.prefill, h.decode
-    if p.attn_tp == d.attn_tp or d.is_mla or not h.entries:
+    if p.attn_tp == d.attn_tp or d.is_mla or not h.classes:
         return []
     return [CrossFinding("WARN", "hetero-tp", _pair(h, "topology", "tp"),
                          f"attention TP differs (prefill {p.attn_tp}, decode {d.attn_tp}) on a "

@@ -65,7 +65,17 @@ def test_mismatch_is_a_comment_not_a_refusal(cli):
     # The plan converges EAGLE drafts SGLang never converges: a note, exit 0.
     result = cli("export", "specs/qwen3-next-mtp-dpattn-ep8.yaml")
     assert result.exit_code == 0
-    assert "which SGLang cannot converge: the engine will not match the plan there" in result.stdout
+    assert ("which SGLang cannot converge: the specplan plugin the line loads (SPECPLAN_PLAN) "
+            "converges them") in result.stdout
+    assert result.stdout.splitlines()[-1] == ("SPECPLAN_PLAN=build/qwen3-next-mtp-dpattn-ep8/plan.json "
+                                              'python -m sglang.launch_server "${args[@]}"')
+
+
+def test_a_translated_export_loads_no_plan(cli):
+    # The plan compiled from the spec is the other engine's layout: the plugin cannot run it.
+    out = cli("export", "specs/deepseek-v4-flash-mtp-tp2-pp2.yaml", "--engine", "sglang").stdout
+    assert "SPECPLAN_PLAN=build" not in out
+    assert "the engine will not match the plan there unless it loads the specplan plugin" in out
 
 
 def test_cross_engine_keeps_the_layer_split(cli):

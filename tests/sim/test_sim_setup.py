@@ -45,7 +45,8 @@ def test_shrinking_keeps_the_stages_and_which_stage_owns_each_tap(tmp_path):
     assert [_owner(t, new) for t in taps] == [_owner(t, old) for t in (2, 16, 30, 45, 58)]
     assert any(s.startswith("layers 61 -> 16") for s in shrunk)
     assert "hidden 7168 -> 64" in shrunk and replicas == 1
-    assert data["topology"]["device"] == "cpu" and data["runtime"]["probe_every"] == 1
+    assert data["topology"]["backend"] == "gloo" and data["runtime"]["probe_every"] == 1
+    assert "device" not in data["topology"] and "sync" not in data  # only what the spec writes
 
 
 def test_a_shallow_model_keeps_its_layers(tmp_path):
@@ -83,3 +84,23 @@ def test_the_verdict_compares_with_plain_greedy_decoding(tmp_path):
     wrong = {"rank": 0, "replica": 0, "tokens": {"0": [1, 2, 3]}, "requests": [0], "commits": {}}
     v = verdict(Outcome(prep, Options(), {0: wrong}, {0: 0}, 1.0, tmp_path))
     assert not v.ok and "plain greedy decoding gives" in v.problems[0]
+
+
+ENGINE_SPECS = sorted((Path(__file__).resolve().parents[2] / "specs" / "engine").glob("*.yaml"))
+
+
+def test_an_engine_spec_simulates_the_engines_own_plan(tmp_path):
+    """The sim's plan converges, groups and sources exactly what the spec's own plan does."""
+    from specplan.lower import build_plan
+    from specplan.passes import plan as run_passes
+
+    def sites(plan):
+        return [(s.name, s.converge, s.family, s.source_member, s.reason) for s in plan.sites]
+
+    for path in ENGINE_SPECS:
+        spec = load_spec(path)
+        own = build_plan(run_passes(spec))
+        prep = prepare(spec, tmp_path / path.stem, requests=4, max_layers=16, seed=0)
+        assert prep.plan.behaviour.mode == "engine", path.name
+        assert sites(prep.plan) == sites(own), path.name
+        assert (prep.plan.device, prep.plan.backend) == (own.device, "gloo"), path.name

@@ -119,7 +119,8 @@ def test_engine_fixes_name_the_engines_switch(tmp_path):
     fixes = {f["site"]: f["fix"] for f in _json_findings(str(spec))}
     assert fixes["dspark_target"] == "launch with SGLANG_SPEC_TP_SYNC=rng or keep logits bit-identical"
     assert fixes["dspark_plan_verify"].startswith("SGLang 0.5.23 cannot converge dspark_plan_verify: "
-                                                  "load the specplan plugin")
+                                                  f"`specplan enforce {spec} -o DIR` writes the plan")
+    assert "(SPECPLAN_PLAN=DIR/plan.json; docs/engines.md)" in fixes["dspark_plan_verify"]
     vllm = {f["site"]: f for f in _json_findings(KIMI) if f["severity"] == "WARN"}
     assert "sync.sites" not in json.dumps([f["fix"] for f in vllm.values()])
     assert vllm["dspark_draft"]["fix"].startswith("vLLM 0.33.0 cannot converge dspark_draft")

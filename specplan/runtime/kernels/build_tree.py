@@ -40,7 +40,13 @@ def _parents_torch(parent_list, selected_index, topk):
     if m == 0:
         return root
     slot = selected_index // topk
-    parent_slot = parent_list.gather(1, slot)
+    # Slot 0 (the root's children) reads no parent: at num_steps 1 parent_list is [bs, 0].
+    # A slot past parent_list is an orphan, as a slot whose parent nobody selected.
+    width = parent_list.shape[1]
+    parent_slot = torch.full_like(slot, -2)
+    if width:
+        read = parent_list.gather(1, slot.clamp(0, width - 1))
+        parent_slot = torch.where((slot > 0) & (slot < width), read, parent_slot)
     eq = selected_index[:, None, :] == parent_slot[:, :, None]
     found = torch.where(eq.any(-1), eq.to(torch.int32).argmax(-1).to(torch.int64) + 1, -1)
     par = torch.where(slot == 0, 0, found)
@@ -90,7 +96,8 @@ def _kernel():
         node_ok = (i >= 1) & (i < N)
         sel_i = tl.load(sel_ptr + b * m + i - 1, mask=node_ok, other=0)
         slot = sel_i // TOPK
-        parent_slot = tl.load(parent_ptr + b * P + slot, mask=node_ok & (slot > 0), other=-2)
+        parent_slot = tl.load(parent_ptr + b * P + slot, mask=node_ok & (slot > 0) & (slot < P),
+                              other=-2)
         sel_j = tl.load(sel_ptr + b * m + j, mask=j < m, other=-3)
         eq = (sel_j[None, :] == parent_slot[:, None]) & (j[None, :] < m)
         first = tl.min(tl.where(eq, j[None, :], BLOCK), axis=1)

@@ -116,3 +116,23 @@ def test_feeds_verify_tree_greedy():
     target = torch.tensor([[10, 21, 0, 0, 0]])  # after root: 10 (node 1); after node 1: 21 (node 4)
     predicts, accept_index, num = verify_tree_greedy(candidates, ridx, nxt, sib, target, 3, impl="torch")
     assert accept_index.tolist() == [[0, 1, 4]] and num.tolist() == [2]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_one_step_tree(impl):
+    """num_steps 1 (issue 21): every node is a child of the root and parent_list is [bs, 0],
+    as SGLang's organize_draft_results makes it; nothing reads it."""
+    parent_list = torch.empty(2, 0, dtype=torch.int64)
+    selected = torch.tensor([[0, 1, 2, 3], [0, 1, 2, 3]])
+    positions, _, nxt, sib, mask = build_tree(parent_list, selected, torch.tensor([6, 2]), 4, impl=impl)
+    assert positions.view(2, 5).tolist() == [[6, 7, 7, 7, 7], [2, 3, 3, 3, 3]]
+    assert nxt[:, 0].tolist() == [1, 1] and sib[0].tolist() == [-1, 2, 3, 4, -1]
+    assert torch.equal(mask[0], torch.eye(5, dtype=torch.bool) | (torch.arange(5) == 0))
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_slot_past_parent_list_is_an_orphan(impl):
+    parent_list = torch.tensor([[-1, 0]])
+    selected = torch.tensor([[0, 9]])  # slot 9 // 2 = 4: no parent_list entry
+    positions, _, nxt, _, _ = build_tree(parent_list, selected, torch.tensor([0]), 2, impl=impl)
+    assert positions.tolist() == [0, 1, 1] and nxt.tolist() == [[1, -1, -1]]

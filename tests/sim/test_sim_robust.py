@@ -1,0 +1,199 @@
+"""simulate runs every spec check calls clean and fails every spec check calls unsafe (issue 21).
+
+Each class the sweep found, through the CLI: the crash (now a PASS), the ERROR (now a named
+failure under --allow-errors), the options (exit 2 naming the option), the run's processes and
+folder (gone on every exit). Runs of rank processes are `slow`; what needs no run is not.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from specplan.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = "model: {num_layers: 4, hidden_size: 64, vocab_size: 512}\n"
+
+
+def spec(tmp: Path, body: str, name: str = "case") -> str:
+    path = tmp / f"{name}.yaml"
+    path.write_text(f"name: {name}\n" + body + ("" if "model:" in body else MODEL))
+    return str(path)
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def simulate(path: str, *extra: str, rounds: int = 3, requests: int = 2):
+    return run("simulate", path, "--rounds", rounds, "--requests", requests, *extra)
+
+
+CLEAN = {  # check calls these clean; simulate crashed on each (issue 21)
+    "none-tp1": "engine: sglang\ntopology: {tp: 1}\nspeculative: {method: none}\n",
+    "none-tp2": "engine: sglang\ntopology: {tp: 2}\nspeculative: {method: none}\n",
+    "none-tp2-pp2-sampling": "engine: vllm\ntopology: {tp: 2, pp: 2}\n"
+                             "speculative: {method: none, sampling: sampling}\n",
+    # A per-stage converge (tp under pp > 1) whose stage 0 holds nothing until the relay.
+    "eagle3-tp2-pp2-group-tp": "engine: sglang\ntopology: {tp: 2, pp: 2}\n"
+                               "speculative: {method: eagle3, num_steps: 2}\nsync: {group: tp}\n",
+    "eagle3-vllm-engine": "engine: vllm\nbehaviour: engine\ntopology: {tp: 2, pp: 2}\n"
+                          "speculative: {method: eagle3, num_steps: 2}\n",
+    "eagle3-policy-rng": "engine: sglang\ntopology: {tp: 2, pp: 2}\n"
+                         "speculative: {method: eagle3, num_steps: 2, sampling: sampling}\n"
+                         "sync: {policy: rng}\n",
+    "eagle3-relay-column": "engine: vllm\ntopology: {tp: 2, pp: 2}\n"
+                           "speculative: {method: eagle3, num_steps: 2}\npipeline: {relay: column}\n",
+    "eagle-tree-one-step": "engine: sglang\ntopology: {tp: 1}\n"
+                           "speculative: {method: eagle, num_steps: 1, topk: 4, num_draft_tokens: 5}\n",
+    "ngram-tree-tp2": "engine: sglang\ntopology: {tp: 2}\n"
+                      "speculative: {method: ngram, num_steps: 7, topk: 2, num_draft_tokens: 5}\n",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_a_clean_spec_simulates_to_pass(tmp_path, name):
+    path = spec(tmp_path, CLEAN[name])
+    assert run("check", path).exit_code == 0
+    res = simulate(path)
+    assert res.exit_code == 0 and "PASS" in res.output, res.output[-3000:]
+
+
+NAMED = {  # check ERROR -> simulate --allow-errors fails by name, exit 3 (never 1)
+    "none-idle-skip": ("engine: sglang\ntopology: {tp: 2, dp: 2, dp_attention: true}\n"
+                       "model: {num_layers: 4, hidden_size: 64, vocab_size: 512, "
+                       "moe: {num_experts: 4, top_k: 2}}\n"
+                       "speculative: {method: none}\nsync: {idle_ranks: skip}\n",
+                       ["--requests", "1"], "CollectiveTimeout: sim all_gather on group tp"),
+    "none-dynamic-width": ("engine: vllm\ntopology: {tp: 1, pp: 2}\nspeculative: {method: none}\n"
+                           "pipeline: {payload_width: dynamic}\n", [],
+                           "CollectiveTimeout: collective for site none_target"),
+    "none-policy-off": ("engine: sglang\ntopology: {tp: 2, pp: 2}\n"
+                        "speculative: {method: none, sampling: sampling}\nsync: {policy: off}\n",
+                        [], "ProbeMismatch: agreement probe: decision next_token differs"),
+    "drafts-not-relayed-tp2-pp3": ("engine: sglang\ntopology: {tp: 2, pp: 3}\n"
+                                   "model: {num_layers: 6, hidden_size: 64, vocab_size: 512}\n"
+                                   "speculative: {method: eagle, num_steps: 2}\n"
+                                   "pipeline: {relay_drafts: false}\n", [], "plain greedy decoding gives"),
+    # Sampling leaves no token reference: the target's own argmax along the committed tokens.
+    "draft-layer-collision-mixed": ("engine: vllm\ntopology: {tp: 1, pp: 2}\n"
+                                    "model: {num_layers: 8, hidden_size: 64, vocab_size: 512}\n"
+                                    "speculative: {method: eagle3, num_steps: 2, sampling: mixed}\n"
+                                    "pipeline: {draft_layer_ids: stage_local}\n", [],
+                                    "where the model on one process predicts"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_an_error_spec_fails_by_name(tmp_path, name):
+    body, extra, shows = NAMED[name]
+    path = spec(tmp_path, body + "runtime: {timeout_s: 10}\n")
+    assert run("check", path).exit_code == 3
+    res = simulate(path, "--allow-errors", *extra)
+    assert res.exit_code == 3 and "FAIL" in res.output and shows in res.output, res.output[-3000:]
+
+
+def test_dropped_aux_routing_hands_the_drafter_the_last_stages_taps_only():
+    """SGLang 0.5.23 under PP (behaviour: engine): non-last stages return hidden states only
+    (PPProxyTensors), so their captures never reach the drafter; check's 'nothing carries it'
+    ERROR is what the sim's drafter sees (LayoutMismatch at the first verify)."""
+    from specplan.lower import build_plan
+    from specplan.passes import plan as run_passes
+    from specplan.schema.load import load_spec_text
+    from specplan.sim.engine import produced_taps
+
+    text = ("name: dropped\nengine: sglang\nbehaviour: engine\ntopology: {tp: 1, pp: 2, device: cpu}\n"
+            "model: {num_layers: 8, hidden_size: 64, vocab_size: 512}\n"
+            "speculative: {method: eagle3, num_steps: 2}\n")
+    plan = build_plan(run_passes(load_spec_text(text, "dropped.yaml")))
+    assert plan.pipeline.aux_routing == "dropped" and plan.speculative.taps == (2, 4, 5)
+    assert [produced_taps(plan, s) for s in (0, 1)] == [(), (5,)]
+
+
+@pytest.mark.parametrize("option,value", [("--seed", 2**70), ("--seed", -1), ("--rounds", 10**30),
+                                          ("--requests", 10**9), ("--max-layers", 10**20)])
+def test_options_are_bounded_by_name(tmp_path, option, value):
+    path = spec(tmp_path, CLEAN["none-tp1"])
+    before = set(Path("/tmp").glob("specplan-sim-*"))
+    res = run("simulate", path, option, value)
+    assert res.exit_code == 2 and f"'{option}'" in res.output and "Traceback" not in res.output
+    assert set(Path("/tmp").glob("specplan-sim-*")) <= before
+
+
+def test_rounds_times_requests_is_bounded_by_the_kv_cache(tmp_path):
+    res = run("simulate", spec(tmp_path, CLEAN["none-tp1"]), "--rounds", 4096, "--requests", 1000)
+    assert res.exit_code == 2 and "--rounds 4096 with --requests 1000" in res.output
+
+
+def test_a_slow_rendezvous_names_the_slow_machine(monkeypatch):
+    """The rendezvous waits rendezvous_s (the spec's runtime.timeout_s under simulate), and its
+    message says the ranks were slow to start, not that one holds another plan."""
+    from specplan.runtime import binding
+    from specplan.runtime.errors import CollectiveTimeout
+    from specplan.sim.launch import free_port
+
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
+    t0 = time.monotonic()
+    with pytest.raises(CollectiveTimeout, match="too slow to start every rank"):
+        binding._store(0, 2, 1.0, 1.0)  # rank 1 never comes
+    assert time.monotonic() - t0 < 30
+    assert binding._store(0, 2, 1.0, None) is None  # without rendezvous_s: init_process_group's
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("device", ["cuda", "npu"])
+def test_chunked_prefill_runs_on_the_cpu_whatever_the_device(tmp_path, device):
+    path = spec(tmp_path, f"engine: sglang\ntopology: {{tp: 1, pp: 2, device: {device}}}\n"
+                          "speculative: {method: eagle, num_steps: 2}\n")
+    res = run("simulate", path, "--chunked-prefill", 4, "--requests", 3)
+    assert res.exit_code == 0 and "PASS" in res.output, res.output[-3000:]
+    assert f"runs on the CPU (gloo), one process per stage: topology.device {device}" in res.output
+
+
+def _ranks_of(folder: Path) -> list[int]:
+    """Live processes whose command line names `folder` (the ranks of that run)."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(folder) in (proc / "cmdline").read_bytes().decode():
+                out.append(int(proc.name))
+        except OSError:
+            continue
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL, signal.SIGINT])
+def test_a_signalled_simulate_leaves_no_rank_and_no_folder(tmp_path, sig):
+    path = spec(tmp_path, CLEAN["none-tp2"])
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(ROOT))
+    p = subprocess.Popen([sys.executable, "-m", "specplan.cli", "simulate", path, "--rounds", "2000"],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    end = time.monotonic() + 120
+    while time.monotonic() < end and not (list(tmp.glob("specplan-sim-*/rank1.log"))
+                                          and len(_ranks_of(tmp)) >= 2):
+        time.sleep(0.2)
+    folders = list(tmp.glob("specplan-sim-*"))
+    assert folders and len(_ranks_of(tmp)) >= 2, "the run never started its ranks"
+    p.send_signal(sig)
+    p.wait(timeout=60)
+    end = time.monotonic() + 15
+    while time.monotonic() < end and (_ranks_of(tmp) or any(f.exists() for f in folders)):
+        time.sleep(0.2)
+    assert _ranks_of(tmp) == [] and not any(f.exists() for f in folders)

@@ -1,0 +1,141 @@
+"""simulate runs what the spec says: a `behaviour: engine` spec simulates the engine's own plan
+(its converges, groups and sources), and the report's first line names the behaviour."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# SGLang 0.5.23 EAGLE on CUDA, greedy: eagle_sample broadcasts nothing on this path.
+SGLANG_EAGLE_CUDA_GREEDY = """
+name: eagle-tp2-sglang-engine
+engine: sglang
+behaviour: engine
+topology: {tp: 2}
+model: {num_layers: 4, hidden_size: 4096, vocab_size: 128256}
+speculative: {method: eagle, num_steps: 3, topk: 1, sampling: greedy}
+runtime: {max_batch: 8}
+"""
+
+
+def simulate(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specplan.cli", "simulate", *args],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def test_noise_fails_the_sglang_cuda_greedy_eagle_engine_plan_naming_decision_round_ranks(tmp_path):
+    spec = tmp_path / "engine.yaml"
+    spec.write_text(SGLANG_EAGLE_CUDA_GREEDY)
+    done = simulate(str(spec), "--rounds", "3", "--inject", "noise")
+    assert done.returncode == 3, done.stdout + done.stderr
+    first, second = done.stdout.splitlines()[:2]
+    assert "behaviour engine, policy sglang default" in first and "inject noise" in first
+    assert second == ("the engine's own plan: 0 converge boundaries; unconverged: eagle_target, "
+                      "eagle_draft_extend, eagle_draft, eagle_accept")
+    out = " ".join(done.stdout.split())  # rich wraps long problem lines
+    assert "ProbeMismatch: agreement probe: decision next_token_ids differs at round 0 within " \
+           "replica [0, 1]" in out
+    assert "ranks [0]: hash" in out and "ranks [1]: hash" in out
+
+
+def test_an_engine_spec_check_calls_clean_passes_under_noise():
+    spec = ROOT / "specs/engine/llama-3.2-1b-eagle3-pp2-vllm-engine.yaml"
+    check = subprocess.run([sys.executable, "-m", "specplan.cli", "check", str(spec)],
+                           capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert check.returncode == 0 and "WARN" not in check.stdout, check.stdout
+    done = simulate(str(spec), "--rounds", "3", "--inject", "noise")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "behaviour engine, policy vllm default" in done.stdout.splitlines()[0]
+    assert "PASS" in done.stdout
+
+
+def _spec(tmp_path, text: str) -> str:
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+EAGLE_TP2 = """
+name: eagle-tp2
+engine: sglang
+topology: {tp: 2}
+model: {num_layers: 4, hidden_size: 4096, vocab_size: 128256}
+speculative: {method: eagle, num_steps: 3, topk: 1, sampling: greedy}
+"""
+DSPARK_TP2 = """
+name: dspark-tp2
+engine: sglang
+topology: {tp: 2}
+model: {num_layers: 4, hidden_size: 4096, vocab_size: 128256}
+speculative: {method: dspark, num_steps: 3, sampling: greedy}
+"""
+
+
+def test_draft_noise_fails_an_unconverged_draft_naming_it(tmp_path):
+    spec = _spec(tmp_path, EAGLE_TP2 + 'sync: {sites: {eagle_draft: "off"}}\n')
+    done = simulate(spec, "--rounds", "3", "--inject", "draft-noise")
+    assert done.returncode == 3, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())
+    assert "ProbeMismatch: agreement probe: decision draft_tokens differs at round 1" in out
+
+
+def test_verify_noise_fails_sglangs_unconverged_dspark_verify_budget(tmp_path):
+    # SGLang's SpecTpSync converges verify_lens (dspark_plan) but not the host verify budget.
+    spec = _spec(tmp_path, DSPARK_TP2 + "behaviour: engine\n")
+    done = simulate(spec, "--rounds", "3", "--inject", "verify-noise")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "unconverged: dspark_plan_verify" in done.stdout
+    assert "decision verify_budget differs at round 1" in " ".join(done.stdout.split())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text,inject", [(EAGLE_TP2, "draft-noise"), (DSPARK_TP2, "draft-noise"),
+                                         (DSPARK_TP2, "verify-noise")])
+def test_a_safe_spec_passes_every_decision_fault(tmp_path, text, inject):
+    done = simulate(_spec(tmp_path, text), "--rounds", "3", "--inject", inject)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS" in done.stdout and "token-identical" in done.stdout
+
+
+def test_verify_noise_needs_a_verify_plan(tmp_path):
+    done = simulate(_spec(tmp_path, EAGLE_TP2), "--inject", "verify-noise")
+    assert done.returncode == 2
+    assert "--inject verify-noise perturbs the verify plans of dspark and dflash; method eagle has none" \
+        in done.stderr
+
+
+def test_taps_misrouted_on_a_middle_stage_lower_acceptance_silently(tmp_path):
+    """The seed's pp > 2 case: valid tokens, a lower acceptance, and diff --acceptance says so."""
+    import json
+
+    from specplan.sim.matrix import spec_text
+
+    spec = _spec(tmp_path, spec_text("pp3", "eagle3"))
+    runs = {}
+    for run, extra in (("A", ()), ("B", ("--inject", "tap-order"))):
+        done = simulate(spec, "--rounds", "8", "--trace-dir", str(tmp_path / run), "--json", *extra)
+        assert done.returncode == 0, done.stdout + done.stderr  # the tokens stay valid
+        runs[run] = report = json.loads(done.stdout)
+        assert report["verdict"]["checked"] == 4 and report["trace_dir"] == str(tmp_path / run)
+        assert set(report["acceptance"]["replicas"]) == {"0"}
+        assert sorted(p.name for p in (tmp_path / run).iterdir()) == [f"rank{r}.jsonl" for r in range(3)]
+    assert runs["B"]["acceptance"]["mean"] < runs["A"]["acceptance"]["mean"]
+    diff = subprocess.run([sys.executable, "-m", "specplan.cli", "diff", "--acceptance",
+                           str(tmp_path / "A"), str(tmp_path / "B")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert diff.returncode == 3, diff.stdout + diff.stderr
+    assert "acceptance drop: B falls short of A by" in diff.stdout
+    again = simulate(spec, "--rounds", "1", "--trace-dir", str(tmp_path / "A"))
+    assert again.returncode == 2 and "--trace-dir already holds traces (rank0.jsonl" in again.stderr
+
+
+def test_tap_order_needs_a_middle_stage(tmp_path):
+    from specplan.sim.matrix import spec_text
+
+    done = simulate(_spec(tmp_path, spec_text("pp2", "eagle3")), "--inject", "tap-order")
+    assert done.returncode == 2 and "it needs pp >= 3 (found 2)" in done.stderr
