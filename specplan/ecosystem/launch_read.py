@@ -57,8 +57,12 @@ def _zbal(env: dict) -> bool:
         raise ImportProblem(f"SGLANG_ZBAL_LOCAL_MEM_SIZE={value!r} is not an integer (MB)") from None
 
 
-def _path(value, placeholder: str) -> str | None:
-    return None if value in (None, placeholder, "$" + placeholder) else value
+def _path(value, placeholder: str, flag: str = "a checkpoint path") -> str | None:
+    if value in (None, placeholder, "$" + placeholder):
+        return None
+    if not isinstance(value, str):  # a JSON form (`--speculative-config.model [1]`) is no path
+        raise ImportProblem(f"{flag}: expected a checkpoint path or hub name, found {json.dumps(value)}")
+    return value
 
 
 def _sizes(**sizes) -> dict:
@@ -246,7 +250,7 @@ def _vllm_speculative(config, notes: list[str], conv) -> dict:
     else:
         out["num_steps"] = _int(config, "num_speculative_tokens",
                                 "--speculative-config num_speculative_tokens")
-    draft = _path(config.get("model"), DRAFT_PLACEHOLDER)
+    draft = _path(config.get("model"), DRAFT_PLACEHOLDER, "--speculative-config model")
     if draft:
         out["draft_path"] = draft
     if "draft_tensor_parallel_size" in config:

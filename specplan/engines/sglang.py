@@ -251,11 +251,12 @@ def _moe_rules(spec: Spec, T: str = T) -> list[Violation]:
 
 def _launch_refusal(spec: Spec, attn_tp: int) -> str | None:
     t, s = spec.topology, spec.speculative
-    if t.pp > 1 and s.method == "dspark":
+    prefill = spec.disaggregation is not None and spec.disaggregation.role == "prefill"
+    if t.pp > 1 and s.method == "dspark" and not prefill:
         return ("SGLang runs DSpark under pipeline parallel only on PD prefill nodes "
                 "(--disaggregation-mode prefill), which make no decode rounds "
                 "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")
-    if t.pp > 1 and s.method not in ("none", *PP_EAGLE):
+    if t.pp > 1 and s.method not in ("none", "dspark", *PP_EAGLE):
         return (f"SGLang runs speculative decoding under pipeline parallel (pp={t.pp}) only "
                 f"with EAGLE or NEXTN (single-layer), not {s.method} "
                 "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")

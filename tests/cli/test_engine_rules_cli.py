@@ -83,3 +83,12 @@ def test_prefill_decode_dcp_pairs(case, code, expected):
     cases = ROOT / "tests" / "deploy" / "cases" / case
     out = run("check", cases / "prefill.yaml", cases / "decode.yaml", "--json", code=code)
     assert (expected in out) == (code == 3), out
+
+
+@pytest.mark.parametrize("role, code", [("prefill", 0), ("decode", 3)])
+def test_sglang_runs_dspark_under_pp_on_prefill_nodes_only(tmp_path, role, code):
+    """check_pipeline_parallel_compat: pipeline-parallel DSPARK requires disaggregation-mode
+    prefill (export refused the prefill instance too)."""
+    spec = small("sglang", "{tp: 2, pp: 2}", "{method: dspark, num_steps: 3}", behaviour="specplan")
+    out = run("export", write(tmp_path, spec + f"disaggregation: {{role: {role}}}\n"), code=code)
+    assert ("--disaggregation-mode prefill" in out) if code == 0 else True
