@@ -37,7 +37,7 @@ class Choices:
 def resolve(spec: Spec, method: Method) -> Choices:
     from specplan.engines import convention  # the engines' profiles build Choices
 
-    engine = convention(spec.engine)
+    engine = convention(spec.engine, spec.engine_version)
     if spec.behaviour == "specplan":
         relay = engine.pipeline_relay if spec.topology.pp > 1 else "broadcast"  # pp 1: none runs
         return _apply_knobs(spec, _specplan(spec, relay))

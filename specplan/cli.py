@@ -54,11 +54,21 @@ def load_spec_arg(path: str):
 
 
 def _as_plan(path: str) -> dict | None:
+    from specplan.files import not_readable, read_bounded
+    from specplan.plan.load import MAX_PLAN_BYTES
+
+    if not_readable(path, MAX_PLAN_BYTES):
+        return None
     try:
-        data = json.loads(open(path, "rb").read())
+        data = json.loads(read_bounded(path, MAX_PLAN_BYTES))
     except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) and {"schema_version", "fingerprint"} <= set(data) else None
+
+
+def _is_plan_file(path: str) -> bool:
+    """A plan by its name (any case: PLAN.JSON) or by its content (a plan saved as .txt)."""
+    return path.lower().endswith(".json") or _as_plan(path) is not None
 
 
 def console():
@@ -145,7 +155,8 @@ def compile_(spec: str, out_dir: str | None) -> None:
     from specplan.files import staged_dir
 
     out = Path(out_dir or f"build/{loaded.name}")
-    with staged_dir(out) as stage:  # every file or none: a failure leaves `out` as it was
+    # every file or none: a failure leaves `out` as it was; another plan's module goes
+    with staged_dir(out, replaces="runtime_*.py") as stage:
         write_plan(plan, stage)
         note = _write_runtime_module(plan, stage)
     click.echo(f"wrote {out / 'plan.json'} (fingerprint {plan.fingerprint[:16]}, "
@@ -154,14 +165,19 @@ def compile_(spec: str, out_dir: str | None) -> None:
 
 
 def _write_runtime_module(plan, out_dir) -> str:
-    """The torch half of compile, imported only after plan.json is written."""
+    """The torch half of compile, imported only after plan.json is written; a runtime module
+    of another plan in `out_dir` is removed (it would sit beside a plan it does not run)."""
+    from specplan.files import remove_stale
+
     try:
         from specplan.lower.fx_module import write_runtime_module
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] != "torch":
             raise
+        remove_stale(out_dir, "runtime_*.py", keep=set())
         return "runtime module: skipped (torch is not installed; pip install 'specplan[runtime]')"
     name = write_runtime_module(plan, out_dir).name
+    remove_stale(out_dir, "runtime_*.py", keep={name})
     return "wrote {out}/" + name + " (runtime module)"
 
 
@@ -186,12 +202,12 @@ def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verb
     """
     from specplan.verify import has_errors, verify
     from specplan.verify import formats
-    from specplan.verify.report import plan_for, subject_of
+    from specplan.verify.report import subject_of
 
     if len(targets) > 2:
         raise click.UsageError("check takes one spec, deployment or plan.json, or two instance specs")
     loaded = None
-    if len(targets) == 2 or not targets[0].endswith(".json"):
+    if len(targets) == 2 or not _is_plan_file(targets[0]):
         from specplan.deploy import InstancePair, commands, load_pair, load_target
 
         loaded = load_pair(*targets) if len(targets) == 2 else load_target(targets[0])
@@ -201,7 +217,9 @@ def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verb
                                        "text or json")
             sys.exit(commands.check(loaded, as_json or fmt == "json", console()))
     if loaded is None:
-        plan = plan_for(targets[0])
+        from specplan.plan import load_plan
+
+        plan = load_plan(targets[0])
     else:
         from specplan.lower import build_plan
         from specplan.passes import plan as run_passes
@@ -225,14 +243,22 @@ def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verb
     sys.exit(EXIT_FOUND_PROBLEM if has_errors(findings) else 0)
 
 
+def _finite(param, value: float) -> float:
+    # FloatRange lets nan through (every comparison with nan is false)
+    if value != value:
+        raise click.BadParameter(f"expected a number, found {value}", param=param)
+    return value
+
+
 @main.command(name="diff")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--acceptance", is_flag=True,
               help="Compare two runs (RUN_A RUN_B, their trace dirs): exit 3 when B's mean "
                    "accepted length per request and round falls short of A's by more than "
                    "--threshold.")
-@click.option("--threshold", type=click.FloatRange(min=0), default=5.0, show_default=True,
-              help="--acceptance: the shortfall of B against A, in percent, that fails.")
+@click.option("--threshold", type=click.FloatRange(min=0, max=100), default=5.0, show_default=True,
+              callback=lambda ctx, param, value: _finite(param, value),
+              help="--acceptance: the shortfall of B against A, in percent (0 .. 100), that fails.")
 @user_errors
 def diff_(traces: tuple[str, ...], acceptance: bool, threshold: float) -> None:
     """Find the first divergence across per-rank traces (runtime.trace_dir files or dirs).
@@ -303,12 +329,24 @@ def schema() -> None:
     sys.stdout.write(schema_text())
 
 
+def _release(engine: str, version: str | None) -> None:
+    """--engine-version outside the engine's table: a usage error (exit 2) listing them."""
+    from specplan.engines.releases import UnknownRelease, check
+
+    try:
+        check(engine, version)
+    except UnknownRelease as exc:
+        raise click.BadParameter(str(exc), param_hint="'--engine-version'") from None
+
+
 @main.command(name="export")
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
               help="Engine to launch on (default: the spec's; the other translates the layout).")
+@click.option("--engine-version", "version", default=None,
+              help="The release whose spelling to write (default: the spec's engine_version).")
 @user_errors
-def export_(spec: str, engine: str | None) -> None:
+def export_(spec: str, engine: str | None, version: str | None) -> None:
     """Print the command line and environment that run SPEC on an engine (a deployment: one
     launch per instance, with its disaggregation flags).
 
@@ -321,11 +359,13 @@ def export_(spec: str, engine: str | None) -> None:
     from specplan.ecosystem.translate import Refusal
 
     loaded = load_spec_arg(spec)
-    if isinstance(loaded, InstancePair) and engine:
-        raise click.UsageError("--engine translates one spec; a deployment exports each "
-                               "instance on its own engine")
+    if isinstance(loaded, InstancePair) and (engine or version):
+        raise click.UsageError("--engine and --engine-version apply to one spec; a deployment "
+                               "exports each instance on its own engine and release")
+    if version:
+        _release(engine or loaded.engine, version)
     try:
-        text = commands.export(loaded) if isinstance(loaded, InstancePair) else render(export(loaded, engine))
+        text = commands.export(loaded) if isinstance(loaded, InstancePair) else render(export(loaded, engine, version))
     except Refusal as exc:
         click.echo(f"specplan export: {exc}", err=True)
         sys.exit(EXIT_FOUND_PROBLEM)
@@ -341,13 +381,20 @@ def export_(spec: str, engine: str | None) -> None:
               help="Spec giving what a launch line cannot: model shape, sampling, runtime.")
 @click.option("--model-config", type=click.Path(dir_okay=False), default=None,
               help="The target's config.json, for the model shape.")
+@click.option("--draft-config", type=click.Path(dir_okay=False), default=None,
+              help="The draft's config.json, for EAGLE3's taps (default: beside a local draft "
+                   "path, or in the Hugging Face cache).")
 @click.option("--name", default=None, help="Spec name (default: the base's or the model's).")
 @click.option("-o", "--out", type=click.Path(dir_okay=False), default=None,
               help="Write the YAML here (atomically) instead of stdout.")
+@click.option("--engine-version", "version", default=None,
+              help="The release whose flags read the line (default: the newest supported "
+                   "release whose flags accept every flag of it; import says which).")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
 @user_errors
 def import_(engine: str, script: str | None, base: str | None, model_config: str | None,
-            name: str | None, out: str | None, line: tuple[str, ...]) -> None:
+            draft_config: str | None, name: str | None, out: str | None, version: str | None,
+            line: tuple[str, ...]) -> None:
     """Read an engine launch line (and its SGLANG_* / VLLM_* environment) into a spec YAML.
 
     Example: specplan import --engine vllm -- vllm serve meta-llama/Llama-3.2-1B -tp 2
@@ -356,8 +403,9 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
 
     from specplan.ecosystem.import_cli import run_import
 
+    _release(engine, version)
     code, text, messages = run_import(engine, list(line), dict(os.environ), script, base,
-                                      model_config, name, out)
+                                      model_config, name, out, draft_config, version)
     for message in messages:
         click.echo(message, err=True)
     if text:
@@ -478,6 +526,10 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
                       len(plan.pipeline.stages), bool(plan.speculative.taps)):
         raise click.UsageError(why)
     check_options(rounds=rounds, requests=requests, width=plan.speculative.num_draft_tokens)
+    from specplan.sim.faults import refusal
+
+    if why := refusal(plan.speculative.method, plan.speculative.sampling, inject or ""):
+        raise click.UsageError(why)
     if has_errors(findings) and not allow_errors:  # simulate and check never disagree
         sys.stdout.write(formats.to_json(findings) if as_json else formats.render_text(
             subject_of(plan), findings, width=formats.terminal_width(), verbose=False))

@@ -39,8 +39,8 @@ def run(spec: str, *, rank: int | None, as_json: bool, picture: str | None, fmt:
     if rank is not None and not 0 <= rank < mesh.world_size:
         raise SpecError([Diagnostic(spec, None, None, "", f"--rank {rank} is outside the world: "
                                     f"expected 0 .. {mesh.world_size - 1}")])
-    data = explain_data(loaded, mesh)
-    data["round"] = round_data(built := build_plan(planning))
+    data = explain_data(loaded, mesh, lazy=not picture)  # pictures read plain lists
+    data["round"] = round_data(built := build_plan(planning), lazy=not picture)
     if picture:
         from specplan.pictures import write_picture
 
@@ -49,8 +49,14 @@ def run(spec: str, *, rank: int | None, as_json: bool, picture: str | None, fmt:
         if written:
             click.echo(written)
         return 0
-    if as_json:
-        dump_json(data if rank is None else rank_data(data, rank))
+    if as_json and rank is not None:
+        dump_json(rank_data(data, rank))
+        return 0
+    if as_json:  # rows are written as they are made: 1M ranks never sit in memory at once
+        from specplan.explain_stream import write_json
+
+        write_json(data, sys.stdout.write)
+        sys.stdout.write("\n")
         return 0
     con = console()
     render(data, con, rank, all_families)

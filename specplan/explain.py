@@ -2,7 +2,9 @@
 
 `explain_data` builds the JSON object (stable keys: world_size, num_worlds, engine,
 widths, groups, ranks, replicas, stages); `render` prints it with rich, trimming long
-listings so that 65,536 ranks stay readable (the JSON is always complete).
+listings so that 65,536 ranks stay readable (the JSON is always complete). With `lazy`, the
+groups, rank rows and replicas are listings made on demand (explain_stream.py), which the
+CLI streams to JSON and indexes for one rank: the same content, never held at once.
 """
 
 from __future__ import annotations
@@ -20,12 +22,17 @@ SHOW_GROUPS = 8
 SHOW_RANKS = 64
 
 
-def explain_data(spec: Spec, mesh: Mesh) -> dict[str, Any]:
-    ranks = _rank_rows(mesh)
+def explain_data(spec: Spec, mesh: Mesh, lazy: bool = False) -> dict[str, Any]:
+    from specplan.engines import shown_version
+    from specplan.explain_stream import Groups, Replicas, Rows
+
+    ranks = Rows(mesh) if lazy else _rank_rows(mesh)
     s = spec.speculative
+    version = shown_version(spec)
     return {
         "name": spec.name,
         "engine": mesh.engine,
+        **({"engine_version": version} if version else {}),
         "world_size": mesh.world_size,
         "num_worlds": mesh.num_worlds,
         "nodes": spec.topology.nodes,
@@ -33,10 +40,11 @@ def explain_data(spec: Spec, mesh: Mesh) -> dict[str, Any]:
         "warnings": [w for w in (mesh.convention.world_warning(mesh.world_size, mesh.num_worlds),) if w],
         "widths": mesh.widths,
         "derived": mesh.derived,
-        "groups": {fam.name: fam.groups() for fam in mesh.families},
+        "groups": {fam.name: Groups(fam) if lazy else fam.groups() for fam in mesh.families},
         "aliases": {fam.name: fam.alias for fam in mesh.families if fam.alias},
         "ranks": ranks,
-        "replicas": [{"index": r.index, "ranks": list(r.ranks), "source": r.source} for r in mesh.replicas],
+        "replicas": Replicas(mesh) if lazy else [
+            {"index": r.index, "ranks": list(r.ranks), "source": r.source} for r in mesh.replicas],
         "stages": [{"pp_rank": st.pp_rank, "start_layer": st.start_layer, "end_layer": st.end_layer,
                     "taps": list(st.taps)} for st in mesh.stages],
         "speculative": {"method": s.method, "num_steps": s.num_steps, "topk": s.topk,
@@ -70,7 +78,8 @@ def render(data: dict[str, Any], console: Console, rank: int | None = None,
 
 def _header(data: dict, console: Console) -> None:
     worlds = f" x {data['num_worlds']} independent worlds" if data["num_worlds"] > 1 else ""
-    console.print(Text.assemble((data["name"], "bold"), f"  engine {data['engine']}  world "
+    release = f" {data['engine_version']}" if "engine_version" in data else ""
+    console.print(Text.assemble((data["name"], "bold"), f"  engine {data['engine']}{release}  world "
                                 f"{data['world_size']}{worlds}  nodes {data['nodes']} x "
                                 f"{data['gpus_per_node']} GPUs"))
     for warning in data["warnings"]:
@@ -92,13 +101,14 @@ def _families(data: dict, console: Console, all_families: bool) -> None:
     for name, groups in data["groups"].items():
         if name in hidden:
             continue
-        groups = sorted(groups)
+        groups = _smallest(groups, SHOW_GROUPS)
         shown = " ".join(_ranks_str(g) for g in groups[:SHOW_GROUPS])
-        if len(groups) > SHOW_GROUPS:
-            shown += f" ... (+{len(groups) - SHOW_GROUPS})"
+        total = len(data["groups"][name])
+        if total > SHOW_GROUPS:
+            shown += f" ... (+{total - SHOW_GROUPS})"
         alias = data["aliases"].get(name)
         label = f"{name} (= {alias})" if alias else name
-        table.add_row(label, str(len(groups)), str(len(groups[0])), shown)
+        table.add_row(label, str(total), str(len(groups[0])), shown)
     console.print(table)
     if hidden:
         console.print(Text(f"families of one-rank groups, hidden: {', '.join(hidden)} "
@@ -145,8 +155,8 @@ def rank_data(data: dict[str, Any], rank: int) -> dict[str, Any]:
     row = data["ranks"][rank]
     groups = {}
     for name, family in data["groups"].items():
-        group = next(g for g in family if rank in g)
-        groups[name] = {"group_rank": group.index(rank), "ranks": group}
+        group_rank, group = _group_of(family, rank)
+        groups[name] = {"group_rank": group_rank, "ranks": group}
     rep = data["replicas"][row["replica"]]
     stage = data["stages"][row["pp"]]
     rounds = next((c["rounds"] for c in data.get("round", {}).get("per_rank_class", [])
@@ -155,6 +165,19 @@ def rank_data(data: dict[str, Any], rank: int) -> dict[str, Any]:
             "fingerprint": data.get("round", {}).get("fingerprint"), "rank": rank, "row": row,
             "groups": groups, "replica": rep, "source": rep["source"],
             "is_source": rep["source"] == rank, "stage": stage, "rounds": rounds}
+
+
+def _smallest(groups, k: int) -> list[list[int]]:
+    """The first k of the groups in sorted order (a lazy listing computes them directly)."""
+    return groups.smallest(k) if hasattr(groups, "smallest") else sorted(groups)[:k]
+
+
+def _group_of(family, rank: int) -> tuple[int, list[int]]:
+    """(group rank, group) of `rank`: from the family rule when the listing is lazy."""
+    if hasattr(family, "group_of"):
+        return family.group_of(rank)
+    group = next(g for g in family if rank in g)
+    return group.index(rank), group
 
 
 def _render_rank(data: dict, console: Console, rank: int, all_families: bool = False) -> None:

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from specplan.mesh.family import Family
 from specplan.plan import ABSENT, Plan
 from specplan.plan.codec import encode
 
@@ -34,7 +35,9 @@ def typical_batch(max_batch: int) -> int:
     return max(1, max_batch // 4)
 
 
-def round_data(plan: Plan) -> dict[str, Any]:
+def round_data(plan: Plan, lazy: bool = False) -> dict[str, Any]:
+    """The round as data; with `lazy`, each site's source ranks are a listing made from the
+    family rule when read (explain streams it), else a list."""
     typical = typical_batch(plan.max_batch)
     layer = _layer_collectives(plan)
     per_class = []
@@ -60,7 +63,7 @@ def round_data(plan: Plan) -> dict[str, Any]:
         "typical_batch": typical,
         "sites": [{"site": s.name, "round": s.round, "family": s.family,
                    "source_member": s.source_member,
-                   "source_ranks": [g[s.source_member] for g in plan.groups(s.family)]
+                   "source_ranks": _source_ranks(plan.family[s.family], s.source_member, lazy)
                    if s.family in families else [],
                    "converge": s.converge,
                    "trivial": s.trivial, "boundary": s.boundary,
@@ -73,6 +76,16 @@ def round_data(plan: Plan) -> dict[str, Any]:
                      "routing": encode(pipe.routing), "relay": encode(pipe.relay)},
         "dp_agreement": encode(plan.dp_agreement),
     }
+
+
+def _source_ranks(fam: Family, member: int, lazy: bool):
+    """The rank at `member` of every group, in creation order, from the rule (not the groups)."""
+    if lazy:
+        from specplan.explain_stream import Members
+
+        return Members(fam, member)
+    offset = fam.rank_at(0, member)
+    return [b + offset for b in fam.bases()]
 
 
 def _layer_collectives(plan: Plan) -> list[dict[str, str]]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 Key = tuple  # (replica, round, site, decision, request)
 
@@ -42,24 +41,6 @@ class Divergence:
             lines.append(f"  ranks {ranks}: request {rec['request']!r} hash {rec['hash'] & (2**64 - 1):016x} "
                          f"value {rec.get('value')} seq_len {rec.get('seq_len')} positions {rec.get('positions')}")
         return "\n".join(lines)
-
-
-def trace_files(paths: list[str]) -> list[Path]:
-    out: list[Path] = []
-    for p in map(Path, paths):
-        out.extend(sorted(p.glob("rank*.jsonl")) if p.is_dir() else [p])
-    return out
-
-
-def read(paths: list[str]) -> dict[int, list[dict]]:
-    """rank -> its records, in the order it wrote them."""
-    traces: dict[int, list[dict]] = {}
-    for f in trace_files(paths):
-        for line in f.read_text().splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                traces.setdefault(rec["rank"], []).append(rec)
-    return traces
 
 
 def _key(rec: dict) -> Key:
@@ -144,16 +125,16 @@ def first_value_divergence(traces: dict[int, list[dict]]) -> Divergence | None:
 
 def plans(paths: list[str]) -> dict[str, list[str]]:
     """Plan fingerprint -> the trace files stamped with it (from each file's first record;
-    files of traces older than the stamp are left out)."""
+    files of traces older than the stamp are left out). Every line is checked first
+    (TraceError, exit 2)."""
+    from specplan.trace_input import read_run
+
+    traces, origin = read_run(paths)
     out: dict[str, list[str]] = {}
-    for f in trace_files(paths):
-        first = next((l for l in f.read_text().splitlines() if l.strip()), None)
-        try:
-            fingerprint = json.loads(first).get("fingerprint") if first else None
-        except (json.JSONDecodeError, AttributeError):
-            continue  # malformed files are the reader's to report
+    for rank, records in traces.items():
+        fingerprint = records[0].get("fingerprint") if records else None
         if fingerprint:
-            out.setdefault(fingerprint, []).append(str(f))
+            out.setdefault(fingerprint, []).append(str(origin[rank]))
     return out
 
 
@@ -187,13 +168,15 @@ class Acceptance:
 def acceptance(run: str) -> Acceptance | None:
     """The mean over every (replica, request, round) a run's traces record an accepted length
     for; a replica's ranks record the same requests, so each is counted once."""
+    from specplan.trace_input import read_run
+
     seen: dict[tuple, int] = {}
-    for records in read([run]).values():
+    for records in read_run([run])[0].values():
         for rec in records:
             if rec.get("decision") != "accepted_len" or "accepted" not in rec:
                 continue
             key = (rec.get("replica", 0), rec["round"], json.dumps(rec["request"]))
-            seen.setdefault(key, int(rec["accepted"]))
+            seen.setdefault(key, rec["accepted"])  # an integer >= 0: checked by read_run
     if not seen:
         return None
     prints = list(plans([run]))

@@ -14,11 +14,14 @@ import re
 from pathlib import Path
 
 from specplan.errors import Diagnostic, UserError
+from specplan.files import not_readable, read_bounded
 
 RANK_FILE = re.compile(r"^rank(0|[1-9][0-9]*)\.jsonl$")
 REQUIRED = {"round": int, "site": str, "decision": str, "hash": int}
 OPTIONAL = {"replica": int, "seq_len": (int, type(None)), "positions": (list, type(None)),
-            "rank": int, "fingerprint": str, "row": int, "generation": (int, type(None))}
+            "rank": int, "fingerprint": str, "row": int, "generation": (int, type(None)),
+            "accepted": int}
+MAX_TRACE_BYTES = 1 << 30  # one rank's trace file: 1 GiB
 
 
 class TraceError(UserError):
@@ -44,8 +47,9 @@ def trace_files(paths: list[str]) -> list[Path]:
     return out
 
 
-def load_traces(paths: list[str]) -> dict[int, list[dict]]:
-    """rank -> its records in file order, every line checked; raises TraceError."""
+def read_run(paths: list[str]) -> tuple[dict[int, list[dict]], dict[int, Path]]:
+    """(rank -> its records in file order, rank -> its file), every line checked; raises
+    TraceError. No claim on what the records compare to (see load_traces)."""
     traces: dict[int, list[dict]] = {}
     origin: dict[int, Path] = {}
     for f in trace_files(paths):
@@ -54,6 +58,13 @@ def load_traces(paths: list[str]) -> dict[int, list[dict]]:
             raise _fail(f, f"rank {rank} again: {origin[rank]} holds its trace too")
         origin[rank] = f
         traces[rank] = [dict(rec, rank=rank) for rec in _records(f, rank)]
+    return traces, origin
+
+
+def load_traces(paths: list[str]) -> dict[int, list[dict]]:
+    """rank -> its records in file order, every line checked, at least two ranks with records
+    of one plan; raises TraceError."""
+    traces, origin = read_run(paths)
     records = sum(len(r) for r in traces.values())
     if not records:
         raise _fail(", ".join(map(str, origin.values())) or paths[0], "the traces hold no record: nothing to compare")
@@ -66,10 +77,15 @@ def load_traces(paths: list[str]) -> dict[int, list[dict]]:
 
 
 def _records(f: Path, rank: int) -> list[dict]:
+    why = not_readable(f, MAX_TRACE_BYTES)
+    if why is not None:
+        raise _fail(f, f"{why}; expected a trace of JSON lines")
     try:
-        raw = f.read_bytes()
+        raw = read_bounded(f, MAX_TRACE_BYTES)
     except OSError as exc:
         raise _fail(f, f"cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise _fail(f, str(exc)) from None
     if b"\x00" in raw:
         raise _fail(f, "is a binary file; expected JSON lines")
     try:
@@ -99,6 +115,8 @@ def _record(f: Path, n: int, line: str, rank: int) -> dict:
     for key, kind in {**REQUIRED, **OPTIONAL}.items():
         if key in rec and not _is(rec[key], kind):
             raise _fail(f, f"{key}: expected {_name(kind)}, found {json.dumps(rec[key])[:40]}", n, 1)
+    if rec.get("accepted", 0) < 0:
+        raise _fail(f, f"accepted: expected a count of tokens (>= 0), found {rec['accepted']}", n, 1)
     if "rank" in rec and rec["rank"] != rank:
         raise _fail(f, f"rank: the record says rank {rec['rank']} but the file is rank {rank}'s", n, 1)
     return rec

@@ -9,6 +9,9 @@ decode ranks the producer counts before it frees a block.
 Requests pick their prefill DP group per request (SGLang: bootstrap_room % prefill dp); the
 plan pairs decode DP group g with prefill DP group g % prefill dp, the group a request whose
 room equals g reaches. The TP, CP and PP pairing inside the group is the same for every room.
+So the pull is planned once per decode (attention-TP rank, stage), its rank class (`classes`);
+the entries per rank are made from them only when read (compile and explain write them; check
+reads the classes alone).
 
 Worked example, 8 ranks: SGLang prefill tp 2 x pp 2 of 8 layers (4 ranks) -> decode tp 4:
     decode rank 3 pulls prefill TP rank 1 on stages [0, 1]: layers [[0, 4], [4, 8]], KV heads
@@ -18,12 +21,14 @@ Worked example, 8 ranks: SGLang prefill tp 2 x pp 2 of 8 layers (4 ranks) -> dec
 from __future__ import annotations
 
 from collections import Counter
-from itertools import product
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import product
 
 from specplan.deploy.geometry import Geometry, geometry
 from specplan.deploy.load import InstancePair
 from specplan.deploy.rules import AXES, Pull, Refusal, rules_for, tp_ratio_ok
+from specplan.mesh.digits import Digits
 
 
 @dataclass(frozen=True)
@@ -31,10 +36,20 @@ class Handoff:
     rules: object
     prefill: Geometry
     decode: Geometry
-    entries: list[dict]
+    classes: dict[tuple[int, int], dict]  # decode (attention-TP rank, stage) -> its pull
     refusals: list[Refusal]
     consumers_seen: dict[tuple[int, int, int], int]  # prefill (tp, cp, pp) -> decode ranks reading it
     receipts: dict[int, Receipt]  # decode stage -> the layers written into it
+    last_rank: dict[tuple[int, int], int]  # each class's last decode rank (rank order)
+
+    @cached_property
+    def entries(self) -> list[dict]:
+        """One entry per decode rank: its prefill DP group and its class's pull."""
+        if not self.classes:
+            return []
+        p, d = self.prefill, self.decode
+        return [{"decode_rank": r, "prefill_dp_rank": d.dp_of[r] % p.dp, **self.classes[(tp, pp)]}
+                for r, (tp, pp) in enumerate(zip(d.tp_of, d.pp_of))]
 
 
 @dataclass(frozen=True)
@@ -49,14 +64,31 @@ def plan_handoff(dep: InstancePair) -> Handoff:
     d = geometry("decode", dep.decode.spec, AXES[dep.decode.spec.engine])
     refusals = _ratio_refusal(p, d) + rules.refusals(p, d)
     if refusals:
-        return Handoff(rules, p, d, [], refusals, {}, {})
+        return Handoff(rules, p, d, {}, refusals, {}, {}, {})
     receipts = {stage: receipt(rules, p, d, rules.pull(p, d, 0, stage).pp_ranks, stage)
                 for stage in range(d.pp)}
-    per_key = {key: _entry(rules, p, d, *key, receipts[key[1]])
-               for key in sorted(set(zip(d.tp_of, d.pp_of)))}
-    entries = [{"decode_rank": r, "prefill_dp_rank": d.dp_of[r] % p.dp, **per_key[(tp, pp)]}
-               for r, (tp, pp) in enumerate(zip(d.tp_of, d.pp_of))]
-    return Handoff(rules, p, d, entries, [], _consumers(per_key), receipts)
+    last = _classes(d)
+    per_key = {key: _entry(rules, p, d, *key, receipts[key[1]]) for key in last}
+    return Handoff(rules, p, d, per_key, [], _consumers(per_key), receipts, last)
+
+
+def _classes(d: Geometry) -> dict[tuple[int, int], int]:
+    """Every decode (attention-TP rank, stage) pair some rank holds, in order, with the last
+    rank that holds it: all pairs when the two families' groups run along different digits of
+    the rank (mesh/digits.py), as every engine lays them out; else read off the ranks."""
+    mesh = d.mesh
+    families = {f.name: f for f in mesh.families}
+    digits = Digits.of(families, mesh.world_size) if d.axes.tp in families else None
+    if digits is None or digits.group(d.axes.tp) & digits.group("pp"):
+        last = {key: r for r, key in enumerate(zip(d.tp_of, d.pp_of))}
+        return dict(sorted(last.items()))
+    top = (mesh.num_worlds - 1) * mesh.world_size  # the tp and pp columns repeat per world
+    out = {}
+    for tp, pp in product(range(families[d.axes.tp].group_size), range(d.pp)):
+        fixed = digits.member(d.axes.tp, tp) | digits.member("pp", pp)
+        out[(tp, pp)] = top + sum(fixed.get(i, n - 1) * st for i, (n, st)
+                                  in enumerate(zip(digits.sizes, digits.strides)))
+    return out
 
 
 def _ratio_refusal(p: Geometry, d: Geometry) -> list[Refusal]:

@@ -1,8 +1,8 @@
 """The engines' disaggregation launch flags, both ways: one small object per engine.
 
-Read from the wheels: SGLang 0.5.23 `--disaggregation-mode prefill|decode` and
+Read from the newest wheels: SGLang `--disaggregation-mode prefill|decode` and
 `--disaggregation-transfer-backend` (sglang/srt/arg_groups/fields/disagg.py, default mooncake);
-vLLM 0.33.0 `--kv-transfer-config` (vllm/engine/arg_utils.py) holding KVTransferConfig's
+vLLM `--kv-transfer-config` (vllm/engine/arg_utils.py) holding KVTransferConfig's
 `kv_connector` (a registered class name, kv_connector/factory.py) and `kv_role`
 (kv_producer | kv_consumer | kv_both, vllm/config/kv_transfer.py).
 """
@@ -58,6 +58,8 @@ class VllmFlags:
         except json.JSONDecodeError as exc:
             raise LaunchProblem(f"{self.flag} is not JSON: {exc}") from None
         name, kv_role = config.get("kv_connector"), config.get("kv_role")
+        if kv_role == "kv_both":  # either side: the deployment says which this instance is
+            return {"connector": self.connectors[name]} if name in self.connectors else {}
         if name not in self.connectors:
             raise LaunchProblem(f"{self.flag} kv_connector {name!r}: specplan plans "
                                 f"{', '.join(self.connectors)}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from specplan.deploy.merge import SHARED, MergedSource, inherit, rooted, whole
 from specplan.deploy.pairing import Instance, pair
 from specplan.errors import Diagnostic, SpecError
+from specplan.files import not_readable
 from specplan.schema import Spec
 from specplan.schema.load import spec_from_source
 from specplan.schema.yaml_source import Source, kind_of, read_source
@@ -84,12 +85,15 @@ def _resolve(source: Source, at: tuple, value: str, base: Path) -> str:
     """An instance path, relative to `base`; missing, a directory or this file: exit 2."""
     path = base / value
     shown = repr(value) if str(path) == value else f"{value!r} (resolved to {path})"
-    if not path.exists():
+    why = not_readable(path)
+    if why == "no such file":
         raise SpecError([source.diag(at, f"{shown}: no such file; expected an instance's "
                                          "spec")])
-    if path.is_dir():
+    if why == "is a directory":
         raise SpecError([source.diag(at, f"{shown} is a directory; expected an "
                                          "instance's spec file")])
+    if why is not None:
+        raise SpecError([source.diag(at, f"{shown}: {why}; expected an instance's spec file")])
     if path.resolve() == Path(source.file).resolve():
         raise SpecError([source.diag(at, f"{shown} points back to this file; expected "
                                          "the other instance's spec")])
@@ -117,8 +121,12 @@ def _from_file(source: Source) -> InstancePair:
     if problems:
         raise SpecError(problems)
     prefill, decode, connector = pair(*specs, source.file, deployment=(source, connector))
-    name = data.get("name") if isinstance(data.get("name"), str) else Path(source.file).stem
-    return InstancePair(name, source.file, prefill, decode, connector)
+    return InstancePair(_deployment_name(source), source.file, prefill, decode, connector)
+
+
+def _deployment_name(source: Source) -> str:
+    name = source.data.get("name")
+    return name if isinstance(name, str) else Path(source.file).stem
 
 
 def _body_ok(bodies: dict, role: str) -> bool:
@@ -153,6 +161,9 @@ def _instance_spec(source: Source, role: str) -> Spec:
     body = source.data["instances"][role]
     if isinstance(body, dict):
         inst = rooted(source, ("instances", role))
+        if "name" not in body:  # an inline instance is named after its deployment and role
+            inst.data = {"name": f"{_deployment_name(source)}-{role}", **body}
+            inst.value_at[("name",)] = source.loc(("instances", role)) or (None, None)
     else:
         path = _resolve(source, ("instances", role), body, Path(source.file).parent)
         inst = whole(read_source(path))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from specplan.ecosystem import spec_tp_sync
 from specplan.ecosystem.flags import (DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER,
                                       SGLANG_ALGORITHMS, SITE_SLUGS, VLLM_METHODS)
-from specplan.ecosystem.translate import ENGINE_NAMES, Refusal, refusal, translate
+from specplan.ecosystem.translate import Refusal, refusal, translate
 from specplan.schema import Spec
 
 PROGRAMS = {"sglang": "python -m sglang.launch_server", "vllm": "vllm serve"}
@@ -40,23 +40,30 @@ class Launch:
         return f"SPECPLAN_PLAN={shlex.quote(self.plan_path)} " if self.plan_path else ""
 
 
-def export(spec: Spec, engine: str | None = None, plan_path: str | None = None) -> Launch:
-    """The launch of `spec` on `engine` (default its own); Refusal when it cannot run. A
+def export(spec: Spec, engine: str | None = None, version: str | None = None,
+           plan_path: str | None = None) -> Launch:
+    """The launch of `spec` on `engine` (default its own) at release `version` (default the
+    spec's engine_version, or the other engine's newest); Refusal when it cannot run. A
     `behaviour: specplan` spec on its own engine runs with the specplan plugin: the line sets
     SPECPLAN_PLAN to `plan_path` (default compile's build/<name>/plan.json)."""
+    from specplan.engines import convention
+    from specplan.engines.spelling import Unspellable, respell
+
     engine = engine or spec.engine
+    name = convention(engine, version).title
     try:
         target, notes = translate(spec, engine)
+        target = _at_release(target, version)
     except Refusal as exc:
-        raise Refusal(f"{ENGINE_NAMES[engine]} cannot run {spec.name}: {exc}") from None
+        raise Refusal(f"{name} cannot run {spec.name}: {exc}") from None
     why = refusal(target)
     if why:
-        raise Refusal(f"{ENGINE_NAMES[engine]} cannot run {spec.name}: {why}")
+        raise Refusal(f"{name} cannot run {spec.name}: {why}")
     from specplan.passes import plan
 
     sites = plan(target).graph.sections["sites"]
-    title = f"{spec.name} on {ENGINE_NAMES[engine]}"
-    if target is not spec:
+    title = f"{spec.name} on {convention(engine, target.engine_version).title}"
+    if target.engine != spec.engine:
         title += f" (translated from engine {spec.engine}; layouts differ where noted)"
     launch = Launch(engine, title, notes=notes)
     if spec.behaviour == "specplan" and engine == spec.engine:
@@ -64,6 +71,10 @@ def export(spec: Spec, engine: str | None = None, plan_path: str | None = None) 
         where = shlex.quote(str(Path(launch.plan_path).parent))
         launch.plan_how = f"specplan compile {shlex.quote(spec.line_of()[0])} -o {where}"
     _WRITERS[engine](target, sites, launch)
+    try:
+        launch.args = respell(launch.args, convention(engine, target.engine_version).flag_table())
+    except Unspellable as exc:
+        raise Refusal(f"{name} cannot run {spec.name}: {exc}") from None
     if spec.disaggregation is not None:
         from specplan.deploy.launch import FLAGS
         from specplan.deploy.rules import DEFAULT_CONNECTOR
@@ -72,6 +83,21 @@ def export(spec: Spec, engine: str | None = None, plan_path: str | None = None) 
         launch.args += FLAGS[engine].write(dis.role, dis.connector or DEFAULT_CONNECTOR[engine])
     _engine_args(spec, target, launch)
     return launch
+
+
+def _at_release(spec: Spec, version: str | None) -> Spec:
+    """`spec` at release `version` (its own when None): the release's rules re-checked."""
+    from specplan.ecosystem.yaml_out import reload, spec_data
+    from specplan.engines import convention
+    from specplan.errors import UserError
+
+    if version is None or convention(spec.engine, version) is convention(spec.engine, spec.engine_version):
+        return spec
+    data = {**spec_data(spec), "engine_version": version}
+    try:
+        return reload(data, f"{spec.line_of()[0]} (at {convention(spec.engine, version).title})")
+    except UserError as exc:
+        raise Refusal("; ".join(d.message for d in exc.diagnostics)) from None
 
 
 def _engine_args(spec: Spec, target: Spec, launch: Launch) -> None:
@@ -84,14 +110,15 @@ def _engine_args(spec: Spec, target: Spec, launch: Launch) -> None:
     if target is not spec:
         from specplan.engines import convention
 
-        theirs = convention(launch.engine).flag_table().options
+        theirs = convention(launch.engine, target.engine_version).flag_table().options
         same = [a for a in kept if a.split(" ")[0].partition("=")[0] in theirs]
         launch.args += [(a, None, "kept from engine_args: the same flag there") for a in same]
         lost = [a for a in kept if a not in same]
         if target.topology.dp_lm_head != spec.topology.dp_lm_head:
             lost.append("--enable-dp-lm-head (topology.dp_lm_head)")
         if lost:
-            launch.notes.append(f"no {ENGINE_NAMES[launch.engine]} equivalent, not carried over: "
+            launch.notes.append(f"no {convention(launch.engine, target.engine_version).title} "
+                                "equivalent, not carried over: "
                                 + ", ".join(lost))
         return
     changed = restated(spec, {name: value for name, value, _ in launch.env})
@@ -114,7 +141,7 @@ def _kept(spec: Spec) -> list[str]:
 
     words = [w for arg in spec.engine_args for w in shlex.split(arg)]
     _, _, rest = split_command(spec.engine, words)
-    args, _ = read_words(convention(spec.engine).flag_table(), rest)
+    args, _ = read_words(convention(spec.engine, spec.engine_version).flag_table(), rest)
     return [a.text for a in args if a.flag is not None and a.dest not in MODELLED[spec.engine]]
 
 
@@ -145,6 +172,8 @@ def _topology(spec: Spec, launch: Launch, names: dict[str, str]) -> None:
     if t.nodes > 1:
         add(("--nnodes", str(t.nodes), "machines (topology.nodes); each node also needs "
              "its node rank and the head address"))
+    if spec.model.page_size is not None:
+        add((names["page"], str(spec.model.page_size), "tokens per KV page (model.page_size)"))
     dtype = spec.model.dtype
     if dtype in DTYPES:
         add(("--dtype", DTYPES[dtype], f"activation dtype (model.dtype: {dtype})"))
@@ -157,7 +186,7 @@ def _sglang(spec: Spec, sites: dict, launch: Launch) -> None:
     t = spec.topology
     _paths(spec, launch, "--model-path", "--speculative-draft-model-path")
     names = {"tp": "--tp-size", "pp": "--pp-size", "cp": "--attn-cp-size", "dcp": "--dcp-size",
-             "ep": "--ep-size", "moe_dp": "--moe-dp-size"}
+             "ep": "--ep-size", "moe_dp": "--moe-dp-size", "page": "--page-size"}
     if not t.dp_attention:
         names["dp"] = "--dp-size"
     _topology(spec, launch, names)
@@ -277,7 +306,7 @@ def _vllm(spec: Spec, sites: dict, launch: Launch) -> None:
     _paths(spec, launch, "--model", None)
     names = {"tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size",
              "dp": "--data-parallel-size", "cp": "--prefill-context-parallel-size",
-             "dcp": "--decode-context-parallel-size"}
+             "dcp": "--decode-context-parallel-size", "page": "--block-size"}
     _topology(spec, launch, names)
     if t.ep > 1:
         launch.args.append(("--enable-expert-parallel", None, f"experts over dp * pcp * tp = "

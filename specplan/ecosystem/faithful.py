@@ -30,7 +30,7 @@ def restated(spec: Spec, env: dict[str, str] | None = None) -> list[str] | None:
     if not spec.engine_args:
         return None
     words = [w for arg in spec.engine_args for w in shlex.split(arg)]
-    launch = read_launch(spec.engine, dict(env or {}), words)
+    launch = read_launch(spec.engine, dict(env or {}), words, spec.engine_version)
     hint = {"num_nextn_predict_layers": 1} if spec.speculative.method == "mtp" else None
     data = build(spec.engine, launch, spec, {}, spec.name, hint)
     got, want = spec_data(reload(data)), spec_data(spec)
@@ -81,15 +81,15 @@ def render_faithful(spec: Spec, launch, title: str) -> str:
 
 
 def dp_attention_note(spec: Spec) -> list[str]:
-    """The older SGLang spelling kept as written, and the one SGLang 0.5.23 documents now."""
+    """The older SGLang spelling kept as written, and the one the newest release documents."""
     from specplan.ecosystem.argv import read_words
     from specplan.ecosystem.launch_import import split_command
     from specplan.engines import convention
 
     words = [w for arg in spec.engine_args or () for w in shlex.split(arg)]
-    args, _ = read_words(convention(spec.engine).flag_table(), split_command(spec.engine, words)[2])
+    args, _ = read_words(convention(spec.engine, spec.engine_version).flag_table(), split_command(spec.engine, words)[2])
     written = {a.dest: a.text for a in args if a.flag is not None}
     if "enable_dp_attention" not in written or "dp_size" not in written:
         return []
-    return [f"{written['dp_size']} {written['enable_dp_attention']} is kept as written; SGLang "
-            f"0.5.23 spells it --attn-dp-size {spec.topology.dp}"]
+    return [f"{written['dp_size']} {written['enable_dp_attention']} is kept as written; "
+            f"{convention('sglang').title} spells it --attn-dp-size {spec.topology.dp}"]

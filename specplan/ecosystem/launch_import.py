@@ -20,7 +20,7 @@ from specplan.ecosystem import spec_tp_sync
 from specplan.ecosystem.argv import read_words
 from specplan.ecosystem.flags import (DRAFT_PLACEHOLDER, MODEL_PLACEHOLDER, MODELLED, SGLANG_ENV,
                                       SITE_SLUGS, VLLM_ENV)
-from specplan.ecosystem.launch_read import READERS, ImportProblem
+from specplan.ecosystem.launch_read import READERS, FlagRefused, ImportProblem
 from specplan.ecosystem.yaml_out import spec_data
 from specplan.engines import convention
 from specplan.engines.flag_table import FlagProblem
@@ -29,7 +29,7 @@ from specplan.schema import Spec
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 _ARRAY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\($")
 _PLACEHOLDER_WORDS = {"$" + MODEL_PLACEHOLDER, "$" + DRAFT_PLACEHOLDER}
-__all__ = ["ImportProblem", "build", "parse_script", "read_launch"]
+__all__ = ["FlagRefused", "ImportProblem", "build", "parse_script", "read_launch"]
 
 
 def parse_script(text: str) -> tuple[dict[str, str], list[str]]:
@@ -40,8 +40,12 @@ def parse_script(text: str) -> tuple[dict[str, str], list[str]]:
     argv: list[str] = []
     arrays: dict[str, list[str]] = {}
     array: str | None = None
-    for line in text.replace("\\\n", " ").splitlines():
-        tokens = shlex.split(line, comments=True)
+    for number, line in _script_lines(text):
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError as exc:  # an unclosed quote, a backslash before the end
+            raise ImportProblem(f"line {number} of the script: {str(exc).lower()} (an unclosed "
+                                "quote or a trailing backslash); expected a shell command line") from None
         if tokens[:1] == ["export"]:
             tokens = tokens[1:]
         if tokens and (m := _ARRAY.match(tokens[0])):
@@ -61,6 +65,22 @@ def parse_script(text: str) -> tuple[dict[str, str], list[str]]:
     return env, argv
 
 
+def _script_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) of each logical line: `\\`-continued lines joined."""
+    out, start, parts = [], 1, []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not parts:
+            start = number
+        if line.endswith("\\"):  # as bash: a backslash ending the file continues into nothing
+            parts.append(line[:-1] + " ")
+            continue
+        out.append((start, "".join(parts) + line))
+        parts = []
+    if parts:
+        out.append((start, "".join(parts)))
+    return out
+
+
 def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], list[str]]:
     """(leading VAR=value words, the program's words, the arguments after them). The program
     is `python -m sglang.launch_server`, `sglang serve` or `vllm serve`; none found: every word
@@ -69,32 +89,56 @@ def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], l
     env = []
     while rest and _ENV_NAME.match(rest[0]):
         env.append(rest.pop(0))
-    module = convention(engine).flag_table().program.split()[-1]  # sglang.launch_server | serve
+    modules = _LAUNCHERS[engine]  # `python -m MODULE` entry points
     cli = f"{engine} serve"  # both engines' console scripts: `sglang serve`, `vllm serve`
     for i, token in enumerate(rest):
         before = rest[i - 1].rsplit("/", 1)[-1] if i else ""
-        if token.endswith(module) and module != "serve" or f"{before} {token}" in (cli,):
+        if before == "-m" and token in modules or f"{before} {token}" == cli:
             return env, rest[:i + 1], rest[i + 1:]
     return env, [], rest
 
 
-def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
+# The launchers whose parser is the engine's server parser (flags/): SGLang's
+# sglang/launch_server.py; vLLM's OpenAI server module, which `vllm serve` wraps.
+_LAUNCHERS = {"sglang": ("sglang.launch_server",),
+              "vllm": ("vllm.entrypoints.openai.api_server",)}
+_SHELL = re.compile(r"\$(\{|\(|[A-Za-z_])")
+
+
+def _no_shell_words(words: list[str]) -> None:
+    """A word still holding `${VAR}`, `$VAR` or `$(...)` is the shell's to expand: its value is
+    not on the line, so import refuses it rather than guess (specplan's own $MODEL_PATH
+    placeholders excepted)."""
+    for word in words:
+        if word in _PLACEHOLDER_WORDS or not _SHELL.search(word):
+            continue
+        raise ImportProblem(f"the launch line holds a shell expansion, {word!r}: its value is "
+                            "not on the line; substitute it (or let the shell expand it and "
+                            "pass the expanded line after `--`)")
+
+
+def read_launch(engine: str, env: dict[str, str], argv: list[str],
+                version: str | None = None) -> dict:
     """The spec data a launch line states (topology, model, moe, speculative, runtime,
     disaggregation, `_sync_slugs`), `_line` (its words: env, program, arguments) and `_notes`
-    (one per argument kept but not planned, and each reading worth saying)."""
+    (one per argument kept but not planned, and each reading worth saying), read by the flags
+    of release `version` (default: the newest)."""
     env_words, program, words = split_command(engine, argv)
+    _no_shell_words(words)
     line_env = dict(w.partition("=")[::2] for w in env_words)
     env = {**env, **line_env}
-    table = convention(engine).flag_table()
+    conv = convention(engine, version)
+    table = conv.flag_table()
     notes: list[str] = []
     try:
         args, values = read_words(table, words)
         if values.get("config"):  # both engines: the file's keys first, the line overrides them
             _, values = read_words(table, config_words(values["config"], notes) + words)
     except FlagProblem as exc:
-        raise ImportProblem(str(exc)) from None
+        raise FlagRefused(str(exc)) from None
     written = {a.dest: a.text for a in args if a.flag is not None}  # notes quote the user's words
-    out = READERS[engine]({**values, "_written": written}, env, notes)
+    out = READERS[engine]({**values, "_written": written, "_conv": conv}, env, notes)
+    out["_version"] = conv.version
     out["disaggregation"] = _disaggregation(engine, table, values)
     part = env.get(f"{engine.upper()}_PP_LAYER_PARTITION")
     if part:
@@ -117,15 +161,7 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str]) -> dict:
 def config_words(path: str, notes: list[str]) -> list[str]:
     """`--config FILE` (YAML key: value) as the words both engines insert before the line's
     (SGLang ConfigArgumentMerger, vLLM FlexibleArgumentParser._pull_args_from_config)."""
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ImportProblem(f"cannot read --config {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise ImportProblem(f"--config {path}: expected a mapping of option: value")
+    data = _config_yaml(path)
     words: list[str] = []
     for key, value in data.items():
         flag = f"--{key}"
@@ -134,11 +170,57 @@ def config_words(path: str, notes: list[str]) -> list[str]:
         elif isinstance(value, list):
             words += [flag, *map(str, value)]
         elif isinstance(value, dict):
-            words += [flag, json.dumps(value)]
+            words += [flag, json.dumps(value, default=str)]  # a YAML date is its ISO text
         elif value is not False and value is not None:
             words += [flag, str(value)]
     notes.append(f"read {len(data)} options from --config {path}")
     return words
+
+
+MAX_CONFIG_VALUES = 10_000  # values of a --config file once its aliases are expanded
+_MAX_CONFIG_DEPTH = 32
+
+
+def _config_yaml(path: str) -> dict:
+    """A --config file as the engines read it (yaml.safe_load, YAML 1.1), bounded first: UTF-8
+    text of at most 1 MiB, nested at most 32 deep and at most MAX_CONFIG_VALUES values once
+    aliases are expanded (an alias bomb is a few lines), one mapping."""
+    import yaml
+
+    from specplan.errors import UserError
+    from specplan.files import read_text
+
+    try:
+        text = read_text(path, "a YAML file of option: value")
+    except UserError as exc:
+        raise ImportProblem(f"cannot read --config {exc.diagnostics[0]}") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        _bounded(node, path)
+        data = loader.construct_document(node) if node is not None else {}
+    except yaml.YAMLError as exc:
+        raise ImportProblem(f"cannot read --config {path}: {exc}") from None
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        raise ImportProblem(f"--config {path}: expected a mapping of option: value")
+    return data
+
+
+def _bounded(node, path: str) -> None:
+    """Walk the node graph as construction would expand it, without constructing it."""
+    stack, seen = [(node, 0)] if node is not None else [], 0
+    while stack:
+        item, depth = stack.pop()
+        seen += 1
+        if depth > _MAX_CONFIG_DEPTH or seen > MAX_CONFIG_VALUES:
+            raise ImportProblem(f"--config {path}: expands past {MAX_CONFIG_VALUES:,} values or "
+                                f"{_MAX_CONFIG_DEPTH} levels once its aliases are expanded; "
+                                "expected option: value lines")
+        if isinstance(item.value, list):
+            children = (c for pair in item.value for c in (pair if isinstance(pair, tuple) else (pair,)))
+            stack.extend((c, depth + 1) for c in children)
 
 
 def _disaggregation(engine: str, table, values: dict) -> dict | None:
@@ -162,7 +244,8 @@ def ignored_env(engine: str, env: dict[str, str]) -> list[str]:
 
 
 def model_shape(config: dict) -> dict:
-    """model.{num_layers, hidden_size, vocab_size, moe} from a Hugging Face config.json."""
+    """model.{num_layers, hidden_size, vocab_size, moe, attention} from a Hugging Face
+    config.json (attention mla where it has kv_lora_rank)."""
     config = config.get("text_config", config)
     out = {}
     for key, names in (("num_layers", ("num_hidden_layers", "n_layer", "num_layers")),
@@ -175,6 +258,8 @@ def model_shape(config: dict) -> dict:
                     if config.get(n)), None)
     if experts and config.get("num_experts_per_tok"):
         out["moe"] = {"num_experts": experts, "top_k": config["num_experts_per_tok"]}
+    if config.get("kv_lora_rank"):  # DeepSeek / Kimi MLA: one latent KV, no KV heads to split
+        out["attention"] = "mla"
     return out
 
 
@@ -208,6 +293,9 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
     """Spec data: the base (or the engine's own behaviour) with the launch line on top."""
     data = spec_data(base) if base else {"behaviour": "engine"}
     data["engine"] = engine
+    data.pop("engine_version", None)
+    if not convention(engine, launch["_version"]).newest:  # the newest: left unwritten
+        data["engine_version"] = launch["_version"]
     data["name"] = name or data.get("name") or _name(launch["model"].get("path"))
     keep = {k: v for k, v in data.get("topology", {}).items()
             if k in _UNSTATED[engine]}
@@ -224,6 +312,9 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
     spec = {k: v for k, v in data.get("speculative", {}).items()
             if k in _UNSTATED[engine]}
     told = dict(launch["speculative"])
+    auto = told.pop("_auto", None)
+    if auto is not None:
+        told.update(_engine_widths(auto, told["method"], base, config, launch["_notes"]))
     if told.get("method") == "eagle" and "draft_path" not in told and own_mtp(config):
         told["method"] = "mtp"  # SGLang runs EAGLE on the checkpoint's own MTP layers: NEXTN
         launch["_notes"].append("EAGLE without a draft model on a checkpoint with its own MTP "
@@ -237,11 +328,44 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
         raise ImportProblem(f"the launch line does not give the model's shape ({', '.join(missing)}): "
                             "pass --base SPEC, --model-config config.json, or a local model path")
     _sync(data, launch.get("_sync_slugs"), base)
-    if launch.get("disaggregation"):  # the peer comes from the base, else the user names it
-        data["disaggregation"] = {**data.get("disaggregation", {}), **launch["disaggregation"]}
+    dis = launch.get("disaggregation")
+    if dis is not None and "role" not in dis and "role" not in data.get("disaggregation", {}):
+        launch["_notes"].append("kv_role kv_both serves either side: imported as one instance; "
+                                "its role comes from the deployment (a --base with "
+                                "disaggregation.role, or the pair's deployment file)")
+    elif dis:  # the peer comes from the base, else the user names it
+        data["disaggregation"] = {**data.get("disaggregation", {}), **dis}
     if launch.get("_line") is not None:
         data["engine_args"] = launch["_line"]
     return data
+
+
+def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | None,
+                   notes: list[str]) -> dict:
+    """The widths the line leaves to the engine: the base spec's (same method), else the
+    engine's own default for the model (specplan/engines/spec_defaults.py), said in a note."""
+    from specplan.engines import spec_defaults as d
+
+    if base is not None and base.speculative.method == method:
+        s = base.speculative
+        return {"num_steps": s.num_steps, **({"topk": s.topk} if s.topk > 1 else {}),
+                **({"num_draft_tokens": s.num_draft_tokens} if s.num_draft_tokens else {})}
+    try:
+        if "vllm_method" in auto:
+            steps, why = d.vllm_tokens(auto["vllm_method"], config)
+            notes.append(f"num_steps {steps}: {why}")
+            return {"num_steps": steps}
+        if auto["algorithm"] == "NGRAM":
+            (steps, topk, width), why = d.sglang_ngram(auto["breadth"], auto["draft_tokens"])
+        else:
+            arch = ((config or {}).get("architectures") or [None])[0]
+            (steps, topk, width), why = d.sglang_eagle(auto["algorithm"], arch, auto["topk"],
+                                                       auto["draft_tokens"])
+    except d.NoDefault as exc:
+        raise ImportProblem(str(exc)) from None
+    notes.append(f"num_steps {steps}, topk {topk}, num_draft_tokens {width}: {why}")
+    return {"num_steps": steps, **({"topk": topk} if topk > 1 else {}),
+            **({"num_draft_tokens": width} if width != steps + 1 else {})}
 
 
 def _name(path: str | None) -> str:

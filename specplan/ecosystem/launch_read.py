@@ -21,13 +21,40 @@ class ImportProblem(Exception):
     """The launch line says something specplan cannot read; the message names it."""
 
 
+class FlagRefused(ImportProblem):
+    """The release's parser refuses a word of the line (another release's may accept it)."""
+
+
+def _newest(engine: str) -> str:
+    from specplan.engines import convention
+
+    return convention(engine).title
+
+
 def _int(values: dict, dest: str, flag: str, default: int | None = 1) -> int | None:
+    """A size the line states: a positive integer (both engines refuse 0 and negative sizes;
+    dropping one would plan a topology the line does not say)."""
     if values.get(dest) is None:
         return default
+    value = values[dest]
     try:
-        return int(values[dest])
+        number = int(value) if not isinstance(value, (bool, float)) else None
     except (TypeError, ValueError):
-        raise ImportProblem(f"{flag} expects an integer, found {values[dest]!r}") from None
+        number = None
+    if number is None:
+        raise ImportProblem(f"{flag} expects an integer, found {value!r}")
+    if number < 1:
+        raise ImportProblem(f"{flag} {value}: expected a positive integer (a size of at least 1)")
+    return number
+
+
+def _zbal(env: dict) -> bool:
+    """SGLang picks zbal for npu when SGLANG_ZBAL_LOCAL_MEM_SIZE (an int, default 0) is > 0."""
+    value = env.get("SGLANG_ZBAL_LOCAL_MEM_SIZE", "0").strip()
+    try:
+        return int(value) > 0
+    except ValueError:
+        raise ImportProblem(f"SGLANG_ZBAL_LOCAL_MEM_SIZE={value!r} is not an integer (MB)") from None
 
 
 def _path(value, placeholder: str) -> str | None:
@@ -46,7 +73,7 @@ def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
     dp_attention = attn_dp > 1 or bool(v.get("enable_dp_attention")) and dp > 1
     if v.get("enable_dp_attention") and dp > 1:
         said = v["_written"].get("dp_size", f"--dp-size {dp}")
-        notes.append(f"{said} --enable-dp-attention is SGLang 0.5.23's older spelling of "
+        notes.append(f"{said} --enable-dp-attention is {_newest('sglang')}'s older spelling of "
                      f"--attn-dp-size {dp}; kept as written")
     topo = _sizes(tp=_int(v, "tp_size", "--tp-size"), pp=_int(v, "pp_size", "--pp-size"),
                   dp=attn_dp if attn_dp > 1 else dp, dp_attention=dp_attention,
@@ -56,7 +83,7 @@ def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
     a2a = v.get("moe_a2a_backend")
     if a2a in SGLANG_EP_SPANNING_A2A and topo.get("ep", 1) != topo["tp"]:
         notes.append(f"--moe-a2a-backend {a2a} sets the expert parallel size to the tensor "
-                     f"parallel size, {topo['tp']} (SGLang 0.5.23 overrides.py _a2a_ep_size)")
+                     f"parallel size, {topo['tp']} ({v['_conv'].title} overrides.py _a2a_ep_size)")
     if a2a in SGLANG_EP_SPANNING_A2A and topo["tp"] > 1:
         topo["ep"] = topo["tp"]
     device = v.get("device")
@@ -65,6 +92,10 @@ def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
             raise ImportProblem(f"--device {device}: specplan plans cuda | rocm | npu | cpu")
         if device != "cuda":
             topo["device"] = device
+    if device == "npu" and _zbal(env):
+        topo["backend"] = "zbal"
+        notes.append("SGLANG_ZBAL_LOCAL_MEM_SIZE > 0 on npu: SGLang's collectives run on zbal, not "
+                     "hccl (SGLang 0.5.23 platforms/device_mixin.py _DEVICE_TO_DISTRIBUTED_BACKEND)")
     runtime = {}
     if v.get("disable_overlap_schedule") and topo.get("pp", 1) == 1:
         runtime["async_scheduling"] = False  # under pipeline parallel SGLang requires it anyway
@@ -97,6 +128,10 @@ def _model(v: dict, path, notes: list[str]) -> dict:
     elif v.get("quantization") is not None:
         notes.append(f"--quantization {v['quantization']}: weights only for the plan; "
                      "activations stay model.dtype")
+    page = v.get("page_size", v.get("block_size"))  # SGLang --page-size, vLLM --block-size
+    if page is not None:
+        model["page_size"] = _int(v, "page_size" if "page_size" in v else "block_size",
+                                  "--page-size" if "page_size" in v else "--block-size")
     kv = v.get("kv_cache_dtype")
     if kv is not None and kv in KV_CACHE_DTYPES:
         model["kv_cache_dtype"] = KV_CACHE_DTYPES[kv]
@@ -140,15 +175,18 @@ def _sglang_speculative(v: dict) -> dict:
         out["num_steps"] = steps
     else:
         steps = _int(v, "speculative_num_steps", "--speculative-num-steps", None)
-        if steps is None:
-            raise ImportProblem("--speculative-num-steps is missing (SGLang picks a per-model "
-                                "default that specplan cannot know)")
-        out["num_steps"] = steps
-        topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk")
-        if topk > 1:
-            out["topk"] = topk
-        if width is not None and width != steps + 1:
-            out["num_draft_tokens"] = width
+        topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk", None)
+        if steps is None:  # SGLang's own defaults, chosen once the model config is read
+            breadth = _int(v, "speculative_ngram_max_bfs_breadth",
+                           "--speculative-ngram-max-bfs-breadth", None)
+            out["_auto"] = {"algorithm": algo.upper(), "topk": topk, "draft_tokens": width,
+                            "breadth": breadth}
+        else:
+            out["num_steps"] = steps
+            if (topk or 1) > 1:
+                out["topk"] = topk
+            if width is not None and width != steps + 1:
+                out["num_draft_tokens"] = width
     draft = _path(v.get("speculative_draft_model_path"), DRAFT_PLACEHOLDER)
     if draft:
         out["draft_path"] = draft
@@ -179,23 +217,21 @@ def read_vllm(v: dict, env: dict, notes: list[str]) -> dict:
     model = _model(v, v.get("model_tag") or v.get("model"), notes)
     moe = _moe(v.get("all2all_backend"), "--all2all-backend", v.get("enable_eplb"), notes)
     return {"topology": topo, "model": model, "moe": moe, "runtime": runtime,
-            "speculative": _vllm_speculative(v.get("speculative_config"), notes),
+            "speculative": _vllm_speculative(v.get("speculative_config"), notes, v["_conv"]),
             "_sync_slugs": None}
 
 
-def _vllm_speculative(config, notes: list[str]) -> dict:
-    from specplan.engines import convention
-
+def _vllm_speculative(config, notes: list[str], conv) -> dict:
     if config is None:
         return {}
     if not isinstance(config, dict):
         raise ImportProblem(f"--speculative-config is not a JSON object: {json.dumps(config)}")
-    accepted = convention("vllm").flag_table().by_dest("speculative_config").keys or ()
+    accepted = conv.flag_table().by_dest("speculative_config").keys or ()
     for key in config:
         if key not in accepted:  # vLLM's SpeculativeConfig refuses it too
             close = difflib.get_close_matches(key, accepted, n=3)
             hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            raise ImportProblem(f"unknown --speculative-config key {key!r}{hint}")
+            raise FlagRefused(f"unknown --speculative-config key {key!r}{hint}")
     notes += [f"kept, not planned: --speculative-config key {k}" for k in config
               if k not in VLLM_SPEC_KEYS]
     by_name = {val: k for k, val in VLLM_METHODS.items()}
@@ -204,14 +240,18 @@ def _vllm_speculative(config, notes: list[str]) -> dict:
     if method is None:
         raise ImportProblem(f"--speculative-config method {name!r}: specplan plans "
                             f"{', '.join(VLLM_METHODS.values())} (and *_mtp)")
-    if "num_speculative_tokens" not in config:
-        raise ImportProblem("--speculative-config has no num_speculative_tokens")
-    out: dict = {"method": method, "num_steps": int(config["num_speculative_tokens"])}
+    out: dict = {"method": method}
+    if config.get("num_speculative_tokens") is None:  # vLLM's default, from the model config
+        out["_auto"] = {"vllm_method": method}
+    else:
+        out["num_steps"] = _int(config, "num_speculative_tokens",
+                                "--speculative-config num_speculative_tokens")
     draft = _path(config.get("model"), DRAFT_PLACEHOLDER)
     if draft:
         out["draft_path"] = draft
     if "draft_tensor_parallel_size" in config:
-        out["draft_tp"] = int(config["draft_tensor_parallel_size"])
+        out["draft_tp"] = _int(config, "draft_tensor_parallel_size",
+                               "--speculative-config draft_tensor_parallel_size")
     return out
 
 

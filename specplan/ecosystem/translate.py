@@ -25,7 +25,7 @@ class Refusal(Exception):
 
 def refusal(spec: Spec) -> str | None:
     """Why spec.engine cannot run `spec`, or None when it can."""
-    return convention(spec.engine).launch_refusal(spec)
+    return convention(spec.engine, spec.engine_version).launch_refusal(spec)
 
 
 def translate(spec: Spec, engine: str) -> tuple[Spec, list[str]]:
@@ -42,6 +42,7 @@ def translate(spec: Spec, engine: str) -> tuple[Spec, list[str]]:
     data["topology"] = {k: v for k, v in {**data["topology"], **topo}.items()
                         if k in topo or k in ("device", "backend", "nodes")}
     data.pop("engine_args", None)  # the other engine's line: its own spelling
+    data.pop("engine_version", None)  # a release of the other engine: export names one
     data["engine"] = engine
     notes += _partition(spec, engine, data)
     try:
@@ -107,7 +108,7 @@ def _partition(spec: Spec, engine: str, data: dict) -> list[str]:
     m, pp = spec.model, spec.topology.pp
     if pp == 1 or m.pp_partition:
         return []
-    source, target = convention(spec.engine), convention(engine)
+    source, target = convention(spec.engine, spec.engine_version), convention(engine)
     mine, theirs = source.split_layers(m.num_layers, pp), target.split_layers(m.num_layers, pp)
     if mine == theirs:
         return []

@@ -68,13 +68,30 @@ class LayerCollective:
 
 class Convention(ABC):
     name: ClassVar[str]
-    title: ClassVar[str]  # the engine and the release whose code this models
     remainder_stages: ClassVar[str]  # where split_layers puts remainder layers, in words
     # How the engine's plugin carries last-stage decisions to earlier stages, and so the
     # relay specplan's own plan (`behaviour: specplan`) runs there under PP: `broadcast`
     # when the earlier stages can join the last stage's converge, or the engine's own
     # stage-to-stage transport (`ring`) when they cannot.
     pipeline_relay: ClassVar[str] = "broadcast"
+
+    def __init__(self, version: str | None = None) -> None:
+        from specplan.engines.releases import check
+
+        self.version = check(self.name, version)
+
+    @property
+    def title(self) -> str:
+        """The engine and the release whose code this models ('SGLang 0.5.23')."""
+        from specplan.engines.releases import title
+
+        return title(self.name, self.version)
+
+    @property
+    def newest(self) -> bool:
+        from specplan.engines.releases import newest
+
+        return self.version == newest(self.name)
 
     # -- layout ---------------------------------------------------------------------------
 
@@ -154,10 +171,10 @@ class Convention(ABC):
         """Why the engine cannot launch the spec's method here, or None when it can."""
 
     def flag_table(self) -> FlagTable:
-        """Every launch flag the engine's parser accepts (flags/<name>.json)."""
+        """Every launch flag this release's parser accepts (flags/, flag_table.py)."""
         from specplan.engines.flag_table import flag_table
 
-        return flag_table(self.name)
+        return flag_table(self.name, self.version)
 
     # -- shared rules -----------------------------------------------------------------------
 

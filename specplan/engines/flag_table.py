@@ -1,9 +1,13 @@
 """An engine's launch flags as data, and argparse's rules for reading a word as one of them.
 
-The tables in flags/ list every option string the engine's own parser accepts (SGLang 0.5.23
-`python -m sglang.launch_server`, vLLM 0.33.0 `vllm serve`), with its arity and, for a bare
-flag, the value each spelling sets. They are generated from the real parsers by
-tools/engine_flags.py and checked against them by tests/engines/test_flag_tables.py.
+The tables in flags/ list every option string the engine's own parser accepts (SGLang
+`python -m sglang.launch_server`, vLLM `vllm serve`), per supported release (releases.py),
+with its arity and, for a bare flag, the value each spelling sets. The newest release's table
+is stored whole (flags/<engine>.json), an older one's as its differences from it
+(flags/<engine>-<version>.json: `removed`, the flags the older parser lacks, by first option
+string; `flags`, its rows of the flags it has that differ or that the newest lacks). They are
+generated from the real parsers by tools/engine_flags.py and checked against them by
+tests/engines/test_flag_tables.py.
 
 `FlagTable.match(word)` follows argparse: an exact option string; `--name=value`; an unambiguous
 prefix of a long option when the parser allows abbreviations (SGLang's `--tp 16` is
@@ -17,6 +21,8 @@ import json
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+
+from specplan.engines.releases import check, newest
 
 _DIR = Path(__file__).resolve().parent / "flags"
 
@@ -52,6 +58,7 @@ class Match:
 @dataclass(frozen=True)
 class FlagTable:
     engine: str
+    version: str
     program: str
     allow_abbrev: bool
     underscores: bool
@@ -97,13 +104,46 @@ def _options(table: FlagTable) -> dict[str, EngineFlag]:
     return {name: f for f in table.flags for name in f.names}
 
 
+def stored_path(engine: str, version: str) -> Path:
+    name = engine if version == newest(engine) else f"{engine}-{version}"
+    return _DIR / f"{name}.json"
+
+
+def stored_data(engine: str, version: str | None = None) -> dict:
+    """One release's table as data: the newest's file, or the newest with a release's
+    differences applied."""
+    version = check(engine, version)
+    base = json.loads(stored_path(engine, newest(engine)).read_text())
+    if version == newest(engine):
+        return base
+    return apply(base, json.loads(stored_path(engine, version).read_text()))
+
+
+def differences(base: dict, data: dict) -> dict:
+    """`data` (one release's table) as its differences from `base` (the newest's)."""
+    mine = {f["names"][0]: f for f in data["flags"]}
+    theirs = {f["names"][0]: f for f in base["flags"]}
+    head = {k: v for k, v in data.items() if k != "flags" and base.get(k) != v}
+    return {**head, "base": base["version"],
+            "removed": [k for k in theirs if k not in mine],
+            "flags": [f for k, f in mine.items() if theirs.get(k) != f]}
+
+
+def apply(base: dict, diff: dict) -> dict:
+    """The release table `diff` describes (the inverse of `differences`)."""
+    rows = {f["names"][0]: f for f in diff["flags"]}
+    flags = [rows.pop(f["names"][0], f) for f in base["flags"] if f["names"][0] not in diff["removed"]]
+    head = {k: v for k, v in {**base, **diff}.items() if k not in ("base", "removed", "flags")}
+    return {**head, "flags": flags + list(rows.values())}
+
+
 @cache
-def flag_table(engine: str) -> FlagTable:
-    """The stored table of `engine` (sglang | vllm)."""
-    data = json.loads((_DIR / f"{engine}.json").read_text())
+def flag_table(engine: str, version: str | None = None) -> FlagTable:
+    """The stored table of `engine` (sglang | vllm) at `version` (default: the newest)."""
+    data = stored_data(engine, version)
     flags = tuple(EngineFlag(tuple(f["names"]), f["dest"], f["nargs"], f.get("sets", {}),
                              tuple(f.get("choices", ())), f.get("json", False),
                              tuple(f["keys"]) if "keys" in f else None)
                   for f in data["flags"])
-    return FlagTable(engine, data["program"], data["allow_abbrev"], data["underscores"],
-                     data["json_dotted"], tuple(data["positional"]), flags)
+    return FlagTable(engine, data["version"], data["program"], data["allow_abbrev"],
+                     data["underscores"], data["json_dotted"], tuple(data["positional"]), flags)

@@ -1,4 +1,4 @@
-"""SGLang 0.5.23: world = tp * pp, rank = tp * pp_rank + tp_rank (tp fastest).
+"""SGLang (every supported release): world = tp * pp, rank = tp * pp_rank + tp_rank (tp fastest).
 
 The TP block is read three ways, independently: as attn_dp x attn_cp x attn_tp (attn_tp
 fastest; attn_dp = dp only with DP-attention), as moe_dp x moe_ep x moe_tp (moe_tp fastest)
@@ -18,13 +18,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specplan.behaviour import Choices
+from specplan.engines.releases import title
 from specplan.engines.base import Convention, DpAgreement, LayerCollective, MoeLayout, Violation
 from specplan.mesh.axes import Layout
 from specplan.mesh.family import Family
 from specplan.methods.base import Method
 from specplan.schema.model import Spec, Topology
 
-T = "SGLang 0.5.23"
+T = title("sglang")  # the newest release, which the messages below cite
 COUNT_INTS = 7  # per rank: tokens, forward mode, cuda-graph ok, extend-in-batch, ...
 # SpecTpSync methods: which SGLANG_SPEC_TP_SYNC preset a written sync.policy names.
 PRESETS = ("all", "rng", "init", "off")
@@ -36,7 +37,6 @@ PP_EAGLE = ("eagle", "mtp")
 
 class SGLang(Convention):
     name = "sglang"
-    title = T
     remainder_stages = "last stages"
     # Only the last stage drafts and accepts; SGLang's scheduler relays the results stage to
     # stage in its own output messages (scheduler_pp_mixin), which the plugin's relay rides.
@@ -153,19 +153,20 @@ class SGLang(Convention):
         return ()
 
     def behaviour(self, spec: Spec, method: Method) -> Choices:
-        return _behaviour(spec, method)
+        return _behaviour(spec, method, self.title)
 
     def violations(self, spec: Spec) -> list[Violation]:
         t = spec.topology
-        out = [*_attention_rules(t), *_moe_rules(spec)]
+        out = [*_attention_rules(t, self.title), *_moe_rules(spec, self.title), *_tap_rules(spec)]
         if t.tp % t.dcp:
             out.append(Violation(("topology", "dcp"), f"dcp={t.dcp} does not divide tp={t.tp}: "
                                  "DCP groups are contiguous chunks of dcp ranks of each TP group "
-                                 f"({T} initialize_model_parallel)"))
+                                 f"({self.title} initialize_model_parallel)"))
         if t.dp > 1 and not t.dp_attention and t.nodes != 1:
             out.append(Violation(("topology", "nodes"), f"dp={t.dp} without dp_attention runs on "
                                  f"one node, found nodes={t.nodes}: multi-node data-parallel "
-                                 f"replicas are not supported, use dp_attention ({T} check_server_args)"))
+                                 f"replicas are not supported, use dp_attention ({self.title} "
+                                 "check_server_args)"))
             return out
         return out + self.node_violations(spec, self.world_size(t), "check_server_args")
 
@@ -173,12 +174,28 @@ class SGLang(Convention):
         if num_worlds == 1:
             return None
         return (f"dp={num_worlds} without dp_attention starts {num_worlds} independent worlds of "
-                f"tp*pp = {world_size} ranks: {num_worlds * world_size} GPUs on one node ({T} "
+                f"tp*pp = {world_size} ranks: {num_worlds * world_size} GPUs on one node ({self.title} "
                 "check_server_args refuses data-parallel replicas across nodes; the "
                 "DataParallelController launches one scheduler world per replica)")
 
     def launch_refusal(self, spec: Spec) -> str | None:
         return _launch_refusal(spec, self.attention_tp(spec.topology))
+
+
+def _tap_rules(spec: Spec) -> list[Violation]:
+    """SGLang captures a tap only inside the layer loop (models/llama.py LlamaModel.forward:
+    `for i in range(self.start_layer, self.end_layer)`, capturing when i is in
+    layers_to_capture), so tap num_layers, the residual after the last layer, is never made."""
+    layers = spec.model.num_layers
+    taps = spec.speculative.taps(layers)
+    if layers not in taps:
+        return []
+    at = ("speculative", "aux_layers", list(spec.speculative.aux_layers or ()).index(layers)) \
+        if spec.speculative.aux_layers and layers in spec.speculative.aux_layers else ("speculative",)
+    return [Violation(at, f"tap {layers} (= num_layers, the residual after the last layer) is "
+                          f"never captured: {T} captures taps inside the layer loop only "
+                          "(models/llama.py LlamaModel.forward, i in layers_to_capture for i in "
+                          f"range(start_layer, end_layer)); expected taps 0 .. {layers - 1}")]
 
 
 def _attention(t: Topology, d: dict[str, int]) -> Layout:
@@ -190,7 +207,7 @@ def _tp_alias(width: int, tp: int) -> str | None:
     return "tp" if width == tp and tp > 1 else None
 
 
-def _attention_rules(t: Topology) -> list[Violation]:
+def _attention_rules(t: Topology, T: str = T) -> list[Violation]:
     if t.dp_lm_head and not (t.dp_attention and t.dp > 1):
         return [Violation(("topology", "dp_lm_head"), "dp_lm_head needs DP-attention (dp > 1 with "
                           f"dp_attention): --enable-dp-lm-head requires attention DP ({T} "
@@ -206,7 +223,7 @@ def _attention_rules(t: Topology) -> list[Violation]:
     return []
 
 
-def _moe_rules(spec: Spec) -> list[Violation]:
+def _moe_rules(spec: Spec, T: str = T) -> list[Violation]:
     t, moe = spec.topology, spec.model.moe
     at = ("topology", "moe_dp")
     out = []
@@ -253,8 +270,8 @@ def _launch_refusal(spec: Spec, attn_tp: int) -> str | None:
     return None
 
 
-def _behaviour(spec: Spec, method: Method) -> Choices:
-    """SGLang 0.5.23 defaults (reference/decisions.md §0, §7; sglang.md §7).
+def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
+    """SGLang defaults (reference/decisions.md §0, §7; sglang.md §7).
 
     DSpark and DFlash converge through SpecTpSync, whose preset is SGLANG_SPEC_TP_SYNC
     (default all; `sync.policy: all | rng | init | off` names another); only sites SGLang
@@ -285,7 +302,7 @@ def _behaviour(spec: Spec, method: Method) -> Choices:
         greedy = "SGLang verifies greedily (argmax) on CPU even for sampling requests"
     how = (f"SpecTpSync preset {preset}" if spec_tp_sync else
            "eagle_sample broadcasts the accept triple on sampling paths and on ROCm greedy")
-    notes = [f"SGLang 0.5.23: {how} over {group}; PP relays ring stage to stage with widths "
+    notes = [f"{T}: {how} over {group}; PP relays ring stage to stage with widths "
              "pinned to num_draft_tokens; aux hidden states are not relayed across stages."]
     if sampling == "mixed" and not spec_tp_sync and device not in ("rocm",):
         notes.append("mixed sampling: all-greedy batches take the greedy path, which SGLang does "

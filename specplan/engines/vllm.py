@@ -1,4 +1,4 @@
-"""vLLM 0.33.0: ranks = arange(world).reshape(DP, PP, PCP, TP); a family's groups come from
+"""vLLM (every supported release): ranks = arange(world).reshape(DP, PP, PCP, TP); a family's groups come from
 moving its axis last (ExternalDP is 1 here): initialize_model_parallel.
 
 Global rank = ((dp * PP + pp) * PCP + pcp) * TP + tp. DCP groups are chunks of dcp ranks
@@ -15,18 +15,27 @@ Worked example, 8 ranks: tp=2, pp=2, cp(pcp)=2:
 from __future__ import annotations
 
 from specplan.behaviour import Choices
+from specplan.engines.releases import title
 from specplan.engines.base import Convention, DpAgreement, LayerCollective, MoeLayout, Violation
 from specplan.mesh.axes import Layout
 from specplan.mesh.family import Family
 from specplan.methods.base import Method
 from specplan.schema.model import Spec, Topology
 
-T = "vLLM 0.33.0"
+T = title("vllm")  # the newest release, which the messages below cite
+# EAGLE-1 drafters (llama_eagle.py EagleLlamaForCausalLM, deepseek_eagle.py
+# EagleDeepseekV3ForCausalLM) start their layer ids at ModelConfig.get_num_layers(parallel_config):
+# the last stage's own layer count, not the target's total (EAGLE3 uses
+# get_total_num_hidden_layers). Under pp > 1 the draft layer takes a target layer's name.
+STAGE_LOCAL_DRAFT_IDS = ("eagle",)
+STAGE_LOCAL_DRAFT_NOTE = (f"{T} numbers EAGLE draft layers from the last stage's own layer count "
+                          "(llama_eagle.py / deepseek_eagle.py: start_layer_id = "
+                          "ModelConfig.get_num_layers(parallel_config)), not after the target's "
+                          "total layers.")
 
 
 class VLLM(Convention):
     name = "vllm"
-    title = T
     remainder_stages = "stages before the last"
 
     def world_size(self, t: Topology) -> int:
@@ -98,22 +107,32 @@ class VLLM(Convention):
         # No convergence inside TP; vLLM has no free-memory gate on draft graphs (its KV-cache
         # sizing already takes the minimum over workers), so start-up MIN sites hold trivially.
         sites = {site.name: site.kind == "min" for site in method.sites}
-        notes = ("vLLM 0.33.0 (model runner V2): no convergence inside TP (identical logits and "
+        notes = (f"{self.title} (model runner V2): no convergence inside TP (identical logits and "
                  "counter-based RNG keyed by seed and position); the last PP rank broadcasts "
                  "sampled tokens and drafts down each PP column; aux taps chain through the "
                  "stage handoff.",)
-        return Choices("engine", sites, "tp", "column", True, "agreed", "global", "global", "chain",
+        if method.name in STAGE_LOCAL_DRAFT_IDS:
+            notes += (STAGE_LOCAL_DRAFT_NOTE,)
+        draft_ids = "stage_local" if method.name in STAGE_LOCAL_DRAFT_IDS else "global"
+        return Choices("engine", sites, "tp", "column", True, "agreed", draft_ids, "global", "chain",
                        "dummy", "counter-based RNG keyed by (seed, position) makes draws "
                        "rank-deterministic", frozenset(), notes)
 
     def violations(self, spec: Spec) -> list[Violation]:
         t = spec.topology
-        out = [*_sglang_only(t), *_dcp_rules(t), *self.moe_violations(spec, t.ep)]
+        out = [*_sglang_only(t), *_dcp_rules(t, self.title), *self.moe_violations(spec, t.ep)]
         wide = t.dp * t.cp * t.tp
         if t.ep not in (1, wide):
             out.append(Violation(("topology", "ep"), f"ep={t.ep} must be 1 or dp*cp*tp = "
                                  f"{t.dp}*{t.cp}*{t.tp} = {wide}: expert parallel spans a whole "
-                                 f"stage ({T} initialize_model_parallel, --enable-expert-parallel)"))
+                                 f"stage ({self.title} initialize_model_parallel, --enable-expert-parallel)"))
+        moe = spec.model.moe
+        if moe is not None and moe.eplb and t.ep == 1:
+            out.append(Violation(("model", "moe", "eplb"), "eplb needs expert parallel: vLLM "
+                                 "refuses --enable-eplb without --enable-expert-parallel "
+                                 f"(\"enable_expert_parallel must be True to use EPLB\", {self.title} "
+                                 f"ParallelConfig._validate_parallel_config); set topology.ep to "
+                                 f"dp*cp*tp = {wide} or eplb false"))
         return out + self.node_violations(spec, self.world_size(t), "ParallelConfig.local_world_size")
 
     def launch_refusal(self, spec: Spec) -> str | None:
@@ -150,7 +169,7 @@ def _dcp(t: Topology) -> Family:
     return chunks.family("dcp", group=("tp", "pcp"), over=("dp", "pp", "chunk"))
 
 
-def _dcp_rules(t: Topology) -> list[Violation]:
+def _dcp_rules(t: Topology, T: str = T) -> list[Violation]:
     at, where = ("topology", "dcp"), f"({T} ParallelConfig._validate_parallel_config)"
     if t.cp == 1 and t.tp % t.dcp:
         return [Violation(at, f"dcp={t.dcp} does not divide tp={t.tp} {where}")]

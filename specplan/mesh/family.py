@@ -44,6 +44,16 @@ class Family:
             return [list(range(base, base + n)) for base in bases]
         return [[base + m for m in members] for base in bases]
 
+    def bases(self) -> list[int]:
+        """The first member of every group, in creation order."""
+        split = len(self.shape) - self.group_ndim
+        return _offsets(self.shape[:split], self.strides[:split])
+
+    def offsets(self) -> list[int]:
+        """Each member's distance from its group's first member, in group-rank order."""
+        split = len(self.shape) - self.group_ndim
+        return _offsets(self.shape[split:], self.strides[split:])
+
     def group_ranks(self) -> list[int]:
         """The group rank of every global rank 0 .. size-1 (the family covers them all).
 

@@ -92,7 +92,7 @@ class Mesh:
 def build_mesh(spec: Spec) -> Mesh:
     from specplan.engines import convention  # engines build on mesh/: imported at call time
 
-    t, conv = spec.topology, convention(spec.engine)
+    t, conv = spec.topology, convention(spec.engine, spec.engine_version)
     fams = conv.families(t, is_moe=spec.model.moe is not None)
     world, worlds = conv.world_size(t), conv.num_worlds(t)
     parts = spec.model.pp_partition or conv.split_layers(spec.model.num_layers, t.pp)

@@ -21,10 +21,11 @@ METHODS: dict[str, Method] = {
 }
 
 
-def get_method(name: str) -> Method:
-    """The method called `name`; KeyError naming the valid methods otherwise."""
+def get_method(name: str, engine: str | None = None) -> Method:
+    """The method called `name`, as `engine` runs it (its decisions can differ per engine:
+    Method.engines); KeyError naming the valid methods otherwise."""
     try:
-        return METHODS[name]
+        return METHODS[name].for_engine(engine)
     except KeyError:
         valid = ", ".join(METHODS)
         raise KeyError(f"unknown speculative method {name!r}; expected one of: {valid}") from None

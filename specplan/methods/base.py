@@ -102,6 +102,12 @@ class Method:
     drafter: Literal["none", "head", "model", "lookup"] = "head"
     engine_notes: Mapping[str, str] = field(default_factory=dict)
     doc: str = ""
+    # The method as an engine runs it where its decisions differ (vLLM's ngram drafts a chain
+    # where SGLang's drafts a tree): engine -> that Method (methods/__init__.get_method).
+    engines: Mapping[str, "Method"] = field(default_factory=dict)
+
+    def for_engine(self, engine: str | None) -> "Method":
+        return self.engines.get(engine, self) if engine else self
 
     def decision(self, name: str) -> Decision:
         for d in self.decisions:

@@ -1,12 +1,19 @@
-"""NGRAM: drafts looked up in a host n-gram corpus, verified as an irregular tree.
+"""NGRAM: drafts looked up in a per-rank n-gram index of the committed tokens; each engine
+verifies them its own way, so the method's decisions are per engine (`Method.engines`).
 
-Each rank keeps its own C++ corpus (reference/decisions.md §2); the drafts and tree mask agree
-only while every corpus saw the same committed tokens, and nothing converges them in SGLang
-[GAP-soft]. Accept is the EAGLE accept kernel with the same broadcasts, with
-accept_index [bs, num_draft_tokens] (max tree depth N). No draft forward and no draft extend.
+SGLang (NGRAM): each rank keeps its own C++ corpus (reference/decisions.md §2) and drafts an
+irregular tree: draft_tokens and a tree_mask, which agree only while every corpus saw the same
+committed tokens; nothing converges them in SGLang [GAP-soft]. Accept is the EAGLE accept
+kernel with the same broadcasts, accept_index [bs, num_draft_tokens] (max tree depth N).
 
-Chosen here: ngram_draft is a per-round host site; it joins the "rng" preset (values not a
-pure function of logits), not "init", which SGLang keeps for start-up probes.
+vLLM (NGRAM_CHAIN): V2's ngram speculator matches the request's own tokens on each rank and
+proposes a chain of num_speculative_tokens drafts, [bs, K]; no tree mask (vLLM verifies chains
+only). The chain RejectionSampler verifies without draft probabilities; the accept is
+vLLM's triple, as for the EAGLE family.
+
+Neither has a draft forward or a draft extend. Chosen here: ngram_draft is a per-round host
+site; it joins the "rng" preset (values not a pure function of logits), not "init", which
+SGLang keeps for start-up probes.
 """
 
 from ._common import COMMIT_DERIVES, first_token, presets_for, target_prefill_phase
@@ -53,6 +60,47 @@ def _sites() -> tuple[Site, ...]:
     )
 
 
+def _chain_decisions() -> tuple[Decision, ...]:
+    return (
+        _TOKEN,
+        Decision("draft_tokens", ("bs", "num_draft_tokens - 1"), "int64", "host", "draft",
+                 site="ngram_draft", derives=("positions", "cache_locations"),
+                 doc="The ngram speculator's match over each rank's own copy of the request's "
+                     "tokens: a chain of num_speculative_tokens drafts."),
+        Decision("predict", ("bs * num_draft_tokens",), "int32", "rng", "accept",
+                 site="ngram_accept", derives=("out_tokens", "bonus_tokens"), doc=_ACCEPT_DOC),
+        Decision("accept_index", ("bs", "num_draft_tokens"), "int32", "rng", "accept",
+                 site="ngram_accept", derives=("out_tokens",), doc=_ACCEPT_DOC),
+        Decision("num_correct_drafts", ("bs",), "int32", "rng", "accept", site="ngram_accept",
+                 derives=("accept_lens",) + COMMIT_DERIVES, doc=_ACCEPT_DOC),
+    )
+
+
+NGRAM_CHAIN = Method(
+    name="ngram",
+    prefill=(target_prefill_phase(),),
+    decode=(
+        Phase("draft", ("draft_tokens",)),  # on every rank, from its own token history
+        Phase("plan_verify"),  # the chain's verify inputs laid out (positions, slots)
+        Phase("target_verify", compute="target_verify",
+              tokens_per_request="num_draft_tokens", forwards="1", stage="all"),
+        Phase("accept", _ACCEPT),
+        Phase("commit"),
+    ),
+    decisions=_chain_decisions(),
+    sites=(
+        _TARGET_SITE,
+        Site("ngram_draft", "draft", ("draft_tokens",), presets=presets_for("host"),
+             doc="Per-rank match over the request's tokens; vLLM never converges it."),
+        Site("ngram_accept", "accept", _ACCEPT, presets=presets_for("rng"),
+             doc="vLLM's chain RejectionSampler output (sampled tokens and counts)."),
+    ),
+    needs_taps=False, tree=False, drafter="lookup",
+    engine_notes={"vllm": "supported", "vllm_name": "ngram",
+                  "vllm_note": "chain only; rejection sampler without draft probs"},
+    doc="N-gram lookup drafting, verified as a chain (vLLM).",
+)
+
 NGRAM = Method(
     name="ngram",
     prefill=(target_prefill_phase(),),
@@ -77,4 +125,5 @@ NGRAM = Method(
         "vllm_note": "chain only; rejection sampler without draft probs",
     },
     doc="N-gram lookup drafting with tree verify.",
+    engines={"vllm": NGRAM_CHAIN},
 )

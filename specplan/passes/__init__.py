@@ -37,7 +37,7 @@ def plan(spec: Spec, upto: str | None = None) -> Planning:
     """
     if upto is not None and upto not in NAMES:
         raise ValueError(f"no pass {upto!r}; passes: {', '.join(NAMES)}")
-    p = Planning(spec, build_mesh(spec), get_method(spec.speculative.method))
+    p = Planning(spec, build_mesh(spec), get_method(spec.speculative.method, spec.engine))
     for pass_ in PASSES:
         run_pass(p, pass_)
         if pass_.NAME == upto:

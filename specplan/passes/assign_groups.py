@@ -60,7 +60,7 @@ def _family(p: Planning, last_stage_only: bool, phase: str) -> str:
     c = p.choices
     if c.group != "replica":
         # An engine's own group, per stage: attention TP or the whole TP block.
-        return convention(p.spec.engine).sync_family(c.group)
+        return convention(p.spec.engine, p.spec.engine_version).sync_family(c.group)
     if p.pp == 1:
         return "replica"
     drafts_stay = phase == "draft" and not c.relay_drafts

@@ -20,7 +20,7 @@ ENSURES = ("dp_agreement",)
 
 
 def run(p: Planning) -> None:
-    agreement = convention(p.spec.engine).dp_agreement(p.spec)
+    agreement = convention(p.spec.engine, p.spec.engine_version).dp_agreement(p.spec)
     if agreement is None:
         p.graph.sections["dp_agreement"] = None
         return

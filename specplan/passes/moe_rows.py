@@ -25,7 +25,7 @@ def run(p: Planning) -> None:
     if moe is None:
         p.graph.sections["moe"] = None
         return
-    conv = convention(p.spec.engine)
+    conv = convention(p.spec.engine, p.spec.engine_version)
     layout = conv.moe_layout(p.spec)
     rows = p.spec.runtime.max_batch * p.spec.speculative.verify_width
     split = layout.row_split

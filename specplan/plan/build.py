@@ -13,6 +13,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from specplan.engines.releases import newest
 from specplan.files import write_atomic
 from specplan.methods.base import nbytes
 from specplan.passes import Planning
@@ -33,6 +34,8 @@ _LATER_KEYS = {"model": ("num_kv_heads", "attention", "kv_cache_dtype", "page_si
 def spec_sha256(p: Planning) -> str:
     data = p.spec.model_dump(mode="json")
     data.pop("engine_args", None)  # the launch line's spelling: no part of the plan
+    if data.get("engine_version") in (None, newest(data["engine"])):
+        data.pop("engine_version", None)  # the newest release, named or not: plans as before
     if data["model"]["moe"] and not data["model"]["moe"]["eplb"]:
         data["model"]["moe"].pop("eplb")
     for section, keys in _LATER_KEYS.items():

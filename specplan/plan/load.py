@@ -15,9 +15,14 @@ import os
 from pathlib import Path
 
 from specplan.errors import Diagnostic, UserError
+from specplan.files import not_readable, read_bounded
 from specplan.ir.nodes import ROUNDS
 from specplan.plan.artifact import SCHEMA_VERSION, Plan, fingerprint
 from specplan.plan.codec import ABSENT, Problem, decode
+from specplan.plan.invariants import invariants
+
+
+MAX_PLAN_BYTES = 64 << 20  # plan.json: rank classes, not ranks, so far below this at any world
 
 
 class PlanFileError(UserError):
@@ -50,6 +55,8 @@ def from_json(data, *, name: str = "plan.json", trusted: bool = False) -> Plan:
     except Problem as exc:
         raise fail(problems + exc.problems) from None
     problems += _references(plan)
+    if not problems and not trusted:  # read through the references: only once they hold
+        problems += invariants(plan)
     if problems:
         raise fail(problems)
     return plan
@@ -59,19 +66,24 @@ def _read_json(path: str):
     def fail(message: str, line=None, col=None) -> PlanFileError:
         return PlanFileError([Diagnostic(path, line, col, "", message)])
 
+    why = not_readable(path, MAX_PLAN_BYTES)
+    if why == "is a directory":
+        raise fail("is a directory, not a plan.json")
+    if why is not None:
+        raise fail(why)
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        text = read_bounded(path, MAX_PLAN_BYTES).decode("utf-8")
         return json.loads(text)
     except FileNotFoundError:
         raise fail("no such file") from None
-    except IsADirectoryError:
-        raise fail("is a directory, not a plan.json") from None
     except UnicodeDecodeError:
         raise fail("not UTF-8 text: not a plan.json") from None
     except OSError as exc:
         raise fail(f"cannot read: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
+    except json.JSONDecodeError as exc:  # before ValueError: it is one
         raise fail(f"malformed JSON: {exc.msg}", exc.lineno, exc.colno) from None
+    except ValueError as exc:  # grew past the limit since the stat
+        raise fail(str(exc)) from None
     except RecursionError:
         raise fail("malformed JSON: nested too deeply") from None
 

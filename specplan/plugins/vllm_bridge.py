@@ -89,6 +89,8 @@ class VllmBridge:
         site, rows = self.sites["accept"], sampled.shape[0]
         r = self._begin("accept")
         if site is None or site.boundary is None:
+            if site is not None and self.pp == 1:  # not converged (sync.sites off): still probed
+                self.rt.maybe_probe(r, self._encode(sampled, num_sampled))
             return
         self.calls[f"converge:{site.name}"] += 1
         dec = self.rt.converge(site.name, self._encode(sampled, num_sampled),

@@ -20,10 +20,16 @@ def cross_checks(spec: Spec, src: Source) -> list[Diagnostic]:
 
 
 def _engine(spec: Spec, src: Source) -> list[Diagnostic]:
-    """The topologies the spec's engine refuses (its convention's rules, specplan/engines/)."""
-    from specplan.engines import convention  # engines build on schema: imported at call time
+    """The topologies the spec's engine refuses (its convention's rules, specplan/engines/); a
+    release outside the engine's table is refused first, listing the supported ones."""
+    from specplan.engines import of  # engines build on schema: imported at call time
+    from specplan.engines.releases import UnknownRelease
 
-    return [src.diag(v.path, v.message) for v in convention(spec.engine).violations(spec)]
+    try:
+        conv = of(spec)
+    except UnknownRelease as exc:
+        return [src.diag(("engine_version",), str(exc))]
+    return [src.diag(v.path, v.message) for v in conv.violations(spec)]
 
 
 def _partition(spec: Spec, src: Source) -> list[Diagnostic]:

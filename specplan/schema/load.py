@@ -94,6 +94,8 @@ def _message(kind: str, err: dict, value: Any, parent: type | None, loc: tuple) 
         return f"expected {what}, {found}"
     if kind == "less_than_equal":
         return f"expected at most {ctx['le']:,} (specplan's limit for this key), {found}"
+    if kind == "too_long":
+        return f"expected at most {ctx.get('max_length', 0):,} items (specplan's limit), found {len(value)}"
     if kind == "string_too_long":
         return f"expected at most {ctx['max_length']} characters (specplan's limit), {found}"
     if kind == "string_pattern_mismatch":

@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from specplan.engines.releases import RELEASES
+
 # Limits (documented in the JSON Schema and README): far past any deployment, low enough that
 # every size stays an exact machine integer and the planner never allocates by a typo.
 MAX_RANKS = 1_048_576  # any one axis, and the whole world (schema/limits.py)
@@ -19,6 +21,11 @@ MAX_VOCAB = 16_777_216
 MAX_EXPERTS = 65_536
 MAX_STEPS = 64  # num_steps and topk: past every engine's draft graphs
 MAX_BATCH = 65_536
+MAX_DRAFT_LAYERS = 1_024  # a drafter deeper than this is a second target; each layer is planned
+MAX_HEADS = 65_536  # KV heads
+MAX_PAGE = 1_048_576  # tokens per KV page
+MAX_TIMEOUT_S = 86_400.0  # a day: past it a collective is hung, not slow
+MAX_DRAFT_TOKENS = 1 + MAX_STEPS * MAX_STEPS  # the widest tree: 1 + topk * num_steps
 MAX_NAME = 128  # a name becomes folder and file names
 
 Size = Annotated[int, Field(ge=1)]
@@ -95,14 +102,14 @@ class ModelCfg(_Model):
     hidden_size: Annotated[int, Field(ge=1, le=MAX_WIDTH)] = Field(
         description="Hidden width of the target model.")
     vocab_size: Annotated[int, Field(ge=1, le=MAX_VOCAB)] = Field(description="Vocabulary size.")
-    pp_partition: list[Layers] | None = Field(
-        None, description="Layers per pipeline stage; else the engine's rule.")
+    pp_partition: Annotated[list[Layers], Field(max_length=MAX_RANKS)] | None = Field(
+        None, description="Layers per pipeline stage (one entry per stage); else the engine's rule.")
     moe: Moe | None = Field(None, description="Set for a mixture-of-experts model.")
     dtype: Dtype = Field("bf16", description="Activation and tap dtype: bf16 | fp16 | fp8 | fp32.")
     path: str | None = Field(
         None, description="Target checkpoint: a local folder or a hub name (SGLang --model-path, "
                           "vllm serve MODEL); used by `specplan export` and `import`.")
-    num_kv_heads: Size | None = Field(
+    num_kv_heads: Annotated[int, Field(ge=1, le=MAX_HEADS)] | None = Field(
         None, description="KV heads of the target's attention (default: 1 with attention mla, "
                           "else 8); decides which KV heads each rank holds and pulls.")
     attention: Attention | None = Field(
@@ -111,7 +118,7 @@ class ModelCfg(_Model):
     kv_cache_dtype: KvCacheDtype | None = Field(
         None, description="KV cache dtype: auto (= model.dtype) | bf16 | fp16 | fp8_e4m3 | "
                           "fp8_e5m2 (default auto).")
-    page_size: Size | None = Field(
+    page_size: Annotated[int, Field(ge=1, le=MAX_PAGE)] | None = Field(
         None, description="Tokens per KV page (default: the engine's, SGLang --page-size 1, "
                           "vLLM --block-size 16).")
 
@@ -124,11 +131,12 @@ class Speculative(_Model):
     num_steps: Annotated[int, Field(ge=0, le=MAX_STEPS)] = Field(
         0, description="Draft steps (DSpark gamma; DFlash block size - 1).")
     topk: Annotated[int, Field(ge=1, le=MAX_STEPS)] = Field(1, description="Branching of the draft tree; > 1 means a tree.")
-    num_draft_tokens: Size | None = Field(
+    num_draft_tokens: Annotated[int, Field(ge=1, le=MAX_DRAFT_TOKENS)] | None = Field(
         None, description="Verify width including the root (default num_steps + 1; "
                           "2 .. 1 + topk * num_steps).")
     sampling: Sampling = Field("greedy", description="greedy | sampling | mixed.")
-    aux_layers: list[Annotated[int, Field(ge=0)]] | None = Field(
+    aux_layers: Annotated[list[Annotated[int, Field(ge=0, le=MAX_LAYERS)]],
+                          Field(max_length=MAX_LAYERS + 1)] | None = Field(
         None, description="Tap ids for eagle3 / dflash / dspark (default 2, L//2, L-3): "
                           "tap L is the residual stream entering layer L.")
     draft_tp: Axis | None = Field(
@@ -136,7 +144,7 @@ class Speculative(_Model):
     draft_path: str | None = Field(
         None, description="Draft checkpoint: a folder or hub name (SGLang "
                           "--speculative-draft-model-path, vLLM speculative_config.model).")
-    draft_num_layers: Size | None = Field(
+    draft_num_layers: Annotated[int, Field(ge=1, le=MAX_DRAFT_LAYERS)] | None = Field(
         None, description="Decoder layers of the drafter, each with its own KV (default 1; "
                           "none for ngram); named after the target's layers.")
 
@@ -214,7 +222,7 @@ class Runtime(_Model):
     """Runtime capacities."""
 
     max_batch: Annotated[int, Field(ge=1, le=MAX_BATCH)] = Field(256, description="Most requests one rank serves in a round.")
-    timeout_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+    timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)] = Field(
         300, description="Seconds a collective may take before the runtime raises an error "
                          "naming its site, round and group (instead of hanging).")
     trace_dir: str | None = Field(
@@ -240,9 +248,13 @@ class Spec(_Model):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=MAX_NAME,
                       description=f"Spec name: [a-z0-9][a-z0-9_.-]*, at most {MAX_NAME} characters.")
     engine: Engine = Field("sglang", description="Layout and sync conventions: sglang | vllm.")
+    engine_version: str | None = Field(
+        None, max_length=MAX_NAME, description="The engine's release whose flags, layout, rules "
+        "and defaults apply (default: the newest): " + "; ".join(
+            f"{e} {', '.join(vs)}" for e, vs in RELEASES.items()) + ".")
     behaviour: Behaviour = Field(
         "specplan", description="specplan (the plan specplan would run) | engine (what the engine "
-                                "does by default for the method: SGLang 0.5.23, vLLM 0.33.0).")
+                                "does by default for the method, at engine_version).")
     topology: Topology
     model: ModelCfg
     speculative: Speculative = Field(default_factory=Speculative)

@@ -96,7 +96,8 @@ def _type(prop: dict, root: dict) -> str:
         return " | ".join(f"`{v}`" for v in prop["enum"])
     kind = prop.get("type", "any")
     if kind == "array":
-        return f"list of {_type(prop['items'], root)}"
+        most = f", at most {prop['maxItems']:,} items" if "maxItems" in prop else ""
+        return f"list of {_type(prop['items'], root)}{most}"
     if kind == "object" and isinstance(prop.get("additionalProperties"), dict):
         return f"map of name to {_type(prop['additionalProperties'], root)}"
     bounds = [f">= {prop['minimum']}"] if "minimum" in prop else []

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from specplan.errors import Diagnostic, SpecError
+from specplan.files import not_readable, read_bounded
 
 Loc = tuple[int, int]  # 1-based line, column
 PathKey = tuple[Any, ...]
@@ -142,14 +143,19 @@ def _read_text(path: Path, name: str) -> str:
 
     if "\x00" in name:
         raise fail("the path holds a NUL character; expected the path of a topology YAML file")
-    if path.is_dir():
+    why = not_readable(path)
+    if why == "is a directory":
         raise fail("is a directory; expected a YAML file")
+    if why == "no such file":
+        raise fail("no such file; expected the path of a topology YAML file")
+    if why is not None:
+        raise fail(f"{why}; expected a topology YAML file")
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise fail("no such file; expected the path of a topology YAML file") from None
+        raw = read_bounded(path)
     except OSError as exc:
         raise fail(f"cannot read: {exc.strerror}") from None
+    except ValueError as exc:
+        raise fail(str(exc)) from None
     if b"\x00" in raw:
         raise fail("is a binary file; expected YAML text")
     try:
@@ -173,6 +179,9 @@ def _build(node: yaml.Node, path: PathKey, src: Source, errors: list[Diagnostic]
                                       "(aliases nested too deep); write the values out"))
     if isinstance(node, yaml.ScalarNode):
         return _scalar(node, path, src, errors)
+    if len(path) >= MAX_DEPTH:  # aliases nest what the event stream showed flat
+        raise _Refused(src.diag(path, f"the document nests deeper than {MAX_DEPTH} levels once "
+                                      "its aliases are expanded; a spec nests at most 4"))
     if id(node) in active:
         raise _Refused(src.diag(path, "an alias refers to a node that contains it; "
                                       "recursive YAML structures are not supported"))

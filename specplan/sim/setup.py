@@ -35,7 +35,7 @@ def _partition(spec) -> list[int]:
     m, pp = spec.model, spec.topology.pp
     if m.pp_partition:
         return list(m.pp_partition)
-    return convention(spec.engine).split_layers(m.num_layers, pp)
+    return convention(spec.engine, spec.engine_version).split_layers(m.num_layers, pp)
 
 
 def _shrink_counts(counts: list[int], target: int) -> list[int]:
@@ -81,7 +81,7 @@ def sim_spec(spec, *, requests: int, max_layers: int) -> tuple[dict, list[str], 
     topo, model, sp = data["topology"], data["model"], data.setdefault("speculative", {})
     # The device stays (an engine's behaviour depends on it); the ranks run on the CPU (gloo).
     topo["backend"] = "gloo"
-    heads = max(4, convention(spec.engine).attention_tp(spec.topology))
+    heads = max(4, convention(spec.engine, spec.engine_version).attention_tp(spec.topology))
     hidden = heads * HEAD_DIM
     if model["hidden_size"] != hidden:
         shrunk.append(f"hidden {model['hidden_size']} -> {hidden}")
@@ -107,7 +107,7 @@ def sim_spec(spec, *, requests: int, max_layers: int) -> tuple[dict, list[str], 
         if experts != moe["num_experts"]:
             shrunk.append(f"experts {moe['num_experts']} -> {experts}")
         moe.update(num_experts=experts, top_k=min(moe["top_k"], experts))
-    replicas = convention(spec.engine).num_replicas(spec.topology)
+    replicas = convention(spec.engine, spec.engine_version).num_replicas(spec.topology)
     per_replica = -(-requests // replicas)
     data["runtime"] = {"max_batch": per_replica, "timeout_s": 20.0, "probe_every": 1}
     return data, shrunk, replicas

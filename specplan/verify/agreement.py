@@ -7,10 +7,15 @@ hold the value of one rank of their own replica. Otherwise the finding depends o
 nothing reached a stage (ERROR), a group wider than the replica (ERROR), a converge that
 leaves peers of the replica out (ERROR), an unconverged rng decision (ERROR), or agreement
 that rests on bit-identical floats or host state (WARN).
+
+The proof runs on digits (mesh/digits.py), never on a list of ranks: a rank's holder is the
+rank with the digits of each converge's group overwritten by its source member's. Only a site
+that may have a finding is followed rank by rank, to name its example ranks exactly.
 """
 
 from __future__ import annotations
 
+from specplan.mesh.digits import Digits
 from specplan.verify.findings import HARDWARE_NOTES, Finding
 from specplan.plan import PlanView
 from specplan.plan.model import Relay, Site
@@ -20,14 +25,51 @@ SHOW = 4  # example ranks per finding
 
 def check_agreement(view: PlanView) -> list[Finding]:
     relays = view.plan.relay
+    digits = Digits.of(view.families, view.world_size)
     out: list[Finding] = []
     for site in view.plan.sites:
         if site.kind != "broadcast":
             out.extend(_host_min(view, site))
             continue
+        if digits is not None and _proved(view, digits, site, relays.get(site.name)):
+            continue
         holder = _follow(view, site, relays.get(site.name))
         out.extend(_judge(view, site, holder, relays.get(site.name)))
     return out
+
+
+def _proved(view: PlanView, digits: Digits, site: Site, relay: Relay | None) -> bool:
+    """Whether no reader misses the value, holds another replica's, or (where it matters)
+    holds one of several within its replica; False when a rank-by-rank look is needed.
+
+    The holder of rank r is r with some digits set to constants (`fixed`), defined where r's
+    digits equal `needs` (it started on the last stage).
+    """
+    needs = dict(digits.member("pp", view.last))
+    fixed: dict[int, int] = {}
+    hops = [(site.family, site.source_member)] if site.converge and not site.trivial else []
+    hops += [("pp", relay.source_member)] if relay is not None else []
+    for family, member in hops:
+        for d, v in digits.member(family, member).items():
+            fixed.setdefault(d, v)
+            if d in needs and needs.pop(d) != v:
+                return False  # the source is on another stage than the value: nobody holds it
+    readers = digits.member("pp", view.last) if site.readers == "last_stage" or view.pp == 1 else {}
+    if any(readers.get(d) != v for d, v in needs.items()):
+        return False  # some readers never receive it
+    inside = digits.group("replica")
+    if any(d not in inside for d in fixed):
+        return False  # some replica takes another replica's value
+    if not _split_matters(view, site):
+        return True
+    return all(d in fixed or d in readers or d not in inside for d in range(len(digits.sizes)))
+
+
+def _split_matters(view: PlanView, site: Site) -> bool:
+    """Whether ranks of one replica holding different values would be a finding."""
+    if site.converge and not site.trivial:
+        return True
+    return any(_effective(view, site.name, d.nature) != "deterministic" for d in site.decisions)
 
 
 def _follow(view: PlanView, site: Site, relay: Relay | None) -> list[int | None]:

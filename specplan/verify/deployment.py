@@ -49,7 +49,8 @@ def _pair(h: Handoff, *path: str) -> tuple[str, str]:
 def _refused(h: Handoff) -> list[CrossFinding]:
     at = {"decode-cp": ("topology", "cp"), "pp-refused": ("topology", "pp"),
           "pull-pp": ("topology", "pp"), "tp-ratio": ("topology", "tp"),
-          "mla-sharding": ("model", "attention"), "pcp-refused": ("topology", "cp")}
+          "decode-dcp": ("topology", "dcp"), "replicated-kv": ("topology", "tp"),
+          "pcp-refused": ("topology", "cp")}
     return [CrossFinding("ERROR", r.kind, _pair(h, *at[r.kind]), r.message, _FIX[r.kind])
             for r in h.refusals]
 
@@ -59,7 +60,10 @@ _FIX = {
     "pp-refused": "give the decode instance pp: 1 or the prefill's pp",
     "pull-pp": "give the decode instance pp: 1 (or a connector that exchanges pp_size: mooncake)",
     "tp-ratio": "pick attention TP sizes where one divides the other",
-    "mla-sharding": "give both instances the same attention TP, or leave the MLA KV unsharded",
+    "decode-dcp": "give both instances the same dcp, or an MLA prefill with dcp 1 and cp 1 to a "
+                  "DCP-sharded MLA decode",
+    "replicated-kv": "give the prefill at most as many TP ranks as KV heads, or a decode TP at "
+                     "least the prefill's (or the mooncake connector)",
     "pcp-refused": "run prefill context parallel with dcp 1 or dcp = pcp (and TP 1 when sharded) "
                    "over nixl, and a decode without DCP against replicated PCP",
 }
@@ -167,7 +171,7 @@ def _ranges(ids: set[int]) -> str:
 
 def _draft_kv(h: Handoff) -> list[CrossFinding]:
     d = h.decode
-    if not d.draft_layers or not h.entries:
+    if not d.draft_layers or not h.classes:
         return []
     if h.receipts[d.pp - 1].drafts:
         return []
@@ -184,7 +188,9 @@ def _consumers(h: Handoff) -> list[CrossFinding]:
     """The producer frees a block after `consumers_per_source` notifications: fewer than the
     decode ranks that read it, and a reader finds its blocks reused mid-transfer."""
     counted = {}
-    for e in h.entries:
+    # every rank of a class pulls as its class does; in rank order the last reader's count stands
+    for key in sorted(h.classes, key=h.last_rank.__getitem__):
+        e = h.classes[key]
         for source in product(e["prefill_tp_ranks"], e["prefill_cp_ranks"], e["prefill_pp_ranks"]):
             counted[source] = e["consumers_per_source"]
     short = sorted((s, n) for s, n in counted.items() if h.consumers_seen.get(s, 0) > n)
@@ -200,7 +206,7 @@ def _consumers(h: Handoff) -> list[CrossFinding]:
 
 def _hetero_tp(h: Handoff) -> list[CrossFinding]:
     p, d = h.prefill, h.decode
-    if p.attn_tp == d.attn_tp or d.is_mla or not h.entries:
+    if p.attn_tp == d.attn_tp or d.is_mla or not h.classes:
         return []
     return [CrossFinding("WARN", "hetero-tp", _pair(h, "topology", "tp"),
                          f"attention TP differs (prefill {p.attn_tp}, decode {d.attn_tp}) on a "

@@ -17,10 +17,11 @@ from dataclasses import replace
 
 from specplan.ecosystem.flags import SITE_SLUGS
 from specplan.ecosystem.spec_tp_sync import slugs_of, value_for
+from specplan.engines.releases import RELEASES, title
 from specplan.plan import Plan
 from specplan.verify.findings import Finding
 
-_ENGINE = {"sglang": "SGLang 0.5.23", "vllm": "vLLM 0.33.0"}
+_ENGINE = {name: title(name) for name in RELEASES}  # the newest release of each
 # Sites an engine converges through its own switch (over its whole TP group).
 _SWITCHABLE = {"sglang": SITE_SLUGS, "vllm": {}}
 _CONVERGE = re.compile(r"^converge (\w+) \(sync\.sites: \{\w+: on\}\)(?P<rest>.*)$")

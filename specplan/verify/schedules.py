@@ -6,6 +6,7 @@ an op on F with the same signature (op, bytes, boundary or site). Send and recv 
 peer stage. Rounds run in order (startup, prefill, then `in_flight` decode rounds). A
 mismatch is an order or size error; a state where nothing can move is a deadlock. Under
 DP-attention an idle DP rank that skips work is its own class on the same stage.
+Which classes meet in a family's groups is read from the family rule (mesh/digits.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections import deque
 
 from dataclasses import replace
 
+from specplan.mesh.digits import Digits
 from specplan.plan import PlanView, opt
 from specplan.plan.model import Op, Relay
 from specplan.verify.findings import Finding
@@ -147,12 +149,26 @@ def _partners(view: PlanView, programs: Op, cls: tuple, family: str, cache: Op) 
     """Classes whose ranks share `family` groups with class `cls`."""
     key = (cls, family)
     if key not in cache:
+        digits = cache[None]
         stage, _ = cls
-        groups = view.groups(family)
-        stages = {view.stages[r] for g in groups if stage in {view.stages[x] for x in g} for r in g}
-        cross = _has_dp(view) and view.spans_replicas(family)
+        if digits is None:  # a rule that is no partition (check_structure says so): list ranks
+            groups = view.groups(family)
+            stages = {view.stages[r] for g in groups if stage in {view.stages[x] for x in g} for r in g}
+            cross = _has_dp(view) and view.spans_replicas(family)
+        else:
+            stages = _stages_sharing(view, digits, family, stage)
+            cross = _has_dp(view) and bool(digits.group(family) - digits.group("replica"))
         cache[key] = [c for c in programs if c[0] in stages and (cross or c[1] == cls[1])]
     return cache[key]
+
+
+def _stages_sharing(view: PlanView, digits: Digits, family: str, stage: int) -> set[int]:
+    """The stages of the ranks that share a `family` group with some rank of `stage`: those
+    that agree with it on every pp digit the family's groups do not run along."""
+    along = digits.group(family)
+    values = digits.stage_values(view.pp)
+    mine = values[stage]
+    return {t for t, v in enumerate(values) if all(v[d] == mine[d] for d in v if d not in along)}
 
 
 def _simulate(view: PlanView, programs: Op) -> list[Finding]:
@@ -163,7 +179,7 @@ def _simulate(view: PlanView, programs: Op) -> list[Finding]:
     signatures and releases everyone. Linear in ops times partners.
     """
     pos = {c: 0 for c in programs}
-    cache: Op = {}
+    cache: Op = {None: Digits.of(view.families, view.world_size)}  # partners by (class, family)
     waiting: dict[tuple, dict] = {}
     ready = deque(programs)
     while ready:

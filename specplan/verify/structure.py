@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from specplan.mesh.digits import partitions
 from specplan.mesh.pipeline import tap_owner
 from specplan.verify.findings import Finding
 from specplan.plan import PlanView
@@ -23,8 +24,7 @@ def _families(view: PlanView) -> list[Finding]:
             out.append(_err(view, name, f"group family {name} reuses {alias}, which is not created before it",
                             "create aliased families first"))
         seen.append(name)
-        covered = sorted(r for g in view.groups(name) for r in g)
-        if covered != list(range(view.world_size)):
+        if not _partition(view, name):
             out.append(_err(view, name, f"the groups of {name} do not partition the {view.world_size} ranks",
                             "regenerate the plan"))
     used = {s.family for s in view.plan.sites} | {
@@ -32,6 +32,15 @@ def _families(view: PlanView) -> list[Finding]:
     for name in sorted(used - set(seen)):
         out.append(_err(view, name, f"family {name} is used but never created", "regenerate the plan"))
     return out
+
+
+def _partition(view: PlanView, name: str) -> bool:
+    """Whether the groups of `name` partition the world: by its rule's strides (a mixed
+    radix), or, for a rule whose shape and strides do not pair up, by listing its groups."""
+    fam = view.families[name]
+    if len(fam.shape) == len(fam.strides) and 0 < fam.group_ndim <= len(fam.shape):
+        return partitions(fam, view.world_size)
+    return sorted(r for g in view.groups(name) for r in g) == list(range(view.world_size))
 
 
 def _err(view: PlanView, group: str, message: str, fix: str, line_key: str = "engine") -> Finding:

@@ -96,7 +96,8 @@ def test_untrusted_text_prints_literally_in_every_printer():
     plan = SimpleNamespace(name="p", fingerprint="0" * 64, world_size=2,
                            source=SimpleNamespace(spec_file="[s].yaml"),
                            speculative=SimpleNamespace(method="eagle", sampling="greedy"),
-                           sync=SimpleNamespace(policy="safe"))
+                           sync=SimpleNamespace(policy="safe"),
+                           behaviour=SimpleNamespace(mode="specplan"), families=(), sites=())
     render_findings(plan, [Finding("ERROR", "[site]", None, "tp", (0,), "decode", 3, GLOO_ERROR, "[/x]")], out)
     outcome = SimpleNamespace(prepared=SimpleNamespace(plan=plan, replicas=1, shrunk=["[/y]"]),
                               options=SimpleNamespace(rounds=1, requests=1, seed=0, inject=""),

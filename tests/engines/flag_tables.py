@@ -1,9 +1,10 @@
 """The engines' launch-flag tables, read from their real argparse parsers.
 
-`sglang_parser()` builds the parser `python -m sglang.launch_server` parses with (SGLang 0.5.23
-prepare_server_args: argparse.ArgumentParser + ServerArgs.add_cli_args); `vllm_parser()` the one
-`vllm serve` parses with (vLLM 0.33.0 FlexibleArgumentParser + make_arg_parser). Each imports
-the wheel's modules with the harness stubs (nothing the parser calls is stubbed).
+`sglang_parser(version)` builds the parser `python -m sglang.launch_server` parses with
+(prepare_server_args: argparse.ArgumentParser + ServerArgs.add_cli_args); `vllm_parser(version)`
+the one `vllm serve` parses with (FlexibleArgumentParser + make_arg_parser, wherever that
+release keeps them). Each imports that release's wheel with the harness stubs (nothing the
+parser calls is stubbed); no version: the newest supported release.
 `table_of(parser, ...)` turns a parser into the data stored in specplan/engines/flags/: every
 option string argparse accepts (hidden negations included), grouped by action, with what a
 bare flag sets. tools/engine_flags.py writes the tables; tests/engines/test_flag_tables.py
@@ -19,10 +20,10 @@ import os
 from wheels import VERSIONS, engine_root
 
 
-def sglang_parser() -> argparse.ArgumentParser:
+def sglang_parser(version: str | None = None) -> argparse.ArgumentParser:
     import sglang_harness
 
-    sglang_harness.install(engine_root("sglang"))
+    sglang_harness.install(engine_root("sglang", version))
     from sglang.srt.server_args import ServerArgs
 
     parser = argparse.ArgumentParser(prog="sglang serve")
@@ -30,16 +31,33 @@ def sglang_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def vllm_parser() -> argparse.ArgumentParser:
+def vllm_parser(version: str | None = None) -> argparse.ArgumentParser:
     import vllm_harness
 
     # The parser's config defaults build a DeviceConfig, which asks the platform: a CPU here.
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    vllm_harness.install(engine_root("vllm"))
-    from vllm.entrypoints.common.cli_args import make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    vllm_harness.install(engine_root("vllm", version))
+    # The modules moved between releases: take the first that this release has.
+    make_arg_parser = _first("make_arg_parser", "vllm.entrypoints.common.cli_args",
+                             "vllm.entrypoints.launchers.cli_args",
+                             "vllm.entrypoints.openai.cli_args")
+    parser_class = _first("FlexibleArgumentParser", "vllm.utils.argparse_utils", "vllm.utils")
+    return make_arg_parser(parser_class(prog="vllm serve"))
 
-    return make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+
+def _first(name: str, *modules: str):
+    import importlib
+
+    for module in modules:
+        try:
+            found = getattr(importlib.import_module(module), name, None)
+        except ModuleNotFoundError as exc:  # this release has no such module; any other
+            if not module.startswith(exc.name or "\0"):  # missing import is a real failure
+                raise
+            continue
+        if found is not None:
+            return found
+    raise ImportError(f"{name} is in none of {modules}")
 
 
 def _nargs(action: argparse.Action) -> str:
@@ -81,8 +99,8 @@ def _config_keys(action: argparse.Action, classes: dict) -> list[str] | None:
     return [f.name for f in dataclasses.fields(cls)]
 
 
-def table_of(parser: argparse.ArgumentParser, engine: str, program: str, underscores: bool,
-             json_dotted: bool, classes: dict | None = None) -> dict:
+def table_of(parser: argparse.ArgumentParser, engine: str, version: str, program: str,
+             underscores: bool, json_dotted: bool, classes: dict | None = None) -> dict:
     """The flag table of `parser` as JSON-able data (see specplan/engines/flag_table.py)."""
     by_action: dict[int, list[str]] = {}
     actions: dict[int, argparse.Action] = {}
@@ -109,34 +127,36 @@ def table_of(parser: argparse.ArgumentParser, engine: str, program: str, undersc
                 row["keys"] = keys
         flags.append(row)
     positional = [a.dest for a in parser._actions if not a.option_strings]
-    return {"engine": engine, "version": VERSIONS[engine], "program": program,
+    return {"engine": engine, "version": version, "program": program,
             "allow_abbrev": parser.allow_abbrev, "underscores": underscores,
             "json_dotted": json_dotted, "positional": positional, "flags": flags}
 
 
-def table(engine: str) -> dict:
-    """One engine's table (each engine in its own process: the two harnesses' stubs differ)."""
+def table(engine: str, version: str | None = None) -> dict:
+    """One release's table (each in its own process: the harnesses' stubs and the wheel on
+    sys.path differ)."""
+    version = version or VERSIONS[engine]
     if engine == "sglang":
-        return table_of(sglang_parser(), "sglang", "python -m sglang.launch_server",
+        return table_of(sglang_parser(version), "sglang", version, "python -m sglang.launch_server",
                         underscores=False, json_dotted=False)
     # FlexibleArgumentParser.parse_args: `--a_b` reads as `--a-b`, `--x.y v` builds JSON
-    parser = vllm_parser()
-    from vllm.config.speculative import SpeculativeConfig
+    parser = vllm_parser(version)
+    spec_config = _first("SpeculativeConfig", "vllm.config.speculative", "vllm.config")
+    return table_of(parser, "vllm", version, "vllm serve", underscores=True, json_dotted=True,
+                    classes={"speculative_config": spec_config})
 
-    return table_of(parser, "vllm", "vllm serve", underscores=True, json_dotted=True,
-                    classes={"speculative_config": SpeculativeConfig})
 
-
-def table_in_subprocess(engine: str) -> dict:
+def table_in_subprocess(engine: str, version: str | None = None) -> dict:
     import subprocess
     import sys
 
     here = os.path.dirname(os.path.abspath(__file__))
-    proc = subprocess.run([sys.executable, os.path.join(here, "flag_tables.py"), engine],
+    version = version or VERSIONS[engine]
+    proc = subprocess.run([sys.executable, os.path.join(here, "flag_tables.py"), engine, version],
                           capture_output=True, text=True, timeout=900, cwd=here)
     if proc.returncode != 0:
-        raise RuntimeError(f"building the {engine} parser failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout)
+        raise RuntimeError(f"building the {engine} {version} parser failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # older vLLM logs to stdout first
 
 
 def dumps(data: dict) -> str:
@@ -151,6 +171,6 @@ if __name__ == "__main__":
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    result = table(sys.argv[1])
+    result = table(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
     sys.stdout.flush()
     print(json.dumps(result))

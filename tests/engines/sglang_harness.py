@@ -24,7 +24,7 @@ STUBBED = (
     "tvm_ffi", "torchvision",
     # heavy model tooling (tokenizers, configs, weights)
     "huggingface_hub", "sentencepiece", "safetensors", "compressed_tensors", "gguf", "einops",
-    "partial_json_parser", "PIL",
+    "partial_json_parser", "PIL", "xgrammar",  # xgrammar: SGLang 0.5.20 imports it at start
     # process and console niceties
     "orjson", "pybase64", "psutil", "setproctitle", "tqdm", "IPython",
 )

@@ -1,5 +1,7 @@
-"""The stored flag tables equal what the engines' real parsers accept (SGLang 0.5.23,
-vLLM 0.33.0 built from their wheels): a flag added, removed or changed in arity fails here."""
+"""The stored flag tables equal what the engines' real parsers accept, each release built from
+its own wheel: a flag added, removed or changed in arity fails here. The newest release of each
+engine runs under the `engines` marker, every older one under `versions` (run by hand:
+`pytest -m versions`, docs/engines.md)."""
 
 from __future__ import annotations
 
@@ -9,15 +11,18 @@ from pathlib import Path
 import pytest
 
 from flag_tables import dumps, table_in_subprocess
+from specplan.engines.flag_table import stored_data, stored_path
+from specplan.engines.releases import RELEASES, newest
 
 pytestmark = pytest.mark.engines
 
-STORED = Path(__file__).resolve().parents[2] / "specplan" / "engines" / "flags"
+OLDER = [pytest.param(e, v, marks=pytest.mark.versions, id=f"{e}-{v}")
+         for e, vs in RELEASES.items() for v in vs if v != newest(e)]
 
 
 @pytest.mark.parametrize("engine", ["sglang", "vllm"])
 def test_stored_table_is_the_parsers(engine):
-    stored = json.loads((STORED / f"{engine}.json").read_text())
+    stored = json.loads(stored_path(engine, newest(engine)).read_text())
     real = table_in_subprocess(engine)
     assert dumps(stored) == dumps(real), (
         f"specplan/engines/flags/{engine}.json differs from the {engine} parser; rerun "
@@ -25,6 +30,21 @@ def test_stored_table_is_the_parsers(engine):
     names = {n for f in real["flags"] for n in f["names"]}
     assert {"--speculative-algorithm", "--tp-size", "--enable-dp-attention"} <= names or {
         "-tp", "--speculative-config", "--async-scheduling", "--no-async-scheduling"} <= names
+
+
+@pytest.mark.parametrize("engine,version", OLDER)
+def test_an_older_release_table_is_its_parsers(engine, version):
+    """The newest table with a release's stored differences applied is that release's parser
+    (compared flag by flag: the differences keep the newest table's order)."""
+    real = table_in_subprocess(engine, version)
+    stored = stored_data(engine, version)
+    by_name = lambda d: {f["names"][0]: f for f in d["flags"]}  # noqa: E731
+    assert {k: v for k, v in stored.items() if k != "flags"} == {
+        k: v for k, v in real.items() if k != "flags"}
+    assert by_name(stored) == by_name(real), (
+        f"{stored_path(engine, version).name} differs from the {engine} {version} parser; rerun "
+        f"`python tools/engine_flags.py {engine} {version}` and review the diff")
+    assert by_name(stored) != by_name(stored_data(engine)), "a release identical to the newest"
 
 
 @pytest.mark.parametrize("engine,parse,expected", [

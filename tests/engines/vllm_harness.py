@@ -27,12 +27,54 @@ STUBBED = (
 )
 
 
+# Versions the stubbed packages report to importlib.metadata: vLLM 0.30 / 0.31 refuse at
+# import a transformers older than 5 (transformers_utils/config.py asks its metadata).
+STUB_VERSIONS = {"transformers": "5.0.0"}
+
+
 def install(root) -> None:
     """Put the unpacked wheel first on sys.path and install the stubs (idempotent)."""
     if any(isinstance(f, _StubFinder) for f in sys.meta_path):
         return
     sys.path.insert(0, str(root))
-    sys.meta_path.insert(0, _StubFinder(_missing(STUBBED)))
+    stubbed = _missing(STUBBED)
+    sys.meta_path.insert(0, _StubFinder(stubbed))
+    sys.meta_path.append(_StubMetadata({n: v for n, v in STUB_VERSIONS.items() if n in stubbed}))
+
+
+class _StubMetadata:
+    """A meta-path finder that only answers importlib.metadata for the stubbed packages."""
+
+    def __init__(self, versions: dict[str, str]):
+        self.versions = versions
+
+    def find_spec(self, name, path, target=None):
+        return None
+
+    def find_distributions(self, context=None):
+        name = getattr(context, "name", None)
+        for dist, version in self.versions.items():
+            if name in (None, dist):
+                yield _Dist(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+
+
+def _dist_class():
+    import importlib.metadata as md
+
+    class Dist(md.Distribution):
+        def __init__(self, metadata: str):
+            self._metadata = metadata
+
+        def read_text(self, filename):
+            return self._metadata if filename in ("METADATA", "PKG-INFO") else None
+
+        def locate_file(self, path):
+            return path
+
+    return Dist
+
+
+_Dist = _dist_class()
 
 
 def _missing(names) -> list[str]:

@@ -80,17 +80,16 @@ def _run_step(ps, pp: int, active, stop_after_output: bool = False, handler=None
         handler = _handler(ps, pp)
     if handler is not None and not handler.is_last_rank:
         # A faulted run's last stage stops at its step check, before it proposes drafts.
-        handler.receive(batch, recv_drafts=not stop_after_output)
+        receive(handler, batch, drafts=not stop_after_output)
         got = handler.queue[-1]
         drafts = None if got.draft_tokens is None else got.draft_tokens.tolist()
         out = {"received": {"sampled": _accepted(got.sampled_tokens, got.num_sampled),
                             "num_sampled": got.num_sampled.tolist(),
                             "num_rejected": got.num_rejected.tolist(), "drafts": drafts},
                "calls": _calls(active)}
-        try:  # the next step's receive, on a batch with no sampled row (no collective)
-            handler.receive(_batch(prefill_len=100), recv_drafts=False)
-        except Exception as exc:  # an earlier stage's step check (DesyncError) names site and round
-            out.update(desync=f"{type(exc).__name__}: {exc}", at="PPHandler.receive")
+        # The next step's receive, on a batch with no sampled row (no collective): an earlier
+        # stage's step check (DesyncError) ends the process there (vllm_guard.py).
+        receive(handler, _batch(prefill_len=100), drafts=False)
         return out
     rs = _rejection_sampler()
     logits = _logits()
@@ -100,11 +99,9 @@ def _run_step(ps, pp: int, active, stop_after_output: bool = False, handler=None
     out = {"local": _sampler_out(local), "final": _sampler_out(final)}
     if handler is not None:
         handler.broadcast(final.sampled_token_ids, final.num_sampled, final.num_rejected, batch)
-    try:
-        _async_output(final, batch).get_output()  # where vLLM waits for the step's output copy
-    except Exception as exc:  # the plugin's step check (DesyncError) names site and round here
-        return {"desync": f"{type(exc).__name__}: {exc}", "at": "AsyncOutput.get_output",
-                "final": out["final"]}
+    # Where vLLM waits for the step's output copy: the plugin's step check (DesyncError) ends
+    # the process here.
+    _async_output(final, batch).get_output()
     if stop_after_output:  # a faulted run: a peer stopped at its step check, run nothing more
         return out
     # The runner's draft path: propose (through the plugin's wrapper of the last stage's
@@ -118,9 +115,31 @@ def _run_step(ps, pp: int, active, stop_after_output: bool = False, handler=None
     req_drafts[batch.idx_mapping] = speculator.propose(batch, num_speculative_tokens=K)
     kept = req_drafts[batch.idx_mapping]
     if handler is not None:
-        handler.broadcast_drafts(kept)
+        broadcast_drafts(handler, req_drafts, batch)
     out.update(drafts=drafts.tolist(), kept=kept.tolist(), calls=_calls(active))
     return out
+
+
+def new_release() -> bool:
+    """vLLM 0.33.0's PPHandler (receive takes recv_drafts), else 0.32's."""
+    from vllm.v1.worker.gpu.pp_utils import PPHandler
+
+    return hasattr(PPHandler, "_sample_len")
+
+
+def receive(handler, batch, drafts: bool):
+    """The runner's call: 0.33.0 says whether the step proposed drafts; 0.32 receives them on
+    every sampled step of a speculating engine (its handler's num_speculative_steps)."""
+    if new_release():
+        return handler.receive(batch, recv_drafts=drafts)
+    return handler.receive(batch)
+
+
+def broadcast_drafts(handler, req_drafts, batch):
+    """The runner's call: 0.33.0 hands the step's rows, 0.32 the request-state table and the batch."""
+    if new_release():
+        return handler.broadcast_drafts(req_drafts[batch.idx_mapping])
+    return handler.broadcast_drafts(req_drafts, batch)
 
 
 def _async_output(final, batch):
@@ -228,7 +247,9 @@ def _handler(ps, pp: int):
     h.max_sample_len, h.num_speculative_steps, h.device = K + 1, K, torch.device("cpu")
     h.queue = deque() if h.is_last_rank else deque([None] * pp)
     h.req_idx_gen_np = np.zeros(8, dtype=np.int32)
-    h.broadcast_group, h.sampled_tokens_broadcast = group.device_group, False
+    h.broadcast_group = group.device_group
+    if new_release():
+        h.sampled_tokens_broadcast = False
     return h
 
 
@@ -243,7 +264,6 @@ def reuse(tp: str, pp: str, dp: str, speculative: str, fault: str = "") -> dict:
     import vllm_harness
 
     from specplan.plugins import common
-    from specplan.runtime.errors import BatchMismatch
 
     ps = vllm_harness.start_engine(int(tp), int(pp), int(dp), json.loads(speculative))
     active = next(iter(common._ACTIVE.values()))
@@ -252,20 +272,17 @@ def reuse(tp: str, pp: str, dp: str, speculative: str, fault: str = "") -> dict:
         handler = _handler(ps, int(pp))
         if faulted and handler.is_last_rank:
             handler.on_req_idx_freed(1)
-        try:
-            out = _run_step(ps, int(pp), active, stop_after_output=faulted, handler=handler)
-        except BatchMismatch as exc:
-            out = {"mismatch": f"{type(exc).__name__}: {exc}"}
+        out = _run_step(ps, int(pp), active, stop_after_output=faulted, handler=handler)
     else:
         steps = [(None, [0, 5, 2] if faulted and rank == 1 else None), (["req-0", "req-3", "req-2"], None)]
-        out = {"steps": []}
-        for i, (ids, slots) in enumerate(steps):
-            try:
-                got = _pp1_step(active, _batch(req_ids=ids, slots=slots), propose=not (faulted and i == 1))
-            except BatchMismatch as exc:
-                got = {"mismatch": f"{type(exc).__name__}: {exc}"}
-            out["steps"].append(got)
-    dist.barrier()  # no rank leaves while a peer still asks it for its rows
+        out = {"steps": [_pp1_step(active, _batch(req_ids=ids, slots=slots), propose=not (faulted and i == 1))
+                         for i, (ids, slots) in enumerate(steps)]}
+    # No rank leaves while a peer still asks it for its rows; a peer whose hook found a mismatch
+    # ended its process (vllm_guard.py), so the barrier may fail here.
+    try:
+        dist.barrier()
+    except Exception:
+        out["peer_gone"] = True
     return out
 
 

@@ -30,8 +30,11 @@ COMPUTES = {None, "target_prefill", "draft_forward", "target_verify", "draft_ext
 SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 ALLOWED_IMPORTS = {"__future__", "ast", "collections", "dataclasses", "math", "typing"}
 
-ALL = sorted(METHODS.items())
-IDS = [name for name, _ in ALL]
+# Every method, and each engine's own variant of it (Method.engines: vLLM's chain ngram).
+ALL = sorted(METHODS.items()) + [(n, v) for n, m in sorted(METHODS.items())
+                                 for e, v in sorted(m.engines.items())]
+IDS = [n for n, _ in sorted(METHODS.items())] + [f"{n}@{e}" for n, m in sorted(METHODS.items())
+                                                 for e in sorted(m.engines)]
 
 
 def _phase_names(method):

@@ -67,7 +67,9 @@ def test_dflash_greedy_carries_the_targets_prefix():
 @pytest.mark.parametrize("name, accept", [("eagle3-sampling-pp2", "eagle3_accept"),
                                           ("dspark-greedy-pp2", "dspark_accept_greedy"),
                                           ("dflash-greedy-pp2", "dflash_accept_greedy"),
-                                          ("dflash-sampling-pp2", "dflash_accept_sample")])
+                                          ("dflash-sampling-pp2", "dflash_accept_sample"),
+                                          ("ngram-greedy-pp2", "ngram_accept"),
+                                          ("ngram-sampling-pp3", "ngram_accept")])
 def test_sites_vllm_computes_are_found(name, accept):
     sites = plan_sites(load_plan(PLANS / f"{name}.json"))
     method = name.split("-")[0]

@@ -131,7 +131,7 @@ def test_check_answers_every_drawn_spec(tmp_path, spec):
     one(spec, tmp_path, COUNTS, sim=False)
 
 
-@settings(max_examples=2, **_COMMON)
+@settings(max_examples=1, **_COMMON)
 @given(spec=specs().filter(lambda s: world(s) <= 2))
 def test_a_seeded_sample_simulates_as_check_says(tmp_path, spec):
     one(spec, tmp_path, COUNTS, sim=True)
@@ -165,5 +165,9 @@ if __name__ == "__main__":  # counts for a closing note: python tests/sim/test_s
     _draw()
     with tempfile.TemporaryDirectory() as tmp:
         for i, s in enumerate(drawn):
-            one(s, Path(tmp), COUNTS, sim=bool(every) and i % every == 0)
+            try:
+                one(s, Path(tmp), COUNTS, sim=bool(every) and i % every == 0)
+            except AssertionError as exc:  # a disagreement: keep going, print it
+                COUNTS["disagreements"] += 1
+                print(f"--- disagreement:\n{str(exc)[-6000:]}", flush=True)
     print(json.dumps(dict(sorted(COUNTS.items())), indent=1))

@@ -1,0 +1,148 @@
+"""vLLM's functions the specplan plugin wraps or calls, one table per supported release (data).
+
+Each `Hook` names a target (its module, then its qualified name inside it), the signature
+`inspect.signature` prints for it with annotations dropped, and the plugin's method that serves
+it (None: the plugin only calls or builds it). The plugin checks every entry of its release's
+table when it installs its hooks (plugins/vllm_guard.py): a target missing or with another
+signature refuses the start with one line naming the function, both signatures and the engine
+version. Torch-free: read on a laptop as well (docs/engines.md prints the tables).
+
+0.33.0 is the base; 0.32.x differs in how PPHandler relays the drafts (read from both wheels'
+v1/worker/gpu/pp_utils.py and model_runner.py; parallel_state, the V2 RejectionSampler,
+AsyncOutput and init_speculator agree):
+
+- `receive(self, input_batch)`: drafts are received on every step that samples a row whenever
+  the engine speculates (num_speculative_steps > 0), and sampled tokens are always
+  max_sample_len = K + 1 wide (0.33.0: `receive(self, input_batch, recv_drafts)`, drafts when
+  the step proposed some, width `_sample_len`: K + 1 with drafts in the step, else 1);
+- `broadcast_drafts(self, draft_tokens, input_batch)`: the whole request-state table, sent at
+  `input_batch.idx_mapping`, skipped when no row samples, also on a step that proposed no drafts
+  (0.33.0: `broadcast_drafts(self, draft_tokens)`, the step's rows, only when the step's sampled
+  tokens went out: `sampled_tokens_broadcast`);
+- no `PPHandler._sample_len`, no `sampled_tokens_broadcast`;
+- `get_prev_sampled_outputs(self, draft_tokens_to_update=None)` writes the received drafts into
+  the request states itself (not hooked: it reads the plugin's PendingRecv like vLLM's own).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+PS = "vllm.distributed.parallel_state"
+GPU = "vllm.v1.worker.gpu"
+PP_UTILS = f"{GPU}.pp_utils"
+SAMPLER = f"{GPU}.spec_decode.rejection_sampler"
+SPEC_DECODE = f"{GPU}.spec_decode"
+SPECULATOR = f"{GPU}.spec_decode.speculator"
+ASYNC = f"{GPU}.async_utils"
+RUNNER = f"{GPU}.model_runner"
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One vLLM function the plugin depends on. `module` + `qualname` locate it; `serves`: the
+    plugin method that wraps it (None: only called or built, checked all the same)."""
+
+    module: str
+    qualname: str
+    signature: str
+    serves: str | None = None
+
+    @property
+    def target(self) -> str:
+        return f"{self.module}.{self.qualname}"
+
+
+@dataclass(frozen=True)
+class Release:
+    """A vLLM release line the plugin was tested against: its hooks and how its PP relay acts.
+    `drafts_every_sampled_step`: the last stage relays drafts on every step that samples a row
+    (0.32: also a step that proposed none), not only when the step proposed drafts."""
+
+    version: str  # "0.33.0", or "0.32.x" for every 0.32 patch release
+    hooks: tuple[Hook, ...]
+    drafts_every_sampled_step: bool = False
+
+    def hook(self, qualname: str) -> Hook:
+        return next(h for h in self.hooks if h.qualname == qualname)
+
+    def matches(self, version: str) -> bool:
+        return _numbers(version)[: _depth(self.version)] == _numbers(self.version)[: _depth(self.version)]
+
+
+_PROPOSE = ("(self, input_batch, attn_metadata, slot_mappings, last_hidden_states, aux_hidden_states, "
+            "num_sampled, num_rejected, last_sampled, next_prefill_tokens, temperature, seeds, "
+            "dp_sync_state=None, dummy_run=False, skip_attn_for_dummy_run=False, mm_inputs=None, "
+            "is_profile=False, num_speculative_tokens=None)")
+
+V0_33_0 = Release("0.33.0", (
+    Hook(PS, "initialize_model_parallel",
+         "(tensor_model_parallel_size=1, pipeline_model_parallel_size=1, "
+         "prefill_context_model_parallel_size=1, decode_context_model_parallel_size=1, backend=None)",
+         "initialize_model_parallel"),
+    Hook(SAMPLER, "RejectionSampler.__call__",
+         "(self, logits, input_batch, draft_logits=None, invalid_drafts=None)", "reject"),
+    Hook(PP_UTILS, "PPHandler.broadcast",
+         "(self, sampled_token_ids, num_sampled, num_rejected, input_batch)", "pp_broadcast"),
+    Hook(PP_UTILS, "PPHandler.receive", "(self, input_batch, recv_drafts)", "pp_receive"),
+    Hook(PP_UTILS, "PPHandler.broadcast_drafts", "(self, draft_tokens)", "pp_broadcast_drafts"),
+    Hook(PP_UTILS, "PPHandler.on_req_idx_freed", "(self, req_idx)", "pp_req_idx_freed"),
+    Hook(PP_UTILS, "PPHandler.get_prev_sampled_outputs", "(self)", "pp_prev_outputs"),
+    Hook(ASYNC, "AsyncOutput.get_output", "(self)", "get_output"),
+    Hook(SPEC_DECODE, "init_speculator", "(vllm_config, device, req_states)", "init_speculator"),
+    Hook(SPECULATOR, "BaseSpeculator.propose", _PROPOSE, "propose"),
+    Hook(PP_UTILS, "PPHandler._sample_len", "(self, input_batch)"),
+    Hook(PP_UTILS, "compute_need_sampled_mask", "(input_batch)"),
+    Hook(PP_UTILS, "PendingRecv",
+         "(event, sampled_tokens, num_sampled, num_rejected, idx_mapping, idx_mapping_np, "
+         "need_sampled_mask, gen_at_receive_np, draft_tokens=None)"),
+))
+
+
+def _differs(base: Release, version: str, changed: dict[str, Hook | None], **kw) -> Release:
+    """`base` with the hooks of `changed` replaced (None: the release has no such function)."""
+    hooks = tuple(changed[h.qualname] if h.qualname in changed else h for h in base.hooks)
+    return replace(base, version=version, hooks=tuple(h for h in hooks if h is not None), **kw)
+
+
+V0_32 = _differs(V0_33_0, "0.32.x", {
+    "PPHandler.receive": Hook(PP_UTILS, "PPHandler.receive", "(self, input_batch)", "pp_receive_every_step"),
+    "PPHandler.broadcast_drafts": Hook(PP_UTILS, "PPHandler.broadcast_drafts", "(self, draft_tokens, input_batch)",
+                                       "pp_broadcast_drafts_table"),
+    "PPHandler.get_prev_sampled_outputs": Hook(PP_UTILS, "PPHandler.get_prev_sampled_outputs",
+                                               "(self, draft_tokens_to_update=None)", "pp_prev_outputs_table"),
+    "PPHandler._sample_len": None,
+}, drafts_every_sampled_step=True)
+
+RELEASES: tuple[Release, ...] = (V0_32, V0_33_0)  # oldest first
+
+
+def release_for(version: str) -> Release | None:
+    """The table of a supported vLLM version (a local build label such as +cpu ignored)."""
+    return next((r for r in RELEASES if r.matches(version)), None)
+
+
+def nearest_release(version: str) -> Release:
+    """An untested version's table (SPECPLAN_ALLOW_UNTESTED_ENGINE=1): the newest release not
+    after it, else the oldest. Its signatures are still checked."""
+    found = release_for(version)
+    if found is not None:
+        return found
+    older = [r for r in RELEASES if _numbers(r.version) <= _numbers(version)]
+    return older[-1] if older else RELEASES[0]
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    """0.32.0+cpu -> (0, 32, 0); "x" and anything after the numbers end the tuple."""
+    out = []
+    for part in version.split("+")[0].split("."):
+        m = re.match(r"\d+", part)
+        if m is None:
+            break
+        out.append(int(m.group()))
+    return tuple(out)
+
+
+def _depth(pattern: str) -> int:
+    return len(_numbers(pattern))

@@ -1,0 +1,218 @@
+"""What the planner guarantees of every plan.json, checked again when one is read.
+
+A fingerprint proves a plan unchanged only against its own content: a tool that writes plans,
+or a person who recomputes the hash after an edit, gets past it. `load_plan` therefore checks
+the invariants every reader relies on (and would crash or prove nonsense without), each from
+the plan alone, at a cost in families, sites, fields and rank classes, never in ranks:
+
+- every family rule is a bijection of range(world_size) (its shape multiplies to the world,
+  its strides are a mixed-radix numbering of it) and states its own group size and count;
+- widths agree with the world (and pp, tp with their families' group sizes);
+- the stages split the target's layers in order; the method's widths are possible;
+- runtime settings are in range (timeout_s > 0, finite, at most the schema's limit);
+- every packed layout is the planner's packing: the guard header, each field's shape from its
+  symbols at capacity, its bytes = dtype x shape, at the running 8-byte-aligned offset (so no
+  two overlap), the layout's bytes its end, each family's one buffer its largest guarded layout;
+- every op that names a boundary sends that boundary's bytes over its family from its source.
+"""
+
+from __future__ import annotations
+
+import math
+
+from specplan.ir.nodes import ROUNDS
+from specplan.methods.base import DTYPE_BYTES, eval_dim
+from specplan.passes.pin_widths import ALIGN, HEADER, HEADER_BYTES
+from specplan.plan.codec import ABSENT
+from specplan.schema.model import MAX_BATCH, MAX_RANKS, MAX_STEPS, MAX_TIMEOUT_S
+
+Problems = list[tuple[str, str]]
+
+
+def invariants(plan) -> Problems:
+    """Every broken invariant as (dotted path, message); [] for a plan compile could write."""
+    out = _world(plan)
+    if out:  # groups, stages and layouts are read through the families: stop here
+        return out
+    return _stages(plan) + _speculative(plan) + _runtime(plan) + _layouts(plan) + _ops(plan)
+
+
+def _world(plan) -> Problems:
+    out: Problems = []
+    world = plan.world_size
+    if world * plan.num_worlds > MAX_RANKS:
+        out.append(("world_size", f"{world} ranks x {plan.num_worlds} worlds is beyond the "
+                                  f"limit of {MAX_RANKS:,} ranks"))
+        return out
+    for i, f in enumerate(plan.families):
+        out += _rule(f"families[{i}]", f, world)
+    pp = plan.family.get("pp")
+    if not out and pp is not None and pp.group_size != plan.widths.get("pp"):
+        out.append(("widths.pp", f"{plan.widths.get('pp')} stages, but the pp family's groups "
+                                 f"hold {pp.group_size} ranks"))
+    tp = plan.family.get("tp")
+    if not out and tp is not None and "tp" in plan.widths and tp.group_size != plan.widths["tp"]:
+        out.append(("widths.tp", f"{plan.widths['tp']}, but the tp family's groups hold "
+                                 f"{tp.group_size} ranks"))
+    return out
+
+
+def _rule(path: str, f, world: int) -> Problems:
+    """A family's rule numbers every rank of the world exactly once (8 ranks, tp 2 x pp 4:
+    shape (4, 2), strides (2, 1): sorted by stride, each stride is the product of the sizes
+    below it, 1 then 2, and the sizes multiply to 8)."""
+    rule = f.rule
+    shape, strides = tuple(rule.shape), tuple(rule.strides)
+    if len(shape) != len(strides) or not 1 <= rule.group_ndim <= len(shape):
+        return [(f"{path}.rule", f"shape {list(shape)}, strides {list(strides)} and group_ndim "
+                                 f"{rule.group_ndim} do not describe one view of the ranks")]
+    if math.prod(shape) != world:
+        return [(f"{path}.rule.shape", f"{list(shape)} numbers {math.prod(shape)} ranks, but "
+                                       f"world_size is {world}")]
+    expected = 1
+    for stride, size in sorted((t, s) for s, t in zip(shape, strides) if s > 1):
+        if stride != expected:
+            return [(f"{path}.rule.strides", f"{list(strides)} with shape {list(shape)} reaches "
+                                             f"ranks outside 0 .. {world - 1} or some twice")]
+        expected *= size
+    split = len(shape) - rule.group_ndim
+    size, count = math.prod(shape[split:]), math.prod(shape[:split])
+    if (f.group_size, f.num_groups) != (size, count):
+        return [(f"{path}.group_size", f"group_size {f.group_size} x num_groups {f.num_groups}, "
+                                       f"but the rule makes {count} groups of {size} ranks")]
+    return []
+
+
+def _stages(plan) -> Problems:
+    stages, layers = plan.pipeline.stages, plan.model.num_layers
+    if len(stages) != plan.pp:
+        return [("pipeline.stages", f"{len(stages)} stages, but widths.pp is {plan.pp}")]
+    start = 0
+    for i, s in enumerate(stages):
+        if s.pp_rank != i or s.start_layer != start or s.end_layer <= s.start_layer:
+            return [(f"pipeline.stages[{i}]", f"stage {s.pp_rank} holds layers [{s.start_layer}, "
+                                              f"{s.end_layer}); expected stage {i} from layer {start}")]
+        start = s.end_layer
+    if start != layers:
+        return [("pipeline.stages", f"the stages end at layer {start}, the model has {layers}")]
+    return []
+
+
+def _speculative(plan) -> Problems:
+    sp = plan.speculative
+    if sp.method == "none":
+        ok = sp.num_steps == 0 and sp.num_draft_tokens == 1
+        return [] if ok else [("speculative", "method none drafts nothing: expected num_steps 0 "
+                                              f"and num_draft_tokens 1, found {sp.num_steps} and "
+                                              f"{sp.num_draft_tokens}")]
+    if not 1 <= sp.num_steps <= MAX_STEPS or not 1 <= sp.topk <= MAX_STEPS:
+        return [("speculative.num_steps", f"num_steps {sp.num_steps}, topk {sp.topk}: expected "
+                                          f"1 .. {MAX_STEPS} each for method {sp.method}")]
+    if not 2 <= sp.num_draft_tokens <= 1 + sp.topk * sp.num_steps:
+        return [("speculative.num_draft_tokens", f"{sp.num_draft_tokens}: expected 2 .. "
+                                                 f"{1 + sp.topk * sp.num_steps} (1 + topk * num_steps)")]
+    if sp.max_batch != plan.runtime.max_batch:
+        return [("speculative.max_batch", f"{sp.max_batch}, but runtime.max_batch is "
+                                          f"{plan.runtime.max_batch}")]
+    return []
+
+
+def _runtime(plan) -> Problems:
+    rt = plan.runtime
+    out: Problems = []
+    if not 0 < rt.timeout_s <= MAX_TIMEOUT_S:  # nan fails both comparisons
+        out.append(("runtime.timeout_s", f"{rt.timeout_s}: expected seconds in (0, {MAX_TIMEOUT_S:g}]"))
+    if rt.max_batch > MAX_BATCH:
+        out.append(("runtime.max_batch", f"{rt.max_batch}: expected at most {MAX_BATCH:,}"))
+    return out
+
+
+def _layouts(plan) -> Problems:
+    out: Problems = []
+    largest: dict[str, int] = {}
+    collectives = [(f"boundaries[{i}]", b) for i, b in enumerate(plan.boundaries)]
+    collectives += [(f"pipeline.relay.sites[{i}]", r) for i, r in enumerate(plan.relays)]
+    for path, c in collectives:
+        out += _layout(plan, f"{path}.layout", c.layout)
+        if c.layout.header_bytes:
+            largest[c.family] = max(largest.get(c.family, 0), c.layout.bytes)
+    if out:
+        return out
+    if dict(plan.buffer_bytes) != largest:
+        return [("buffer_bytes", f"{dict(plan.buffer_bytes)}, but each family's largest guarded "
+                                 f"layout is {largest}")]
+    for path, c in collectives:
+        want = plan.buffer_bytes[c.family] if c.layout.header_bytes else c.layout.bytes
+        if c.buffer_bytes != want:
+            out.append((f"{path}.buffer_bytes", f"{c.buffer_bytes}, expected {want}"))
+    return out + _decisions(plan)
+
+
+def _layout(plan, path: str, layout) -> Problems:
+    guarded = bool(layout.header_bytes)
+    header = tuple(tuple(h) for h in layout.header)
+    if (header, layout.header_bytes) not in ((HEADER, HEADER_BYTES), ((), 0)):
+        return [(f"{path}.header", f"{[list(h) for h in header]} of {layout.header_bytes} bytes "
+                                   "is not the guard header (or none)")]
+    if layout.capacity_rows != plan.runtime.max_batch:
+        return [(f"{path}.capacity_rows", f"{layout.capacity_rows}, but runtime.max_batch is "
+                                          f"{plan.runtime.max_batch}")]
+    offset = HEADER_BYTES if guarded else 0
+    for j, f in enumerate(layout.fields):
+        problem = _field(plan, f, offset)
+        if problem:
+            return [(f"{path}.fields[{j}]", problem)]
+        offset += -(-f.bytes // ALIGN) * ALIGN
+    if layout.bytes != offset:
+        return [(f"{path}.bytes", f"{layout.bytes}, but its fields end at byte {offset}")]
+    return []
+
+
+def _field(plan, f, offset: int) -> str | None:
+    site = plan.site.get(f.site)
+    decision = next((d for d in site.decisions if d.name == f.decision), None) if site else None
+    if decision is None:
+        return f"{f.site}.{f.decision} is no decision of a site of the plan"
+    shape = _shape(plan, f.symbols)
+    if shape is None or list(f.shape) != shape or f.dtype != decision.dtype:
+        return (f"{f.dtype} {list(f.shape)} of symbols {list(f.symbols)}: expected "
+                f"{decision.dtype} {shape} at capacity")
+    if f.bytes != math.prod(shape) * DTYPE_BYTES[f.dtype]:
+        return f"{f.bytes} bytes, but {f.dtype} x {shape} is {math.prod(shape) * DTYPE_BYTES[f.dtype]}"
+    if f.offset != offset:
+        return f"offset {f.offset}, expected {offset} (fields are packed in order, 8-byte aligned)"
+    return None
+
+
+def _decisions(plan) -> Problems:
+    for i, s in enumerate(plan.sites):
+        for j, d in enumerate(s.decisions):
+            shape = _shape(plan, d.symbols)
+            if shape is None or list(d.shape) != shape or d.bytes != math.prod(shape) * DTYPE_BYTES[d.dtype]:
+                return [(f"sites[{i}].decisions[{j}]", f"{d.dtype} {list(d.shape)} of {d.bytes} "
+                                                       f"bytes does not match symbols {list(d.symbols)}")]
+    return []
+
+
+def _shape(plan, symbols) -> list[int] | None:
+    try:
+        dims = [eval_dim(s, plan.symbols) for s in symbols]
+    except Exception:  # a symbol the plan does not define, or an expression it cannot read
+        return None
+    return dims if all(d >= 0 for d in dims) else None
+
+
+def _ops(plan) -> Problems:
+    for i, c in enumerate(plan.rank_classes):
+        for kind in ROUNDS:
+            for j, op in enumerate(c.program.round(kind)):
+                if not isinstance(op.boundary, int) or isinstance(op.boundary, bool):
+                    continue
+                b = plan.boundaries[op.boundary]
+                source = b.source_member if op.source_member is ABSENT else op.source_member
+                if (op.family, op.bytes, source) != (b.family, b.buffer_bytes, b.source_member):
+                    return [(f"rank_classes[{i}].program.{kind}[{j}]",
+                             f"sends {op.bytes} bytes over {op.family} from member "
+                             f"{op.source_member}; boundary {b.id} sends {b.buffer_bytes} over "
+                             f"{b.family} from member {b.source_member}")]
+    return []

