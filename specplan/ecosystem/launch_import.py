@@ -309,20 +309,7 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
         launch["_notes"].append("the model config names no experts: the MoE flags plan nothing")
     if launch.get("runtime"):
         data["runtime"] = {**data.get("runtime", {}), **launch["runtime"]}
-    spec = {k: v for k, v in data.get("speculative", {}).items()
-            if k in _UNSTATED[engine]}
-    told = dict(launch["speculative"])
-    auto = told.pop("_auto", None)
-    if auto is not None:
-        told.update(_engine_widths(auto, told["method"], base, config, launch["_notes"]))
-    if told.get("method") == "eagle" and "draft_path" not in told and own_mtp(config):
-        told["method"] = "mtp"  # SGLang runs EAGLE on the checkpoint's own MTP layers: NEXTN
-        launch["_notes"].append("EAGLE without a draft model on a checkpoint with its own MTP "
-                                "layers (num_nextn_predict_layers) is MTP")
-    if told:
-        data["speculative"] = {**spec, **told}
-    else:
-        data.pop("speculative", None)
+    _speculative(engine, data, launch, base, config)
     missing = [k for k in ("num_layers", "hidden_size", "vocab_size") if k not in data["model"]]
     if missing:
         raise ImportProblem(f"the launch line does not give the model's shape ({', '.join(missing)}): "
@@ -338,6 +325,26 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
     if launch.get("_line") is not None:
         data["engine_args"] = launch["_line"]
     return data
+
+
+def _speculative(engine: str, data: dict, launch: dict, base: Spec | None,
+                 config: dict | None) -> None:
+    """data["speculative"]: the line's method and widths (the engine's defaults for the ones it
+    leaves out) over the base's keys a line cannot state."""
+    spec = {k: v for k, v in data.get("speculative", {}).items()
+            if k in _UNSTATED[engine]}
+    told = dict(launch["speculative"])
+    auto = told.pop("_auto", None)
+    if auto is not None:
+        told.update(_engine_widths(auto, told["method"], base, config, launch["_notes"]))
+    if told.get("method") == "eagle" and "draft_path" not in told and own_mtp(config):
+        told["method"] = "mtp"  # SGLang runs EAGLE on the checkpoint's own MTP layers: NEXTN
+        launch["_notes"].append("EAGLE without a draft model on a checkpoint with its own MTP "
+                                "layers (num_nextn_predict_layers) is MTP")
+    if told:
+        data["speculative"] = {**spec, **told}
+    else:
+        data.pop("speculative", None)
 
 
 def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | None,
