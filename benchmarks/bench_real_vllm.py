@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -31,29 +33,41 @@ from tests.real_engine import lane  # noqa: E402
 START_TIMEOUT_S = 900
 
 
-def start(python, engine: dict, ranks: int, plan, max_tokens: int) -> subprocess.Popen:
-    payload = json.dumps({"engine": engine, "prompts": lane.PROMPTS, "max_tokens": max_tokens,
-                          "serve": True})
-    return subprocess.Popen([str(python), str(lane.HERE / "run_llm.py"), payload],
-                            env=lane.engine_env(ranks, plan), stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            start_new_session=True)
+class Engine:
+    """run_llm.py in serve mode, its output read by a thread (a full pipe would stall it)."""
 
+    def __init__(self, python, engine: dict, ranks: int, plan, max_tokens: int):
+        payload = json.dumps({"engine": engine, "prompts": lane.PROMPTS, "max_tokens": max_tokens,
+                              "serve": True})
+        self.proc = subprocess.Popen([str(python), str(lane.HERE / "run_llm.py"), payload],
+                                     env=lane.engine_env(ranks, plan), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
 
-def read_until(proc: subprocess.Popen, prefix: str) -> str:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    for line in proc.stdout:
-        if line.startswith(prefix):
-            return line[len(prefix):].strip()
-        if time.monotonic() > deadline:
-            break
-    sys.exit(f"engine (pid {proc.pid}) ended or stalled before printing {prefix!r} (exit {proc.poll()})")
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
 
+    def read_until(self, prefix: str) -> str:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            if line.startswith(prefix):
+                return line[len(prefix):].strip()
+        sys.exit(f"engine (pid {self.proc.pid}) ended or stalled before {prefix!r} (exit {self.proc.poll()})")
 
-def timed(proc: subprocess.Popen) -> float:
-    proc.stdin.write("go\n")
-    proc.stdin.flush()
-    return float(read_until(proc, "TIMED "))
+    def timed(self) -> float:
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        return float(self.read_until("TIMED "))
 
 
 def main() -> None:
@@ -70,20 +84,20 @@ def main() -> None:
     plan = lane.compile_plan(lane.spec(f"bench-tp{args.tp}", tp=args.tp, method=plan_method), tmp)
     engine = lane.engine_args(tmp / "models", tp=args.tp, method=None if args.method == "none" else args.method)
     t0 = time.monotonic()
-    off, on = (start(python, engine, args.tp, p, args.max_tokens) for p in (None, plan))
+    off, on = (Engine(python, engine, args.tp, p, args.max_tokens) for p in (None, plan))
     try:
-        tokens = [json.loads(read_until(p, "RESULT "))["tokens"] for p in (off, on)]
+        tokens = [json.loads(e.read_until("RESULT "))["tokens"] for e in (off, on)]
         assert tokens[0] == tokens[1], "the plugin changed tokens"
         print(f"both engines up in {time.monotonic() - t0:.0f} s", flush=True)
         generated = len(lane.PROMPTS) * args.max_tokens
         without, with_ = [], []
         for i in range(args.pairs):
-            without.append(generated / timed(off))
-            with_.append(generated / timed(on))
+            without.append(generated / off.timed())
+            with_.append(generated / on.timed())
             print(f"pair {i}: without {without[-1]:.1f} tok/s, with {with_[-1]:.1f} tok/s", flush=True)
     finally:
-        for p in (off, on):
-            lane.kill_group(p.pid)
+        for e in (off, on):
+            lane.kill_group(e.proc.pid)
     ratios = [w / o for w, o in zip(with_, without)]
     print(f"tp {args.tp}, {args.method}, {len(lane.PROMPTS)} requests x {args.max_tokens} tokens, "
           f"{args.pairs} pairs")

@@ -5,8 +5,9 @@ ranks), and a deployment of two instances of half the ranks each (prefill tp 8 x
 N/128, decode tp 8 x dp N/16). Every run is the real CLI in a fresh process, interpreter start
 included, as a user sees it; time is wall seconds and the child's CPU seconds (user + system,
 from wait4: on a shared machine wall time mostly measures the neighbours, so the targets are
-judged on CPU seconds), memory the child's peak RSS, each the median of --repeat runs. With --before DIR (another checkout, e.g. main) each point is
-also run on that code, alternating with this one, so both columns see the same neighbours.
+judged on CPU seconds), memory the child's peak RSS, each the median of --repeat runs. With
+--before DIR (another checkout, e.g. main) each point is also run on that code, alternating
+with this one, so both columns see the same neighbours.
 
 Targets (issue 26): check and compile at 1,048,576 ranks within 2x of 4,096 ranks, in time
 and peak memory; explain --json at 1,048,576 within 20x of 65,536 in time, under 400 MiB.
@@ -22,6 +23,7 @@ specplan | tar -x -C /tmp/before`, so a long run does not measure edits made mea
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -67,8 +69,9 @@ def run_once(root: Path, command: str, path: Path, tmp: Path, timeout: float) ->
     env = dict(os.environ, PYTHONPATH=str(root))
     with open(tmp / "stdout", "wb") as out:
         start = time.perf_counter()
+        # cwd: `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH
         proc = subprocess.Popen([sys.executable, "-m", "specplan.cli", *args], stdout=out,
-                                stderr=subprocess.PIPE, env=env)
+                                stderr=subprocess.PIPE, env=env, cwd=tmp)
         try:
             _, status, usage = os.wait4(proc.pid, 0) if timeout <= 0 else _wait(proc, timeout)
         finally:
@@ -92,7 +95,8 @@ def _wait(proc: subprocess.Popen, timeout: float):
     raise SystemExit(f"specplan ran past {timeout:.0f} s")
 
 
-def measure(roots: dict[str, Path], sizes: list[int], repeat: int, timeout: float, done=None) -> dict:
+def measure(roots: dict[str, Path], sizes: list[int], repeat: int, timeout: float, commands: set[str],
+            done=None) -> dict:
     """{(label, command, ranks): (median CPU s, median peak MiB, median wall s)}, the roots
     alternating run by run."""
     results = {}
@@ -104,6 +108,8 @@ def measure(roots: dict[str, Path], sizes: list[int], repeat: int, timeout: floa
             paths["deployment "].write_text(deployment(ranks))
             for kind, path in paths.items():
                 for command in DEPLOYMENT_COMMANDS if kind else COMMANDS:
+                    if kind + command not in commands:
+                        continue
                     runs = {label: [] for label in roots}
                     for _ in range(repeat):
                         for label, root in roots.items():
@@ -129,7 +135,10 @@ def table(results: dict, roots: dict[str, Path], sizes: list[int]) -> str:
     commands = sorted({c for _, c, _ in results}, key=lambda c: (c.startswith("deployment"), c))
     for command in commands:
         for ranks in sizes:
-            cells = ["{0:.2f} | {2:.2f} | {1:.0f}".format(*results[(lb, command, ranks)]) for lb in labels]
+            got = [results.get((lb, command, ranks)) for lb in labels]
+            if not any(got):
+                continue
+            cells = ["{0:.2f} | {2:.2f} | {1:.0f}".format(*g) if g else "- | - | -" for g in got]
             rows.append(f"| {command} | {ranks:,} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
@@ -196,12 +205,25 @@ def main() -> None:
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated rank counts")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per run")
     ap.add_argument("--png", type=Path, default=HERE / "docs" / "scale.png")
+    ap.add_argument("--commands", default=None, help="comma-separated, e.g. 'check,deployment check'")
+    ap.add_argument("--save", type=Path, default=None, help="write the medians to this JSON file")
+    ap.add_argument("--load", type=Path, nargs="*", default=[], help="add medians saved by --save")
     args = ap.parse_args()
     order = [int(s) for s in args.sizes.split(",")]  # measured in this order (the key sizes first)
     sizes = sorted(order)
     roots = {"after": args.after.resolve()} | ({"before": args.before.resolve()} if args.before else {})
-    results = measure(roots, order, args.repeat, args.timeout,
-                      lambda got: plot(got, roots, sorted({n for _, _, n in got}), args.png))
+    every = {*COMMANDS, *(f"deployment {c}" for c in DEPLOYMENT_COMMANDS)}
+    commands = set(args.commands.split(",")) if args.commands else every
+    earlier = {tuple(k): tuple(v) for f in args.load for k, v in json.loads(f.read_text())}
+
+    def done(got: dict) -> None:
+        merged = earlier | got
+        plot(merged, roots, sorted({n for _, _, n in merged}), args.png)
+        if args.save:
+            args.save.write_text(json.dumps([[list(k), list(v)] for k, v in merged.items()]))
+
+    results = earlier | measure(roots, order, args.repeat, args.timeout, commands, done)
+    sizes = sorted({n for _, _, n in results})
     print()
     print(table(results, roots, sizes))
     print()

@@ -465,10 +465,11 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
 @click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_LAYERS),
               help=f"Shrink deeper models to this many layers (stages and tap owners kept; at "
                    f"most {SIM_MAX_LAYERS}).")
-@click.option("--inject", type=click.Choice(["noise", "draft-noise", "verify-noise", "kill", "foreign-plan",
+@click.option("--inject", type=click.Choice(["noise", "draft-noise", "verify-noise", "tap-order", "kill", "foreign-plan",
                                             "layer-map", "stale-slot", "early-stop"]),
               help="A fault: noise on the target's logits, draft-noise on the drafter's, verify-noise "
-                   "on DSpark / DFlash verify plans (each on every rank but the sources), a rank "
+                   "on DSpark / DFlash verify plans (each on every rank but the sources), tap-order "
+                   "(a pp >= 3 middle stage hands its taps out of order: lower acceptance), a rank "
                    "killed, a foreign plan; layer-map (deployments); stale-slot, early-stop "
                    "(--chunked-prefill).")
 @click.option("--chunked-prefill", "chunk", type=click.IntRange(1), metavar="CHUNK", help="Serve prompts in "
@@ -477,16 +478,26 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
               help="Run a spec `check` rejects, to watch the predicted failure happen.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object "
               "(keys: specplan/sim/report.py report_json); progress stays on stderr.")
+@click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
+              help="Write each rank's runtime trace (converges, accepted lengths) to "
+                   "DIR/rank<R>.jsonl, for `specplan diff` and `diff --acceptance`.")
 @user_errors
 def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
-             inject: str | None, chunk: int | None, allow_errors: bool, as_json: bool) -> None:
+             inject: str | None, chunk: int | None, allow_errors: bool, as_json: bool,
+             trace_dir: str | None) -> None:
     """Run SPEC's whole topology on the CPU: one process per rank, a tiny float64 model.
 
     Exit 0 when every replica's ranks agreed on every decision and (greedy) every request's
     tokens equal plain greedy decoding on one process; 3 otherwise, and 3 with the findings,
     without running, when `specplan check` finds an ERROR (--allow-errors runs it anyway).
 
+    Under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, ... set) it runs as one rank of the job,
+    gloo over TCP across nodes; global rank 0 prints the report, every rank exits alike.
+
     Example: specplan simulate specs/llama-3.2-1b-eagle3-pp2.yaml --rounds 32
+
+    Example: torchrun --nnodes 2 --nproc-per-node 2 --node-rank 0 --master-addr HOST
+    --master-port 29500 -m specplan simulate SPEC --rounds 8
     """
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
@@ -497,10 +508,23 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     from specplan.deploy.simulate import InstancePair, command as simulate_deployment
 
     target = load_spec_arg(spec)
+    from specplan.sim.torchrun import under_torchrun
+
+    if under_torchrun() and not isinstance(target, InstancePair) and chunk is None:
+        from specplan.sim.torchrun import simulate_rank  # one rank of a torchrun job
+
+        sys.exit(simulate_rank(spec, target, rounds=rounds, requests=requests, seed=seed,
+                               max_layers=max_layers, inject=inject, allow_errors=allow_errors,
+                               as_json=as_json, trace_dir=trace_dir, console=console()))
     if isinstance(target, InstancePair) or inject == "layer-map":  # layer-map: deployments only
         sys.exit(simulate_deployment(target, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
                          inject=inject, allow_errors=allow_errors, console=console()))
     findings = verify(plan := build_plan(run_passes(target)))
+    from specplan.sim.faults import refusal
+
+    if why := refusal(plan.speculative.method, plan.speculative.sampling, inject or "",
+                      len(plan.pipeline.stages), bool(plan.speculative.taps)):
+        raise click.UsageError(why)
     check_options(rounds=rounds, requests=requests, width=plan.speculative.num_draft_tokens)
     from specplan.sim.faults import refusal
 
@@ -514,7 +538,7 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
         sys.exit(EXIT_FOUND_PROBLEM)
     sys.exit(run_simulate(spec, rounds=rounds, requests=requests, seed=seed,
                           max_layers=max_layers, inject=inject, console=console(), as_json=as_json,
-                          chunk=chunk))
+                          chunk=chunk, trace_dir=trace_dir))
 
 
 if __name__ == "__main__":

@@ -43,8 +43,8 @@ def explain_data(spec: Spec, mesh: Mesh, lazy: bool = False) -> dict[str, Any]:
         "groups": {fam.name: Groups(fam) if lazy else fam.groups() for fam in mesh.families},
         "aliases": {fam.name: fam.alias for fam in mesh.families if fam.alias},
         "ranks": ranks,
-        "replicas": Replicas(mesh) if lazy else [{"index": r.index, "ranks": list(r.ranks), "source": r.source}
-                                                 for r in mesh.replicas],
+        "replicas": Replicas(mesh) if lazy else [
+            {"index": r.index, "ranks": list(r.ranks), "source": r.source} for r in mesh.replicas],
         "stages": [{"pp_rank": st.pp_rank, "start_layer": st.start_layer, "end_layer": st.end_layer,
                     "taps": list(st.taps)} for st in mesh.stages],
         "speculative": {"method": s.method, "num_steps": s.num_steps, "topk": s.topk,
@@ -201,7 +201,8 @@ def _render_rank(data: dict, console: Console, rank: int, all_families: bool = F
 
 
 def _ranks_str(ranks: list[int]) -> str:
-    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+    span = len(ranks) > 2 and ranks[-1] - ranks[0] + 1 == len(ranks)  # else no list of the span
+    if span and ranks == list(range(ranks[0], ranks[-1] + 1)):
         return f"[{ranks[0]}-{ranks[-1]}]"
     if len(ranks) > 12:
         return "[" + ",".join(map(str, ranks[:12])) + f",...+{len(ranks) - 12}]"

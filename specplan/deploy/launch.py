@@ -58,6 +58,8 @@ class VllmFlags:
         except json.JSONDecodeError as exc:
             raise LaunchProblem(f"{self.flag} is not JSON: {exc}") from None
         name, kv_role = config.get("kv_connector"), config.get("kv_role")
+        if kv_role == "kv_both":  # either side: the deployment says which this instance is
+            return {"connector": self.connectors[name]} if name in self.connectors else {}
         if name not in self.connectors:
             raise LaunchProblem(f"{self.flag} kv_connector {name!r}: specplan plans "
                                 f"{', '.join(self.connectors)}")

@@ -121,8 +121,12 @@ def _from_file(source: Source) -> InstancePair:
     if problems:
         raise SpecError(problems)
     prefill, decode, connector = pair(*specs, source.file, deployment=(source, connector))
-    name = data.get("name") if isinstance(data.get("name"), str) else Path(source.file).stem
-    return InstancePair(name, source.file, prefill, decode, connector)
+    return InstancePair(_deployment_name(source), source.file, prefill, decode, connector)
+
+
+def _deployment_name(source: Source) -> str:
+    name = source.data.get("name")
+    return name if isinstance(name, str) else Path(source.file).stem
 
 
 def _body_ok(bodies: dict, role: str) -> bool:
@@ -157,6 +161,9 @@ def _instance_spec(source: Source, role: str) -> Spec:
     body = source.data["instances"][role]
     if isinstance(body, dict):
         inst = rooted(source, ("instances", role))
+        if "name" not in body:  # an inline instance is named after its deployment and role
+            inst.data = {"name": f"{_deployment_name(source)}-{role}", **body}
+            inst.value_at[("name",)] = source.loc(("instances", role)) or (None, None)
     else:
         path = _resolve(source, ("instances", role), body, Path(source.file).parent)
         inst = whole(read_source(path))

@@ -85,12 +85,7 @@ class SGLangRules:
             out.append(Refusal("pp-refused", f"decode pp={d.pp} is neither 1 nor the prefill "
                                f"pp={p.pp}: SGLang asserts \"Decode pp size ({d.pp}) should be "
                                f"equal to prefill pp size ({p.pp}) or 1\""))
-        if d.is_mla and max(p.dcp, d.dcp) > 1 and p.attn_tp != d.attn_tp:
-            out.append(Refusal("mla-sharding", f"MLA KV sharded over dcp={max(p.dcp, d.dcp)} with "
-                               f"prefill attention TP {p.attn_tp} and decode {d.attn_tp}: SGLang "
-                               "asserts \"MLA KV cache sharding requires equal prefill/decode "
-                               "attn TP sizes\""))
-        return out
+        return out + _sglang_dcp(p, d)
 
     def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
         big, small = max(p.attn_tp, d.attn_tp), min(p.attn_tp, d.attn_tp)
@@ -103,6 +98,28 @@ class SGLangRules:
         # Without SGLANG_DISAGGREGATION_ALL_CP_RANKS_TRANSFER only prefill CP rank 0 sends.
         pp_ranks, factor = _pp_sources(p, d, stage)
         return Pull(tp_ranks, (0,), pp_ranks, responses * factor, consumers)
+
+
+def _sglang_dcp(p: Geometry, d: Geometry) -> list[Refusal]:
+    """SGLang 0.5.23 disaggregation/common/conn.py: the decode side's checks on a prefill peer
+    (CommonKVManager, "PD decode DCP ...") and the prefill side's requires_dcp_relayout. Equal
+    DCP sizes pair rank for rank; an unsharded MLA prefill relays out to a DCP-sharded decode;
+    everything else is refused. (The equal-attention-TP assert runs only with
+    --enable-kv-cache-sharding, which specplan does not plan.)"""
+    if d.dcp > 1 and not d.is_mla:
+        return [Refusal("decode-dcp", f"decode dcp={d.dcp} with {d.attention} attention: SGLang "
+                        "raises \"PD decode DCP requires an MLA or hybrid-MLA KV pool\" "
+                        "(disaggregation/common/conn.py CommonKVManager.try_ensure_parallel_info)")]
+    if d.dcp > 1 and p.cp != 1:
+        return [Refusal("decode-dcp", f"decode dcp={d.dcp} with prefill cp={p.cp}: SGLang raises "
+                        "\"PD decode DCP currently requires prefill attention CP=1\" "
+                        "(disaggregation/common/conn.py CommonKVManager.try_ensure_parallel_info)")]
+    if p.dcp != d.dcp and not (p.dcp == 1 and d.is_mla):
+        return [Refusal("decode-dcp", f"prefill dcp={p.dcp} -> decode dcp={d.dcp}: SGLang raises "
+                        f"\"Unsupported PD DCP topology: {p.dcp} -> {d.dcp}\" "
+                        "(disaggregation/common/conn.py CommonKVManager.requires_dcp_relayout: "
+                        "equal DCP sizes, or an unsharded MLA prefill relaid out to a sharded decode)")]
+    return []
 
 
 class _VllmRules:
@@ -144,15 +161,33 @@ def _pcp_refusals(p: Geometry, d: Geometry) -> list[Refusal]:
     return []
 
 
+def _dcp_sources(remote: int, p: Geometry, d: Geometry, tp: int) -> tuple[tuple[int, ...], int]:
+    """TransferTopology.dcp_source_ranks over `remote` transfer ranks sharded by the prefill's
+    dcp, and dcp_consumer_count (vllm 0.33.0 kv_connector/utils.py)."""
+    if d.dcp <= p.dcp:
+        ranks = tuple(r for r in range(remote) if r % d.dcp == tp % d.dcp)
+    else:
+        ranks = ((tp % d.dcp) % p.dcp,)
+    return ranks, d.attn_tp if d.dcp == 1 else max(1, d.dcp // p.dcp)
+
+
 def _pcp_pull(p: Geometry, d: Geometry, tp: int) -> Pull:
     """Sharded PCP: the decode rank reads the PCP ranks TransferTopology.dcp_source_ranks
     names (remote tp = pcp); the producer waits for dcp_consumer_count readers."""
-    if d.dcp <= p.dcp:
-        cp_ranks = tuple(r for r in range(p.cp) if r % d.dcp == tp % d.dcp)
-    else:
-        cp_ranks = ((tp % d.dcp) % p.dcp,)
-    consumers = d.attn_tp if d.dcp == 1 else max(1, d.dcp // p.dcp)
+    cp_ranks, consumers = _dcp_sources(p.cp, p, d, tp)
     return Pull((0,), cp_ranks, tuple(range(p.pp)), len(cp_ranks) * p.pp, consumers)
+
+
+def _replicated_pull(p: Geometry, d: Geometry) -> list[Refusal]:
+    """NixlBaseConnectorWorker._validate_remote_agent_handshake (nixl/base_worker.py): without
+    MLA, `assert not (tp_ratio < 0 and is_kv_replicated)`, a prefill TP wider than the decode's
+    whose ranks outnumber the KV heads (so they hold copies) is refused."""
+    if d.is_mla or p.attn_tp <= d.attn_tp or p.attn_tp <= p.num_kv_heads:
+        return []
+    return [Refusal("replicated-kv", f"prefill tp={p.attn_tp} > decode tp={d.attn_tp} with "
+                    f"{p.num_kv_heads} KV heads replicated over the prefill ranks: vLLM asserts "
+                    "`not (tp_ratio < 0 and is_kv_replicated)` (vllm 0.33.0 nixl/base_worker.py "
+                    "NixlBaseConnectorWorker._validate_remote_agent_handshake)")]
 
 
 class VllmNixlPull(_VllmRules):
@@ -168,11 +203,14 @@ class VllmNixlPull(_VllmRules):
                                "producer frees blocks after one decode stage's notification "
                                "while another stage still reads; " + _VL_TITLE + " refuses decode "
                                "pipeline_parallel_size > 1"))
-        return out + _pcp_refusals(p, d)
+        return out + _pcp_refusals(p, d) + _replicated_pull(p, d)
 
     def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
         if _pcp_sharded(p):
             return _pcp_pull(p, d, tp)
+        if d.is_mla and p.dcp > 1:  # compute_tp_mapping: the MLA DCP branch, over TP ranks
+            tp_ranks, consumers = _dcp_sources(p.attn_tp, p, d, tp)
+            return Pull(tp_ranks, (0,), tuple(range(p.pp)), len(tp_ranks) * p.pp, consumers)
         if d.is_mla or d.attn_tp >= p.attn_tp:
             tp_ranks = (tp * p.attn_tp // d.attn_tp,)
         else:

@@ -172,6 +172,8 @@ def _topology(spec: Spec, launch: Launch, names: dict[str, str]) -> None:
     if t.nodes > 1:
         add(("--nnodes", str(t.nodes), "machines (topology.nodes); each node also needs "
              "its node rank and the head address"))
+    if spec.model.page_size is not None:
+        add((names["page"], str(spec.model.page_size), "tokens per KV page (model.page_size)"))
     dtype = spec.model.dtype
     if dtype in DTYPES:
         add(("--dtype", DTYPES[dtype], f"activation dtype (model.dtype: {dtype})"))
@@ -184,7 +186,7 @@ def _sglang(spec: Spec, sites: dict, launch: Launch) -> None:
     t = spec.topology
     _paths(spec, launch, "--model-path", "--speculative-draft-model-path")
     names = {"tp": "--tp-size", "pp": "--pp-size", "cp": "--attn-cp-size", "dcp": "--dcp-size",
-             "ep": "--ep-size", "moe_dp": "--moe-dp-size"}
+             "ep": "--ep-size", "moe_dp": "--moe-dp-size", "page": "--page-size"}
     if not t.dp_attention:
         names["dp"] = "--dp-size"
     _topology(spec, launch, names)
@@ -304,7 +306,7 @@ def _vllm(spec: Spec, sites: dict, launch: Launch) -> None:
     _paths(spec, launch, "--model", None)
     names = {"tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size",
              "dp": "--data-parallel-size", "cp": "--prefill-context-parallel-size",
-             "dcp": "--decode-context-parallel-size"}
+             "dcp": "--decode-context-parallel-size", "page": "--block-size"}
     _topology(spec, launch, names)
     if t.ep > 1:
         launch.args.append(("--enable-expert-parallel", None, f"experts over dp * pcp * tp = "

@@ -42,6 +42,7 @@ SGLANG_MODELLED: dict[str, str] = {
     "speculative_draft_model_path": "speculative.draft_path",
     "disable_overlap_schedule": "runtime.async_scheduling",
     "cuda_graph_max_bs_decode": "runtime.max_batch",
+    "page_size": "model.page_size",
     "disaggregation_mode": "disaggregation.role",
     "disaggregation_transfer_backend": "disaggregation.connector",
     "config": "(its options are read as if on the line)",
@@ -55,7 +56,7 @@ VLLM_MODELLED: dict[str, str] = {
     "dtype": "model.dtype", "quantization": "model.dtype", "kv_cache_dtype": "model.kv_cache_dtype",
     "all2all_backend": "model.moe.a2a", "enable_eplb": "model.moe.eplb",
     "speculative_config": "speculative", "async_scheduling": "runtime.async_scheduling",
-    "kv_transfer_config": "disaggregation",
+    "kv_transfer_config": "disaggregation", "block_size": "model.page_size",
     "config": "(its options are read as if on the line)",
 }
 MODELLED = {"sglang": SGLANG_MODELLED, "vllm": VLLM_MODELLED}
@@ -124,7 +125,8 @@ SITE_SLUGS = {
     "dflash_accept_greedy": ("dflash-accept-greedy",), "dflash_target": ("dflash-target",),
 }
 
-SGLANG_ENV = ("SGLANG_SPEC_TP_SYNC", "SGLANG_ENABLE_PP_SPEC", "SGLANG_PP_LAYER_PARTITION")
+SGLANG_ENV = ("SGLANG_SPEC_TP_SYNC", "SGLANG_ENABLE_PP_SPEC", "SGLANG_PP_LAYER_PARTITION",
+              "SGLANG_ZBAL_LOCAL_MEM_SIZE")
 VLLM_ENV = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER")
 
 # Placeholders export prints for unset checkpoint paths; import reads them back as unset.

@@ -89,13 +89,32 @@ def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], l
     env = []
     while rest and _ENV_NAME.match(rest[0]):
         env.append(rest.pop(0))
-    module = convention(engine).flag_table().program.split()[-1]  # sglang.launch_server | serve
+    modules = _LAUNCHERS[engine]  # `python -m MODULE` entry points
     cli = f"{engine} serve"  # both engines' console scripts: `sglang serve`, `vllm serve`
     for i, token in enumerate(rest):
         before = rest[i - 1].rsplit("/", 1)[-1] if i else ""
-        if token.endswith(module) and module != "serve" or f"{before} {token}" in (cli,):
+        if before == "-m" and token in modules or f"{before} {token}" == cli:
             return env, rest[:i + 1], rest[i + 1:]
     return env, [], rest
+
+
+# The launchers whose parser is the engine's server parser (flags/): SGLang's
+# sglang/launch_server.py; vLLM's OpenAI server module, which `vllm serve` wraps.
+_LAUNCHERS = {"sglang": ("sglang.launch_server",),
+              "vllm": ("vllm.entrypoints.openai.api_server",)}
+_SHELL = re.compile(r"\$(\{|\(|[A-Za-z_])")
+
+
+def _no_shell_words(words: list[str]) -> None:
+    """A word still holding `${VAR}`, `$VAR` or `$(...)` is the shell's to expand: its value is
+    not on the line, so import refuses it rather than guess (specplan's own $MODEL_PATH
+    placeholders excepted)."""
+    for word in words:
+        if word in _PLACEHOLDER_WORDS or not _SHELL.search(word):
+            continue
+        raise ImportProblem(f"the launch line holds a shell expansion, {word!r}: its value is "
+                            "not on the line; substitute it (or let the shell expand it and "
+                            "pass the expanded line after `--`)")
 
 
 def read_launch(engine: str, env: dict[str, str], argv: list[str],
@@ -105,6 +124,7 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str],
     (one per argument kept but not planned, and each reading worth saying), read by the flags
     of release `version` (default: the newest)."""
     env_words, program, words = split_command(engine, argv)
+    _no_shell_words(words)
     line_env = dict(w.partition("=")[::2] for w in env_words)
     env = {**env, **line_env}
     conv = convention(engine, version)
@@ -224,7 +244,8 @@ def ignored_env(engine: str, env: dict[str, str]) -> list[str]:
 
 
 def model_shape(config: dict) -> dict:
-    """model.{num_layers, hidden_size, vocab_size, moe} from a Hugging Face config.json."""
+    """model.{num_layers, hidden_size, vocab_size, moe, attention} from a Hugging Face
+    config.json (attention mla where it has kv_lora_rank)."""
     config = config.get("text_config", config)
     out = {}
     for key, names in (("num_layers", ("num_hidden_layers", "n_layer", "num_layers")),
@@ -237,6 +258,8 @@ def model_shape(config: dict) -> dict:
                     if config.get(n)), None)
     if experts and config.get("num_experts_per_tok"):
         out["moe"] = {"num_experts": experts, "top_k": config["num_experts_per_tok"]}
+    if config.get("kv_lora_rank"):  # DeepSeek / Kimi MLA: one latent KV, no KV heads to split
+        out["attention"] = "mla"
     return out
 
 
@@ -286,9 +309,34 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
         launch["_notes"].append("the model config names no experts: the MoE flags plan nothing")
     if launch.get("runtime"):
         data["runtime"] = {**data.get("runtime", {}), **launch["runtime"]}
+    _speculative(engine, data, launch, base, config)
+    missing = [k for k in ("num_layers", "hidden_size", "vocab_size") if k not in data["model"]]
+    if missing:
+        raise ImportProblem(f"the launch line does not give the model's shape ({', '.join(missing)}): "
+                            "pass --base SPEC, --model-config config.json, or a local model path")
+    _sync(data, launch.get("_sync_slugs"), base)
+    dis = launch.get("disaggregation")
+    if dis is not None and "role" not in dis and "role" not in data.get("disaggregation", {}):
+        launch["_notes"].append("kv_role kv_both serves either side: imported as one instance; "
+                                "its role comes from the deployment (a --base with "
+                                "disaggregation.role, or the pair's deployment file)")
+    elif dis:  # the peer comes from the base, else the user names it
+        data["disaggregation"] = {**data.get("disaggregation", {}), **dis}
+    if launch.get("_line") is not None:
+        data["engine_args"] = launch["_line"]
+    return data
+
+
+def _speculative(engine: str, data: dict, launch: dict, base: Spec | None,
+                 config: dict | None) -> None:
+    """data["speculative"]: the line's method and widths (the engine's defaults for the ones it
+    leaves out) over the base's keys a line cannot state."""
     spec = {k: v for k, v in data.get("speculative", {}).items()
             if k in _UNSTATED[engine]}
     told = dict(launch["speculative"])
+    auto = told.pop("_auto", None)
+    if auto is not None:
+        told.update(_engine_widths(auto, told["method"], base, config, launch["_notes"]))
     if told.get("method") == "eagle" and "draft_path" not in told and own_mtp(config):
         told["method"] = "mtp"  # SGLang runs EAGLE on the checkpoint's own MTP layers: NEXTN
         launch["_notes"].append("EAGLE without a draft model on a checkpoint with its own MTP "
@@ -297,16 +345,34 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
         data["speculative"] = {**spec, **told}
     else:
         data.pop("speculative", None)
-    missing = [k for k in ("num_layers", "hidden_size", "vocab_size") if k not in data["model"]]
-    if missing:
-        raise ImportProblem(f"the launch line does not give the model's shape ({', '.join(missing)}): "
-                            "pass --base SPEC, --model-config config.json, or a local model path")
-    _sync(data, launch.get("_sync_slugs"), base)
-    if launch.get("disaggregation"):  # the peer comes from the base, else the user names it
-        data["disaggregation"] = {**data.get("disaggregation", {}), **launch["disaggregation"]}
-    if launch.get("_line") is not None:
-        data["engine_args"] = launch["_line"]
-    return data
+
+
+def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | None,
+                   notes: list[str]) -> dict:
+    """The widths the line leaves to the engine: the base spec's (same method), else the
+    engine's own default for the model (specplan/engines/spec_defaults.py), said in a note."""
+    from specplan.engines import spec_defaults as d
+
+    if base is not None and base.speculative.method == method:
+        s = base.speculative
+        return {"num_steps": s.num_steps, **({"topk": s.topk} if s.topk > 1 else {}),
+                **({"num_draft_tokens": s.num_draft_tokens} if s.num_draft_tokens else {})}
+    try:
+        if "vllm_method" in auto:
+            steps, why = d.vllm_tokens(auto["vllm_method"], config)
+            notes.append(f"num_steps {steps}: {why}")
+            return {"num_steps": steps}
+        if auto["algorithm"] == "NGRAM":
+            (steps, topk, width), why = d.sglang_ngram(auto["breadth"], auto["draft_tokens"])
+        else:
+            arch = ((config or {}).get("architectures") or [None])[0]
+            (steps, topk, width), why = d.sglang_eagle(auto["algorithm"], arch, auto["topk"],
+                                                       auto["draft_tokens"])
+    except d.NoDefault as exc:
+        raise ImportProblem(str(exc)) from None
+    notes.append(f"num_steps {steps}, topk {topk}, num_draft_tokens {width}: {why}")
+    return {"num_steps": steps, **({"topk": topk} if topk > 1 else {}),
+            **({"num_draft_tokens": width} if width != steps + 1 else {})}
 
 
 def _name(path: str | None) -> str:

@@ -48,8 +48,21 @@ def _int(values: dict, dest: str, flag: str, default: int | None = 1) -> int | N
     return number
 
 
-def _path(value, placeholder: str) -> str | None:
-    return None if value in (None, placeholder, "$" + placeholder) else value
+def _zbal(env: dict) -> bool:
+    """SGLang picks zbal for npu when SGLANG_ZBAL_LOCAL_MEM_SIZE (an int, default 0) is > 0."""
+    value = env.get("SGLANG_ZBAL_LOCAL_MEM_SIZE", "0").strip()
+    try:
+        return int(value) > 0
+    except ValueError:
+        raise ImportProblem(f"SGLANG_ZBAL_LOCAL_MEM_SIZE={value!r} is not an integer (MB)") from None
+
+
+def _path(value, placeholder: str, flag: str = "a checkpoint path") -> str | None:
+    if value in (None, placeholder, "$" + placeholder):
+        return None
+    if not isinstance(value, str):  # a JSON form (`--speculative-config.model [1]`) is no path
+        raise ImportProblem(f"{flag}: expected a checkpoint path or hub name, found {json.dumps(value)}")
+    return value
 
 
 def _sizes(**sizes) -> dict:
@@ -83,6 +96,10 @@ def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
             raise ImportProblem(f"--device {device}: specplan plans cuda | rocm | npu | cpu")
         if device != "cuda":
             topo["device"] = device
+    if device == "npu" and _zbal(env):
+        topo["backend"] = "zbal"
+        notes.append("SGLANG_ZBAL_LOCAL_MEM_SIZE > 0 on npu: SGLang's collectives run on zbal, not "
+                     "hccl (SGLang 0.5.23 platforms/device_mixin.py _DEVICE_TO_DISTRIBUTED_BACKEND)")
     runtime = {}
     if v.get("disable_overlap_schedule") and topo.get("pp", 1) == 1:
         runtime["async_scheduling"] = False  # under pipeline parallel SGLang requires it anyway
@@ -115,6 +132,10 @@ def _model(v: dict, path, notes: list[str]) -> dict:
     elif v.get("quantization") is not None:
         notes.append(f"--quantization {v['quantization']}: weights only for the plan; "
                      "activations stay model.dtype")
+    page = v.get("page_size", v.get("block_size"))  # SGLang --page-size, vLLM --block-size
+    if page is not None:
+        model["page_size"] = _int(v, "page_size" if "page_size" in v else "block_size",
+                                  "--page-size" if "page_size" in v else "--block-size")
     kv = v.get("kv_cache_dtype")
     if kv is not None and kv in KV_CACHE_DTYPES:
         model["kv_cache_dtype"] = KV_CACHE_DTYPES[kv]
@@ -158,15 +179,18 @@ def _sglang_speculative(v: dict) -> dict:
         out["num_steps"] = steps
     else:
         steps = _int(v, "speculative_num_steps", "--speculative-num-steps", None)
-        if steps is None:
-            raise ImportProblem("--speculative-num-steps is missing (SGLang picks a per-model "
-                                "default that specplan cannot know)")
-        out["num_steps"] = steps
-        topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk")
-        if topk > 1:
-            out["topk"] = topk
-        if width is not None and width != steps + 1:
-            out["num_draft_tokens"] = width
+        topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk", None)
+        if steps is None:  # SGLang's own defaults, chosen once the model config is read
+            breadth = _int(v, "speculative_ngram_max_bfs_breadth",
+                           "--speculative-ngram-max-bfs-breadth", None)
+            out["_auto"] = {"algorithm": algo.upper(), "topk": topk, "draft_tokens": width,
+                            "breadth": breadth}
+        else:
+            out["num_steps"] = steps
+            if (topk or 1) > 1:
+                out["topk"] = topk
+            if width is not None and width != steps + 1:
+                out["num_draft_tokens"] = width
     draft = _path(v.get("speculative_draft_model_path"), DRAFT_PLACEHOLDER)
     if draft:
         out["draft_path"] = draft
@@ -220,11 +244,13 @@ def _vllm_speculative(config, notes: list[str], conv) -> dict:
     if method is None:
         raise ImportProblem(f"--speculative-config method {name!r}: specplan plans "
                             f"{', '.join(VLLM_METHODS.values())} (and *_mtp)")
-    if "num_speculative_tokens" not in config:
-        raise ImportProblem("--speculative-config has no num_speculative_tokens")
-    out: dict = {"method": method, "num_steps": _int(config, "num_speculative_tokens",
-                                                     "--speculative-config num_speculative_tokens")}
-    draft = _path(config.get("model"), DRAFT_PLACEHOLDER)
+    out: dict = {"method": method}
+    if config.get("num_speculative_tokens") is None:  # vLLM's default, from the model config
+        out["_auto"] = {"vllm_method": method}
+    else:
+        out["num_steps"] = _int(config, "num_speculative_tokens",
+                                "--speculative-config num_speculative_tokens")
+    draft = _path(config.get("model"), DRAFT_PLACEHOLDER, "--speculative-config model")
     if draft:
         out["draft_path"] = draft
     if "draft_tensor_parallel_size" in config:

@@ -157,7 +157,7 @@ class SGLang(Convention):
 
     def violations(self, spec: Spec) -> list[Violation]:
         t = spec.topology
-        out = [*_attention_rules(t, self.title), *_moe_rules(spec, self.title)]
+        out = [*_attention_rules(t, self.title), *_moe_rules(spec, self.title), *_tap_rules(spec)]
         if t.tp % t.dcp:
             out.append(Violation(("topology", "dcp"), f"dcp={t.dcp} does not divide tp={t.tp}: "
                                  "DCP groups are contiguous chunks of dcp ranks of each TP group "
@@ -180,6 +180,22 @@ class SGLang(Convention):
 
     def launch_refusal(self, spec: Spec) -> str | None:
         return _launch_refusal(spec, self.attention_tp(spec.topology))
+
+
+def _tap_rules(spec: Spec) -> list[Violation]:
+    """SGLang captures a tap only inside the layer loop (models/llama.py LlamaModel.forward:
+    `for i in range(self.start_layer, self.end_layer)`, capturing when i is in
+    layers_to_capture), so tap num_layers, the residual after the last layer, is never made."""
+    layers = spec.model.num_layers
+    taps = spec.speculative.taps(layers)
+    if layers not in taps:
+        return []
+    at = ("speculative", "aux_layers", list(spec.speculative.aux_layers or ()).index(layers)) \
+        if spec.speculative.aux_layers and layers in spec.speculative.aux_layers else ("speculative",)
+    return [Violation(at, f"tap {layers} (= num_layers, the residual after the last layer) is "
+                          f"never captured: {T} captures taps inside the layer loop only "
+                          "(models/llama.py LlamaModel.forward, i in layers_to_capture for i in "
+                          f"range(start_layer, end_layer)); expected taps 0 .. {layers - 1}")]
 
 
 def _attention(t: Topology, d: dict[str, int]) -> Layout:
@@ -235,11 +251,12 @@ def _moe_rules(spec: Spec, T: str = T) -> list[Violation]:
 
 def _launch_refusal(spec: Spec, attn_tp: int) -> str | None:
     t, s = spec.topology, spec.speculative
-    if t.pp > 1 and s.method == "dspark":
+    prefill = spec.disaggregation is not None and spec.disaggregation.role == "prefill"
+    if t.pp > 1 and s.method == "dspark" and not prefill:
         return ("SGLang runs DSpark under pipeline parallel only on PD prefill nodes "
                 "(--disaggregation-mode prefill), which make no decode rounds "
                 "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")
-    if t.pp > 1 and s.method not in ("none", *PP_EAGLE):
+    if t.pp > 1 and s.method not in ("none", "dspark", *PP_EAGLE):
         return (f"SGLang runs speculative decoding under pipeline parallel (pp={t.pp}) only "
                 f"with EAGLE or NEXTN (single-layer), not {s.method} "
                 "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")

@@ -23,6 +23,15 @@ from specplan.methods.base import Method
 from specplan.schema.model import Spec, Topology
 
 T = title("vllm")  # the newest release, which the messages below cite
+# EAGLE-1 drafters (llama_eagle.py EagleLlamaForCausalLM, deepseek_eagle.py
+# EagleDeepseekV3ForCausalLM) start their layer ids at ModelConfig.get_num_layers(parallel_config):
+# the last stage's own layer count, not the target's total (EAGLE3 uses
+# get_total_num_hidden_layers). Under pp > 1 the draft layer takes a target layer's name.
+STAGE_LOCAL_DRAFT_IDS = ("eagle",)
+STAGE_LOCAL_DRAFT_NOTE = (f"{T} numbers EAGLE draft layers from the last stage's own layer count "
+                          "(llama_eagle.py / deepseek_eagle.py: start_layer_id = "
+                          "ModelConfig.get_num_layers(parallel_config)), not after the target's "
+                          "total layers.")
 
 
 class VLLM(Convention):
@@ -102,7 +111,10 @@ class VLLM(Convention):
                  "counter-based RNG keyed by seed and position); the last PP rank broadcasts "
                  "sampled tokens and drafts down each PP column; aux taps chain through the "
                  "stage handoff.",)
-        return Choices("engine", sites, "tp", "column", True, "agreed", "global", "global", "chain",
+        if method.name in STAGE_LOCAL_DRAFT_IDS:
+            notes += (STAGE_LOCAL_DRAFT_NOTE,)
+        draft_ids = "stage_local" if method.name in STAGE_LOCAL_DRAFT_IDS else "global"
+        return Choices("engine", sites, "tp", "column", True, "agreed", draft_ids, "global", "chain",
                        "dummy", "counter-based RNG keyed by (seed, position) makes draws "
                        "rank-deterministic", frozenset(), notes)
 
@@ -114,6 +126,13 @@ class VLLM(Convention):
             out.append(Violation(("topology", "ep"), f"ep={t.ep} must be 1 or dp*cp*tp = "
                                  f"{t.dp}*{t.cp}*{t.tp} = {wide}: expert parallel spans a whole "
                                  f"stage ({self.title} initialize_model_parallel, --enable-expert-parallel)"))
+        moe = spec.model.moe
+        if moe is not None and moe.eplb and t.ep == 1:
+            out.append(Violation(("model", "moe", "eplb"), "eplb needs expert parallel: vLLM "
+                                 "refuses --enable-eplb without --enable-expert-parallel "
+                                 f"(\"enable_expert_parallel must be True to use EPLB\", {self.title} "
+                                 f"ParallelConfig._validate_parallel_config); set topology.ep to "
+                                 f"dp*cp*tp = {wide} or eplb false"))
         return out + self.node_violations(spec, self.world_size(t), "ParallelConfig.local_world_size")
 
     def launch_refusal(self, spec: Spec) -> str | None:

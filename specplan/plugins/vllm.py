@@ -1,10 +1,14 @@
-"""The vLLM 0.33.0 plugin: its start-up check, its accept and its PP relay run the plan.
+"""The vLLM plugin (0.32.x, 0.33.0): its start-up check, its accept and its PP relay run the plan.
 
 Entry point `vllm.general_plugins` -> `register`. vLLM calls it in every process (API server,
 engine core, each worker), possibly several times: registration is idempotent, and with
 SPECPLAN_PLAN unset it installs nothing and imports nothing; set, a plan whose accept or
 draft decisions vLLM's tensors cannot carry is refused right there. docs/engines.md lists
-each hook.
+each hook. Which functions are hooked, with which signatures and by which method here, is
+the release's table (engines/vllm_hooks.py, chosen by the version of the distribution that
+provides `vllm`); each target is checked against it when its hook is installed, and every
+hook runs under the guard that ends the process on an exception of its own (vllm_guard.py).
+The PPHandler hooks of both releases are vllm_pp.py.
 
 - parallel_state.initialize_model_parallel (wrapped at register): after it returns, every
   rank reads every group of each coordinator vLLM built (tp, dcp, pcp, pp, dp, ep: its
@@ -20,7 +24,8 @@ each hook.
   the earlier stages as the plan carries them (its converge over a group spanning stages,
   and/or `rt.relay`), with vLLM's own skip predicate and PendingRecv ring kept;
   PPHandler.on_req_idx_freed: nothing changed, the handler noted, whose per state index
-  generations (`req_idx_gen_np`) every call's batch identity reads (vllm_bridge.py).
+  generations (`req_idx_gen_np`) every call's batch identity reads (vllm_bridge.py);
+  PPHandler.get_prev_sampled_outputs and broadcast also check the seed's two corruptions.
 - AsyncOutput.get_output: on the device path, the step's desync check (`rt.check_round()`
   when the flag's host copy shows a mismatch) where vLLM has waited for the step's output.
 

@@ -29,10 +29,17 @@ SERVING_INJECTIONS = ("stale-slot", "early-stop")
 
 
 def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int,
-                 inject: str | None, console, as_json: bool = False, chunk: int | None = None) -> int:
+                 inject: str | None, console, as_json: bool = False, chunk: int | None = None,
+                 trace_dir: str | None = None) -> int:
     """Progress per round on stderr; the report (text, or with `as_json` the JSON object of
-    sim/report.py `report_json`) on stdout. With `chunk`, the serving loop of sim/serving.py."""
+    sim/report.py `report_json`) on stdout. With `chunk`, the serving loop of sim/serving.py.
+    With `trace_dir`, every rank writes its runtime trace there (sim/traces.py)."""
     import click
+
+    if trace_dir is not None:
+        from specplan.sim.traces import trace_into
+
+        trace_into(trace_dir)
 
     if chunk is not None or inject in SERVING_INJECTIONS:  # the serving loop (sim/serving.py)
         if chunk is None or inject not in (None, *SERVING_INJECTIONS):
@@ -47,7 +54,6 @@ def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers
                            console=console)
     from specplan.sim.launch import Options, simulate
     from specplan.sim.progress import RoundProgress
-    from specplan.sim.report import render, report_json, verdict
 
     opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
                   inject=inject or "")
@@ -55,6 +61,14 @@ def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers
         outcome = simulate(spec, opt, on_round=progress.update)
         if not outcome.results.get(0, {}).get("error"):  # rounds finished after the last poll
             progress.update(rounds)
+    outcome.trace_dir = trace_dir
+    return report(outcome, inject, console, as_json)
+
+
+def report(outcome, inject: str | None, console, as_json: bool) -> int:
+    """The verdict of a finished run, printed (text or JSON), as an exit code."""
+    from specplan.sim.report import render, report_json, verdict
+
     v = verdict(outcome)
     internal = [r for r, x in outcome.results.items() if x.get("known") is False]
     code = EXIT_OK if v.ok else EXIT_INTERNAL if internal and not inject else EXIT_FOUND_PROBLEM

@@ -262,7 +262,7 @@ class Engine:
                 torch.empty(n, 0, dtype=F64)
         x, new_kv, tapped = run_layers(self.w, self.cfg, self.shard, self.cache, self.layers,
                                        x, segs, self.own_taps)
-        taps = torch.cat([taps_in] + [tapped[t] for t in sorted(tapped)], 1)
+        taps = faults.stage_taps(self, taps_in, [tapped[t] for t in sorted(tapped)])
         if self.last and self.cfg.taps:
             self._check_taps()
         self.pending_kv = new_kv
@@ -323,6 +323,8 @@ class Engine:
             if self.last:  # the rows predicting the new tokens: the last len(toks) of `r`
                 self.predicted[b].extend(self.picks[r[len(r) - len(toks):]].tolist())
         self.commits[self.round] = [len(t) for t in new_tokens]
+        if self.round > 0:  # a decode round's accepted length, for `diff --acceptance`
+            self.rt.record_acceptance(self.round, self.requests, self.commits[self.round])
         self.timers["commit"] += time.perf_counter() - t0
 
     def sample_or_argmax(self, logits: torch.Tensor, positions: list[int]) -> torch.Tensor:

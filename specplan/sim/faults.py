@@ -6,6 +6,11 @@ DFlash / DSpark blocks); `verify-noise` the verify plan of DSpark (its verify bu
 verify_lens) and DFlash (the target's per-position predictions it verifies against). A
 decision the plan converges takes the source's value, so the fault vanishes; one left
 unconverged differs on the perturbed ranks, and the probe (or the tokens) names it.
+
+`tap-order` is the seed's silent pp > 2 case: a middle stage, which must both pass on the taps
+it received and add its own, hands its own first. The payload keeps its width, so nothing
+fails: the drafter reads its taps in the wrong slots, drafts valid tokens that are rejected
+more often, and only the acceptance (`simulate --trace-dir`, `diff --acceptance`) shows it.
 """
 
 from __future__ import annotations
@@ -17,17 +22,20 @@ import torch
 from specplan.sim.drafter import Head
 from specplan.sim.model import F64
 
-DECISION_FAULTS = ("noise", "draft-noise", "verify-noise")
+DECISION_FAULTS = ("noise", "draft-noise", "verify-noise", "tap-order")
 VERIFY_PLANS = ("dspark", "dflash")  # the methods verify-noise perturbs
 
 
-def refusal(method: str, sampling: str, inject: str) -> str | None:
+def refusal(method: str, sampling: str, inject: str, pp: int = 1, taps: bool = False) -> str | None:
     """Why `inject` cannot apply to `method`, or None."""
     if inject == "draft-noise" and method in ("ngram", "none"):
         return f"--inject draft-noise perturbs a drafter's logits; method {method} has no drafter model"
     if inject == "verify-noise" and method not in VERIFY_PLANS:
         return (f"--inject verify-noise perturbs the verify plans of {' and '.join(VERIFY_PLANS)}; "
                 f"method {method} has none")
+    if inject == "tap-order" and (pp < 3 or not taps):
+        return (f"--inject tap-order misroutes taps on a middle stage: it needs pp >= 3 (found "
+                f"{pp}) and a method with taps (eagle3, dflash, dspark; found {method})")
     if inject == "verify-noise" and method == "dflash" and sampling == "sampling":
         return ("--inject verify-noise perturbs DFlash's greedy verify (target_predict); "
                 "speculative.sampling: sampling makes none (greedy or mixed do)")
@@ -83,3 +91,11 @@ def verify_predictions(e, target: torch.Tensor) -> torch.Tensor:
     g = _gen("verify-noise", e.rt.rank, e.round, 1)
     flip = torch.rand(target.shape, generator=g) < 0.5
     return torch.where(flip, (target + 1) % e.cfg.vocab, target)
+
+
+def stage_taps(e, upstream: torch.Tensor, own: list[torch.Tensor]) -> torch.Tensor:
+    """The taps a stage hands on: the upstream ones, then its own (tap-order: own first on a
+    middle stage)."""
+    if e.sim.inject == "tap-order" and not e.first and not e.last:
+        return torch.cat(own + [upstream], 1)
+    return torch.cat([upstream] + own, 1)

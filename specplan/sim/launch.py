@@ -51,6 +51,7 @@ class Outcome:
     wall_s: float
     sim_dir: Path
     notes: list[str] = field(default_factory=list)
+    trace_dir: str | None = None  # --trace-dir: where the ranks wrote their traces
 
 
 def free_port() -> int:

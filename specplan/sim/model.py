@@ -84,6 +84,10 @@ def init_weights(cfg: ModelConfig) -> dict[str, torch.Tensor]:
     w["small.up"] = _normal(g, h, f, scale=1 / math.sqrt(h))
     w["small.down"] = _normal(g, f, h, scale=out_scale / math.sqrt(f))
     w["small.lm_head"] = w["lm_head"] + _normal(g, h, cfg.vocab, scale=0.02 / math.sqrt(h))
+    if cfg.taps:  # a tap drafter reads its taps, as a trained one does (sim/fit.py)
+        from specplan.sim.fit import fit_drafter
+
+        w["draft.fc"] = fit_drafter(w, cfg)
     return w
 
 

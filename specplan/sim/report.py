@@ -142,8 +142,12 @@ def report_json(outcome, v: Verdict, exit_code: int) -> dict:
     rank, the busiest rank's mean), rounds_per_s, decode_s and phases (seconds per phase,
     slowest rank), or {} when no rank finished; verdict: ok, agreed (requests whose ranks
     agreed), checked (requests compared with plain greedy decoding; 0 under sampling) and
-    problems (one line each); exit_code: what the command exits with.
+    problems (one line each); acceptance: mean (accepted length per request per decode
+    round, overall) and replicas (the same per replica); trace_dir: where the ranks wrote their
+    traces (--trace-dir), or null; exit_code: what the command exits with.
     """
+    from specplan.sim.traces import acceptance
+
     plan, opt = outcome.prepared.plan, outcome.options
     s = summary(outcome)
     keep = ("tokens_per_round", "accept_len", "collectives", "bytes", "rounds_per_s", "decode_s", "phases")
@@ -155,7 +159,7 @@ def report_json(outcome, v: Verdict, exit_code: int) -> dict:
             "inject": opt.inject, "shrunk": list(outcome.prepared.shrunk),
             "summary": {k: s[k] for k in keep} if s else {},
             "verdict": {"ok": v.ok, "agreed": v.agreed, "checked": v.checked, "problems": list(v.problems)},
-            "exit_code": exit_code}
+            "acceptance": acceptance(outcome), "trace_dir": outcome.trace_dir, "exit_code": exit_code}
 
 
 def render(outcome, v: Verdict, console) -> None:
@@ -188,6 +192,9 @@ def render(outcome, v: Verdict, console) -> None:
             p.add_column(ph, justify="right")
         p.add_row(*(f"{s['phases'][ph]:.3f}s" for ph in PHASES))
         console.print(p)
+    if outcome.trace_dir:
+        console.print(f"traces: {outcome.trace_dir}/rank<R>.jsonl, ranks 0-{plan.world_size - 1} "
+                      "(specplan diff; diff --acceptance compares two runs)")
     if v.ok:
         ref = (f"; {v.checked} requests token-identical to plain greedy decoding"
                if v.checked else "; sampling: no reference, ranks compared")

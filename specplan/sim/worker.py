@@ -39,8 +39,7 @@ def run(sim_dir: Path, rank: int) -> dict:
     raw, sim = _config(sim_dir)
     plan = raw.get("plans", {}).get(str(rank), str(sim_dir / "plan.json"))
     t_bind = time.perf_counter()
-    # the plan keeps the spec's device; the sim runs on the CPU
-    rt = bind(plan, device="cpu", rendezvous_s=raw.get("rendezvous_s"))
+    rt = bind(plan, device="cpu", rendezvous_s=raw.get("rendezvous_s"))  # the plan keeps the spec's device
     e = Engine(rt, sim)
     rounds.startup(e)
     rounds.prefill(e)

@@ -49,7 +49,8 @@ def _pair(h: Handoff, *path: str) -> tuple[str, str]:
 def _refused(h: Handoff) -> list[CrossFinding]:
     at = {"decode-cp": ("topology", "cp"), "pp-refused": ("topology", "pp"),
           "pull-pp": ("topology", "pp"), "tp-ratio": ("topology", "tp"),
-          "mla-sharding": ("model", "attention"), "pcp-refused": ("topology", "cp")}
+          "decode-dcp": ("topology", "dcp"), "replicated-kv": ("topology", "tp"),
+          "pcp-refused": ("topology", "cp")}
     return [CrossFinding("ERROR", r.kind, _pair(h, *at[r.kind]), r.message, _FIX[r.kind])
             for r in h.refusals]
 
@@ -59,7 +60,10 @@ _FIX = {
     "pp-refused": "give the decode instance pp: 1 or the prefill's pp",
     "pull-pp": "give the decode instance pp: 1 (or a connector that exchanges pp_size: mooncake)",
     "tp-ratio": "pick attention TP sizes where one divides the other",
-    "mla-sharding": "give both instances the same attention TP, or leave the MLA KV unsharded",
+    "decode-dcp": "give both instances the same dcp, or an MLA prefill with dcp 1 and cp 1 to a "
+                  "DCP-sharded MLA decode",
+    "replicated-kv": "give the prefill at most as many TP ranks as KV heads, or a decode TP at "
+                     "least the prefill's (or the mooncake connector)",
     "pcp-refused": "run prefill context parallel with dcp 1 or dcp = pcp (and TP 1 when sharded) "
                    "over nixl, and a decode without DCP against replicated PCP",
 }

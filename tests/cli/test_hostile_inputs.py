@@ -231,3 +231,8 @@ def test_sigterm_during_compile_leaves_nothing(tmp_path):
     while list(tmp_path.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert list(tmp_path.iterdir()) == []  # no staging folder, no half output
+
+
+def test_import_refuses_a_draft_path_that_is_json():
+    refused([*VLLM, "--speculative-config.method", "eagle3", "--speculative-config.model", "[1]"],
+            "--speculative-config model: expected a checkpoint path or hub name, found [1]")

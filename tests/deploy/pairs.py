@@ -78,6 +78,32 @@ VLLM_PAIRS = [
     ({"tp": 16}, {"tp": 8, "dp": 2}, "gqa", 4),
 ]
 
+# The nixl connectors refuse a wider prefill TP whose ranks hold copies of the KV heads
+# (NixlBaseConnectorWorker._validate_remote_agent_handshake); mooncake reads them.
+def _replicated_pull(pair) -> bool:
+    prefill, decode, attention, kv_heads = pair
+    return attention != "mla" and prefill["tp"] > decode["tp"] and prefill["tp"] > kv_heads
+
+
+NIXL_PAIRS = [pair for pair in VLLM_PAIRS if not _replicated_pull(pair)]
+REPLICATED_PULL_PAIRS = [pair for pair in VLLM_PAIRS if _replicated_pull(pair)]
+
+# Decode context parallel across the handoff. vLLM MLA: a DCP-sharded prefill (pcp 1) is read
+# through TransferTopology.dcp_source_ranks over its TP ranks. SGLang: equal DCP sizes pair
+# rank for rank; an unsharded MLA prefill relays out to a DCP-sharded decode.
+VLLM_DCP_PAIRS = [
+    ({"tp": 4, "dcp": 4}, {"tp": 4}, "mla", 1),
+    ({"tp": 4, "dcp": 2}, {"tp": 2}, "mla", 1),
+    ({"tp": 2, "dcp": 2}, {"tp": 4, "dcp": 4}, "mla", 1),
+    ({"tp": 4, "dcp": 4}, {"tp": 4, "dcp": 2}, "mla", 1),
+]
+SGLANG_DCP_PAIRS = [
+    ({"tp": 2}, {"tp": 4, "dcp": 2}, "mla", 1),
+    ({"tp": 4, "dcp": 2}, {"tp": 4, "dcp": 2}, "mla", 1),
+    ({"tp": 2}, {"tp": 2, "dcp": 2}, "gqa", 8),
+    ({"tp": 2, "dcp": 2}, {"tp": 2}, "mla", 1),
+]
+
 MOONCAKE_PP_PAIRS = [
     ({"tp": 2, "pp": 2}, {"tp": 2, "pp": 2}, "gqa", 8),
     ({"tp": 2}, {"tp": 2, "pp": 2}, "gqa", 8),

@@ -22,7 +22,7 @@ from specplan.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 CASES = sorted(p for p in (Path(__file__).parent / "cases").iterdir() if p.is_dir())
 UPDATE = os.environ.get("SPECPLAN_UPDATE_GOLDEN") == "1"
-KINDS = {"layer-names", "pp-refused", "pull-pp", "tp-ratio", "mla-sharding", "decode-cp", "model",
+KINDS = {"layer-names", "pp-refused", "pull-pp", "tp-ratio", "decode-dcp", "replicated-kv", "decode-cp", "model",
          "speculative", "draft-kv", "hetero-tp", "hidden-states"}
 
 

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from specplan.deploy.handoff import plan_handoff
-from tests.deploy.pairs import (MOONCAKE_PP_PAIRS, SGLANG_PAIRS, VLLM_PAIRS, VLLM_PCP_PAIRS,
-                                deployment)
+from tests.deploy.pairs import (MOONCAKE_PP_PAIRS, NIXL_PAIRS, REPLICATED_PULL_PAIRS,
+                                SGLANG_DCP_PAIRS, SGLANG_PAIRS, VLLM_DCP_PAIRS, VLLM_PAIRS,
+                                VLLM_PCP_PAIRS, deployment)
 from tests.engines.extract import QuietLogger, compile_defs
 from tests.engines.wheels import engine_root
 
@@ -129,7 +130,7 @@ def _topology(v, tp_rank, tp_size, d_or_p, dcp_size=1):
                               dcp_size=dcp_size)
 
 
-@pytest.mark.parametrize("prefill,decode,attention,kv_heads", VLLM_PAIRS, ids=_ids(VLLM_PAIRS))
+@pytest.mark.parametrize("prefill,decode,attention,kv_heads", NIXL_PAIRS, ids=_ids(NIXL_PAIRS))
 def test_vllm_nixl_pull_mapping(vllm, prefill, decode, attention, kv_heads):
     h = plan_handoff(deployment("vllm", prefill, decode, "nixl", attention=attention,
                                 kv_heads=kv_heads))
@@ -225,3 +226,60 @@ def test_vllm_nixl_prefill_context_parallel(vllm, connector, prefill, decode, at
             if connector == "nixl":
                 assert e["prefill_tp_ranks"] == list(mapping.all_source_ranks)
                 assert e["consumers_per_source"] == mapping.local_consumers
+
+
+# -- decode context parallel across the handoff (issue 21) ---------------------------------------
+
+@pytest.mark.parametrize("prefill,decode,attention,kv_heads", SGLANG_DCP_PAIRS, ids=_ids(SGLANG_DCP_PAIRS))
+def test_sglang_dcp_pairs(prefill, decode, attention, kv_heads):
+    """CommonKVManager.requires_dcp_relayout (the prefill side) raises exactly when specplan
+    refuses the pair (here every refused pair is one it refuses too); each refusal quotes the
+    wheel's words."""
+    conn = engine_root("sglang") / "sglang/srt/disaggregation/common/conn.py"
+    ns = compile_defs(conn, ["requires_dcp_relayout"], {}, cls="CommonKVManager")
+    h = plan_handoff(deployment("sglang", prefill, decode, "mooncake", attention=attention,
+                                kv_heads=kv_heads))
+    p, d = h.prefill, h.decode
+    me = SimpleNamespace(dcp_size=p.dcp, dcp_rank=0, is_mla_backend=p.is_mla, is_hybrid_mla_backend=False)
+    try:
+        ns["requires_dcp_relayout"](me, d.dcp, 0)
+        engine_refuses = False
+    except RuntimeError:
+        engine_refuses = True
+    ours = [r.message for r in h.refusals]
+    assert engine_refuses == bool(ours), ours  # the decode side's refusals come first
+    assert engine_refuses or not any("requires_dcp_relayout" in m for m in ours)
+    source = conn.read_text()
+    for message in ours:
+        quoted = message.split('"')[1]
+        assert quoted.split(":")[0] in source, quoted
+
+
+@pytest.mark.parametrize("prefill,decode,attention,kv_heads", VLLM_DCP_PAIRS, ids=_ids(VLLM_DCP_PAIRS))
+def test_vllm_nixl_reads_a_dcp_sharded_prefill(vllm, prefill, decode, attention, kv_heads):
+    """compute_tp_mapping's MLA DCP branch (remote_dcp_size > 1): the sources and consumers."""
+    h = plan_handoff(deployment("vllm", prefill, decode, "nixl", attention=attention, kv_heads=kv_heads))
+    p, d = h.prefill, h.decode
+    assert not h.refusals
+    for e in h.entries:
+        topo = _topology(vllm, d.tp_of[e["decode_rank"]], d.attn_tp, d, dcp_size=d.dcp)
+        mapping = vllm.compute_tp_mapping(topo, p.attn_tp, (AttentionSpec,), remote_dcp_size=p.dcp)
+        assert e["prefill_tp_ranks"] == list(mapping.all_source_ranks)
+        assert e["consumers_per_source"] == topo.dcp_consumer_count(p.attn_tp, p.dcp)
+        assert e["responses_expected"] == len(mapping.all_source_ranks) * p.pp
+
+
+@pytest.mark.parametrize("prefill,decode,attention,kv_heads", NIXL_PAIRS + REPLICATED_PULL_PAIRS,
+                         ids=_ids(NIXL_PAIRS + REPLICATED_PULL_PAIRS))
+def test_vllm_nixl_refuses_replicated_kv_from_a_wider_prefill(vllm, prefill, decode, attention, kv_heads):
+    """The pulling decode's _validate_remote_agent_handshake: `assert not (tp_ratio < 0 and
+    is_kv_replicated)` for non-MLA KV, with the wheel's TransferTopology.tp_ratio and
+    is_kv_replicated."""
+    h = plan_handoff(deployment("vllm", prefill, decode, "nixl", attention=attention, kv_heads=kv_heads))
+    p, d = h.prefill, h.decode
+    topo = _topology(vllm, 0, d.attn_tp, d)
+    topo._engines = {("p", 0): SimpleNamespace(remote_tp_size=p.attn_tp)}
+    asserts = not d.is_mla and topo.tp_ratio(p.attn_tp) < 0 and topo.is_kv_replicated("p")
+    assert asserts == ("replicated-kv" in [r.kind for r in h.refusals])
+    source = (engine_root("vllm") / "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py").read_text()
+    assert "tp_ratio < 0 and self.transfer_topo.is_kv_replicated(remote_engine_id)" in source

@@ -18,13 +18,14 @@ import pytest
 
 from specplan.deploy.explain import group_handoff
 from specplan.deploy.handoff import plan_handoff
-from tests.deploy.pairs import MOONCAKE_PP_PAIRS, SGLANG_PAIRS, VLLM_PAIRS, VLLM_PCP_PAIRS, deployment
+from tests.deploy.pairs import (MOONCAKE_PP_PAIRS, SGLANG_DCP_PAIRS, SGLANG_PAIRS, VLLM_DCP_PAIRS,
+                                VLLM_PAIRS, VLLM_PCP_PAIRS, deployment)
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("SPECPLAN_UPDATE_GOLDEN") == "1"
 TABLES = {
-    "sglang-mooncake": ("sglang", "mooncake", SGLANG_PAIRS),
-    "vllm-nixl": ("vllm", "nixl", VLLM_PAIRS + VLLM_PCP_PAIRS),
+    "sglang-mooncake": ("sglang", "mooncake", SGLANG_PAIRS + SGLANG_DCP_PAIRS),
+    "vllm-nixl": ("vllm", "nixl", VLLM_PAIRS + VLLM_PCP_PAIRS + VLLM_DCP_PAIRS),
     "vllm-nixl_push": ("vllm", "nixl_push", VLLM_PAIRS + VLLM_PCP_PAIRS),
     "vllm-mooncake": ("vllm", "mooncake", VLLM_PAIRS + MOONCAKE_PP_PAIRS + VLLM_PCP_PAIRS),
 }

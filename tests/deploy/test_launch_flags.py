@@ -65,8 +65,8 @@ def _config(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--", "vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'],
-     "--kv-transfer-config kv_role 'kv_both': expected kv_producer (prefill) or kv_consumer (decode)"),
+    (["--", "vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector": "NixlConnector", "kv_role": "kv_sender"}'],
+     "--kv-transfer-config kv_role 'kv_sender': expected kv_producer (prefill) or kv_consumer (decode)"),
     (["--", "vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector": "P2pNcclConnector", "kv_role": "kv_producer"}'],
      "--kv-transfer-config kv_connector 'P2pNcclConnector': specplan plans NixlConnector, "
      "NixlPullConnector, NixlPushConnector, MooncakeConnector"),

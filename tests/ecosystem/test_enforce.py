@@ -79,7 +79,7 @@ def test_the_readme_enforce_example_is_what_the_commands_print(cli, tmp_path, mo
 
     root = Path(__file__).resolve().parents[2]
     text = (root / "README.md").read_text()
-    start = text.index("$ specplan enforce specs/engine/")
+    start = text.index(f"$ specplan enforce {EAGLE_TP8} -o enforced\n")
     example = text[start:text.index("```", start)].splitlines()
     check_at = example.index("$ specplan check enforced/plan.json")
     cut = example.index("...")

@@ -114,7 +114,9 @@ def sglang_args(t: dict) -> SimpleNamespace:
         model_path="instance://x", enable_prefill_cp=False, cp_strategy=None, tp_size=t["tp"],
         attn_cp_size=t.get("cp", 1), attn_dp_size=t.get("dp", 1) if t.get("dp_attention") else 1,
         moe_dp_size=t.get("moe_dp", 1), ep_size=t.get("ep", 1), pp_size=t.get("pp", 1),
-        enable_aiter_allreduce_fusion=False)
+        enable_aiter_allreduce_fusion=False,
+        # the releases before --attn-dp-size read DP-attention as dp_size + the flag
+        dp_size=t.get("dp", 1), enable_dp_attention=bool(t.get("dp_attention")))
 
 
 @pytest.mark.parametrize("case", SGLANG, ids=lambda c: c.id)
@@ -141,7 +143,8 @@ def test_sglang_dcp_groups_are_the_engines(sglang_dcp, case: Case):
              "get_world_group": lambda: SimpleNamespace(local_rank=0), "backend": "gloo",
              "envs": SimpleNamespace(SGLANG_USE_MESSAGE_QUEUE_BROADCASTER=SimpleNamespace(get=bool)),
              "recovered_rank": False, "rank_offset": 0, "max_world_size": None,
-             "_TP": SimpleNamespace(rank_in_group=1), "logger": logging.getLogger("sglang")}
+             "_TP": SimpleNamespace(rank_in_group=1), "logger": logging.getLogger("sglang"),
+             "get_tensor_model_parallel_rank": lambda: 1}  # SGLang 0.5.20 reads it
     engine = _refuses(lambda: sglang_dcp(scope))
     assert engine == cited(case, "initialize_model_parallel"), case
     if engine or dcp == 1 or case.refused_at is not None:

@@ -24,7 +24,10 @@ import pytest
 from specplan.engines import vllm_hooks
 from specplan.engines.releases import RELEASES as SUPPORTED, newest
 
-VERSIONS = {name: newest(name) for name in SUPPORTED}  # what the `engines` tests import
+# What the `engines` tests import: the newest release, or the one SPECPLAN_<ENGINE>_RELEASE
+# names (SPECPLAN_SGLANG_RELEASE=0.5.21 pytest -m engines ...: the same checks on that wheel).
+VERSIONS = {name: os.environ.get(f"SPECPLAN_{name.upper()}_RELEASE") or newest(name)
+            for name in SUPPORTED}
 # The releases the plugin's hook tables cover (specplan/engines/vllm_hooks.py): the vLLM plugin's
 # engines tests run on each of their wheels.
 PLUGIN_RELEASES = {"vllm": tuple(v for v in SUPPORTED["vllm"] if vllm_hooks.release_for(v))}

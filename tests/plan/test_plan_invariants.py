@@ -47,6 +47,11 @@ EDITS = {
                                     "bytes, but int"),
     "a stage past the model": (lambda p: p["pipeline"]["stages"][-1].__setitem__("end_layer", 99),
                                "pipeline.stages"),
+    "a tap past the model": (lambda p: p["speculative"]["taps"].__setitem__(-1, 2**40), "speculative.taps"),
+    "a site's boundary": (lambda p: next(s for s in p["sites"] if s["boundary"] is not None).__setitem__(
+        "boundary", None), "sites["),
+    "an op's sites": (lambda p: next(op for op in p["rank_classes"][0]["program"]["decode"]
+                                     if "boundary" in op)["sites"].__setitem__(0, "x"), "of ['x']"),
     "an op's bytes": (lambda p: next(op for op in p["rank_classes"][0]["program"]["decode"]
                                      if "boundary" in op).__setitem__("bytes", 8), "rank_classes[0].program.decode"),
 }

@@ -44,7 +44,7 @@ def _how_it_shows(run: lane.Run, clean: lane.Run) -> str:
 
 def test_without_specplan_the_ranks_disagree(python, models, baselines):
     clean = baselines.get(2, tp=2)
-    run = lane.generate(python, lane.engine_args(models, tp=2), ranks=2, extra=FAULT, timeout=300)
+    run = lane.generate(python, lane.engine_args(models, tp=2), ranks=2, extra=FAULT)
     # The fault must matter: were these tokens the clean run's, the next test proved nothing.
     assert not (run.rc == 0 and run.tokens == clean.tokens), "the fault changed nothing"
     print("vLLM without specplan, rank 1 disturbed:", _how_it_shows(run, clean))
@@ -66,6 +66,8 @@ def test_site_off_and_probe_on_stops_every_rank(python, models, tmp_path):
     first_t, first = hits[0]
     assert re.search(r"differs at round \d+ within replica \[0, 1\]", first), first
     assert run.wall_s - first_t <= STOP_WITHIN_S, f"the engine ran {run.wall_s - first_t:.0f} s on"
-    # Both ranks computed the probe and raised: each worker's log names its own rank.
+    # Both ranks computed the probe, raised, and ended their process (the plugin's exit 3 for
+    # the runtime's divergence errors): each worker's line names its own rank.
     for rank in (0, 1):
-        assert any(f"(this is rank {rank})" in ln for _, ln in hits), f"rank {rank} did not stop:\n{run.tail()}"
+        assert any(f"specplan: rank {rank}: ProbeMismatch" in ln and "(exit 3)" in ln for _, ln in hits), \
+            f"rank {rank} did not stop:\n{run.tail()}"

@@ -17,7 +17,7 @@ from specplan.sim.progress import RoundProgress
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {"name", "world_size", "replicas", "method", "sampling", "behaviour", "policy", "unconverged",
         "rounds", "requests",
-        "seed", "inject", "shrunk", "summary", "verdict", "exit_code"}
+        "seed", "inject", "shrunk", "summary", "verdict", "acceptance", "trace_dir", "exit_code"}
 
 
 def test_json_report_and_one_progress_line_per_round_when_piped(tmp_path):

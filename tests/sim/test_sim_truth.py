@@ -107,3 +107,35 @@ def test_verify_noise_needs_a_verify_plan(tmp_path):
     assert done.returncode == 2
     assert "--inject verify-noise perturbs the verify plans of dspark and dflash; method eagle has none" \
         in done.stderr
+
+
+def test_taps_misrouted_on_a_middle_stage_lower_acceptance_silently(tmp_path):
+    """The seed's pp > 2 case: valid tokens, a lower acceptance, and diff --acceptance says so."""
+    import json
+
+    from specplan.sim.matrix import spec_text
+
+    spec = _spec(tmp_path, spec_text("pp3", "eagle3"))
+    runs = {}
+    for run, extra in (("A", ()), ("B", ("--inject", "tap-order"))):
+        done = simulate(spec, "--rounds", "8", "--trace-dir", str(tmp_path / run), "--json", *extra)
+        assert done.returncode == 0, done.stdout + done.stderr  # the tokens stay valid
+        runs[run] = report = json.loads(done.stdout)
+        assert report["verdict"]["checked"] == 4 and report["trace_dir"] == str(tmp_path / run)
+        assert set(report["acceptance"]["replicas"]) == {"0"}
+        assert sorted(p.name for p in (tmp_path / run).iterdir()) == [f"rank{r}.jsonl" for r in range(3)]
+    assert runs["B"]["acceptance"]["mean"] < runs["A"]["acceptance"]["mean"]
+    diff = subprocess.run([sys.executable, "-m", "specplan.cli", "diff", "--acceptance",
+                           str(tmp_path / "A"), str(tmp_path / "B")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert diff.returncode == 3, diff.stdout + diff.stderr
+    assert "acceptance drop: B falls short of A by" in diff.stdout
+    again = simulate(spec, "--rounds", "1", "--trace-dir", str(tmp_path / "A"))
+    assert again.returncode == 2 and "--trace-dir already holds traces (rank0.jsonl" in again.stderr
+
+
+def test_tap_order_needs_a_middle_stage(tmp_path):
+    from specplan.sim.matrix import spec_text
+
+    done = simulate(_spec(tmp_path, spec_text("pp2", "eagle3")), "--inject", "tap-order")
+    assert done.returncode == 2 and "it needs pp >= 3 (found 2)" in done.stderr

@@ -23,7 +23,7 @@ from tests.real_engine import lane
 
 pytestmark = pytest.mark.real_engine
 
-START_TIMEOUT_S = 420
+START_TIMEOUT_S = lane.RUN_TIMEOUT_S
 STOP_TIMEOUT_S = 60
 
 

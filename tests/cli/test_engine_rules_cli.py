@@ -1,0 +1,94 @@
+"""Issue 21's engine rules through the CLI (the engines' own functions are run against the same
+rules in tests/engines/test_engine_rules.py and tests/deploy/test_handoff_engines.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from specplan.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args, code: int) -> str:
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.exit_code == code, res.output
+    return res.output
+
+
+def write(tmp: Path, text: str, name: str = "spec.yaml") -> Path:
+    (tmp / name).write_text(text)
+    return tmp / name
+
+
+def small(engine: str, topology: str, speculative: str = "{}", model: str = "", behaviour: str = "engine") -> str:
+    return (f"name: r\nengine: {engine}\nbehaviour: {behaviour}\ntopology: {topology}\n"
+            f"model: {{num_layers: 16, hidden_size: 64, vocab_size: 128{model}}}\n"
+            f"speculative: {speculative}\n")
+
+
+@pytest.mark.parametrize("pp, code", [(1, 0), (2, 3)])
+def test_vllm_eagle_draft_layer_collides_under_pp(tmp_path, pp, code):
+    spec = write(tmp_path, small("vllm", f"{{tp: 1, pp: {pp}}}", "{method: eagle, num_steps: 3}"))
+    out = run("check", spec, code=code)
+    if pp > 1:
+        assert "draft-layer id 8 collides with target layer 8 of stage 1" in out
+    ours = write(tmp_path, small("vllm", "{tp: 1, pp: 2}", "{method: eagle, num_steps: 3}",
+                                 behaviour="specplan"), "ours.yaml")
+    run("check", ours, code=0)  # specplan's own plan keeps global ids
+
+
+def test_vllm_eplb_without_expert_parallel_is_refused(tmp_path):
+    moe = ", moe: {num_experts: 8, top_k: 2, eplb: true}"
+    out = run("check", write(tmp_path, small("vllm", "{tp: 2}", model=moe)), code=2)
+    assert "model.moe.eplb: eplb needs expert parallel" in out and "_validate_parallel_config" in out
+    run("check", write(tmp_path, small("vllm", "{tp: 2, ep: 2}", model=moe), "ep.yaml"), code=0)
+
+
+def test_sglang_tap_num_layers_is_refused(tmp_path):
+    spec = small("sglang", "{tp: 1, pp: 2}", "{method: eagle3, num_steps: 3, aux_layers: [2, 8, 16]}",
+                 behaviour="specplan")
+    out = run("check", write(tmp_path, spec), code=2)
+    assert "speculative.aux_layers[2]: tap 16 (= num_layers" in out and "LlamaModel.forward" in out
+    run("check", write(tmp_path, spec.replace("8, 16]", "8, 15]"), "ok.yaml"), code=0)
+
+
+def test_import_plans_zbal_on_npu(tmp_path):
+    base = write(tmp_path, small("sglang", "{tp: 2}", behaviour="specplan"), "base.yaml")
+    line = ["python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "2", "--device", "npu"]
+    out = run("import", "--engine", "sglang", "--base", base, "--", "SGLANG_ZBAL_LOCAL_MEM_SIZE=1024", *line, code=0)
+    assert "backend: zbal" in out and "_DEVICE_TO_DISTRIBUTED_BACKEND" in out
+    assert "backend" not in run("import", "--engine", "sglang", "--base", base, "--", *line, code=0)
+    run("import", "--engine", "sglang", "--base", base, "--", "SGLANG_ZBAL_LOCAL_MEM_SIZE=lots", *line, code=2)
+
+
+def test_inline_instances_default_their_names(tmp_path):
+    text = (ROOT / "specs" / "disagg" / "kimi-k3-dspark-pd.yaml").read_text()
+    text = text.replace("    name: kimi-k3-prefill\n", "").replace("    name: kimi-k3-decode\n", "")
+    out = run("explain", write(tmp_path, text, "pd.yaml"), code=0)
+    assert "prefill kimi-k3-dspark-pd-prefill" in out and "decode kimi-k3-dspark-pd-decode" in out
+
+
+@pytest.mark.parametrize("case, code, expected", [
+    ("clean-mla-dcp-relayout", 0, "no findings"),
+    ("error-decode-dcp-gqa", 3, "PD decode DCP requires an MLA or hybrid-MLA KV pool"),
+    ("error-decode-dcp-topology", 3, "Unsupported PD DCP topology: 2 -> 1"),
+    ("error-replicated-kv", 3, "not (tp_ratio < 0 and is_kv_replicated)"),
+])
+def test_prefill_decode_dcp_pairs(case, code, expected):
+    cases = ROOT / "tests" / "deploy" / "cases" / case
+    out = run("check", cases / "prefill.yaml", cases / "decode.yaml", "--json", code=code)
+    assert (expected in out) == (code == 3), out
+
+
+@pytest.mark.parametrize("role, code", [("prefill", 0), ("decode", 3)])
+def test_sglang_runs_dspark_under_pp_on_prefill_nodes_only(tmp_path, role, code):
+    """check_pipeline_parallel_compat: pipeline-parallel DSPARK requires disaggregation-mode
+    prefill (export refused the prefill instance too)."""
+    spec = small("sglang", "{tp: 2, pp: 2}", "{method: dspark, num_steps: 3}", behaviour="specplan")
+    out = run("export", write(tmp_path, spec + f"disaggregation: {{role: {role}}}\n"), code=code)
+    assert ("--disaggregation-mode prefill" in out) if code == 0 else True

@@ -1,0 +1,3 @@
+# source: https://github.com/vllm-project/vllm/issues/7456 (the "$ " prompt left out)
+# expect: refused: unknown vllm flag --speculative-model
+vllm serve /models/Meta-Llama-3.1-405B-Instruct -tp 8 -pp 2 --speculative-model /models/Meta-Llama-3.1-8B-Instruct --use-v2-block-manager --num-speculative-tokens 5

@@ -1,0 +1,7 @@
+# source: https://github.com/neuralmagic/vllm/pull/61 (multiple KV connectors, review comment)
+# expect: imported: vLLM 0.33.0
+vllm serve meta-llama/Llama-3.2-1B-Instruct \
+    --port 8100 \
+    --enforce-eager \
+    --disable-log-requests \
+    --kv-transfer-config '{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both"},{"kv_connector":"SharedStorageConnector","kv_role":"kv_both","kv_connector_extra_config":{"shared_storage_path":"local_storage"}}]}}'

@@ -1,0 +1,15 @@
+# source: https://github.com/QwenLM/Qwen3-VL/issues/1492 (the README line reported as a typo)
+# expect: imported: vLLM 0.33.0
+# FP8 requires NVIDIA H100+ and CUDA 12+
+python -m vllm.entrypoints.openai.api_server \
+  --model Qwen/Qwen3-VL-235B-A22B-Instruct\
+  --served-model-name Qwen/Qwen3-VL-235B-A22B-Instruct \
+  --tensor-parallel-size 8 \
+  --mm-encoder-tp-mode data \
+  --enable-expert-paralle \
+  --host 0.0.0.0 \
+  --port 22002 \
+  --dtype bfloat16 \
+  --gpu-memory-utilization 0.70 \
+  --quantization fp8 \
+  --distributed-executor-backend mp

@@ -1,0 +1,66 @@
+"""Launch lines as users wrote them (tests/ecosystem/public/: each from a public issue, pull
+request, recipe or README of the engines, its source in a comment, never rewritten): every one
+imports and comes back token for token from `export`, or is refused with the reason written
+in its `# expect:` comment. Model configs come from public/configs.json through a local
+Hugging Face cache built here, never the network.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from specplan.ecosystem.launch_import import parse_script
+
+PUBLIC = Path(__file__).resolve().parent / "public"
+CORPUS = sorted(PUBLIC.glob("*.sh"))
+_EXPECT = re.compile(r"^# expect: (imported|refused): (.+)$", re.M)
+
+
+@pytest.fixture(scope="module")
+def hf_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("hf")
+    for path, config in json.loads((PUBLIC / "configs.json").read_text()).items():
+        snap = home / "hub" / ("models--" + path.strip("/").replace("/", "--")) / "snapshots" / "a"
+        snap.mkdir(parents=True)
+        (snap / "config.json").write_text(json.dumps(config))
+    return str(home)
+
+
+def _expect(path: Path) -> tuple[str, str]:
+    found = _EXPECT.search(path.read_text())
+    assert found, f"{path.name} has no # expect: line"
+    return found.group(1), found.group(2)
+
+
+def test_the_corpus_is_real_and_wide():
+    assert len(CORPUS) >= 30
+    for path in CORPUS:
+        assert re.search(r"^# source: https://github\.com/\S+", path.read_text(), re.M), path.name
+    kinds = Counter((p.stem.rsplit(".", 1)[1], _expect(p)[0]) for p in CORPUS)
+    assert all(kinds[(e, k)] >= 4 for e in ("sglang", "vllm") for k in ("imported", "refused")), kinds
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_line_imports_and_round_trips_or_is_refused_with_its_reason(cli, tmp_path, hf_home, path):
+    engine = path.stem.rsplit(".", 1)[1]
+    kind, said = _expect(path)
+    spec = tmp_path / "spec.yaml"
+    imported = cli("import", "--engine", engine, "-f", str(path), "-o", str(spec),
+                   env={"HF_HOME": hf_home})
+    if kind == "refused":
+        assert imported.exit_code == 2, imported.stderr
+        assert said in imported.stderr and "Traceback" not in imported.stderr
+        return
+    assert imported.exit_code == 0, imported.stderr
+    assert f"read as {said}, the newest supported release" in imported.stderr
+    exported = cli("export", str(spec))
+    assert exported.exit_code == 0, exported.stderr
+    commands = [s for s in exported.stdout.splitlines() if s and not s.startswith(("#", "export "))]
+    env, words = parse_script(path.read_text())
+    assert shlex.split(commands[0]) == words  # token for token, the launcher included
