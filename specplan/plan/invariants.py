@@ -253,6 +253,8 @@ def _ops(plan) -> Problems:
             for j, op in enumerate(c.program.round(kind)):
                 if not isinstance(op.boundary, int) or isinstance(op.boundary, bool):
                     continue
+                if op.bytes is None and plan.pipeline.relay.payload_width == "dynamic":
+                    continue  # the sender's width, known at run time only (payload_width: dynamic)
                 b = plan.boundaries[op.boundary]
                 source = b.source_member if op.source_member is ABSENT else op.source_member
                 sites = b.sites if op.sites is ABSENT else tuple(op.sites)

@@ -203,7 +203,9 @@ def simulate(spec_path: str, opt: Options, on_round=lambda r: None) -> Outcome:
         t0 = time.monotonic()
         procs = start(sim_dir, world)
         try:
-            notes = watch(procs, sim_dir, opt.rounds, on_round, deadline_s=120 + 3.0 * opt.rounds * world)
+            # Past the ranks' start (the spec's timeout_s), then the rounds.
+            deadline = spec.runtime.timeout_s + 120 + 3.0 * opt.rounds * world
+            notes = watch(procs, sim_dir, opt.rounds, on_round, deadline_s=deadline)
         finally:
             kill_all(procs)
         results = {}

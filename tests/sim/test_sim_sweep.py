@@ -170,4 +170,5 @@ if __name__ == "__main__":  # counts for a closing note: python tests/sim/test_s
             except AssertionError as exc:  # a disagreement: keep going, print it
                 COUNTS["disagreements"] += 1
                 print(f"--- disagreement:\n{str(exc)[-6000:]}", flush=True)
+            print(i + 1, json.dumps(dict(sorted(COUNTS.items()))), flush=True)
     print(json.dumps(dict(sorted(COUNTS.items())), indent=1))
