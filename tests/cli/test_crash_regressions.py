@@ -101,7 +101,7 @@ def test_untrusted_text_prints_literally_in_every_printer():
     render_findings(plan, [Finding("ERROR", "[site]", None, "tp", (0,), "decode", 3, GLOO_ERROR, "[/x]")], out)
     outcome = SimpleNamespace(prepared=SimpleNamespace(plan=plan, replicas=1, shrunk=["[/y]"]),
                               options=SimpleNamespace(rounds=1, requests=1, seed=0, inject=""),
-                              results={})
+                              results={}, trace_dir=None)
     render(outcome, Verdict(ok=False, problems=[f"rank 1: {GLOO_ERROR}"]), out)
     text = out.file.getvalue()
     assert GLOO_ERROR in text and "[/x]" in text and "[s].yaml:3" in text and "[/y]" in text
