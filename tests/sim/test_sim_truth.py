@@ -93,9 +93,20 @@ def test_verify_noise_fails_sglangs_unconverged_dspark_verify_budget(tmp_path):
     assert "decision verify_budget differs at round 1" in " ".join(done.stdout.split())
 
 
+DFLASH_TP2 = DSPARK_TP2.replace("dspark", "dflash")
+
+
+@pytest.mark.slow
+def test_verify_noise_fails_an_unconverged_dflash_verify_naming_it(tmp_path):
+    spec = _spec(tmp_path, DFLASH_TP2 + 'sync: {sites: {dflash_accept_greedy: "off"}}\n')
+    done = simulate(spec, "--rounds", "3", "--inject", "verify-noise")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "decision target_predict differs at round 1" in " ".join(done.stdout.split())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("text,inject", [(EAGLE_TP2, "draft-noise"), (DSPARK_TP2, "draft-noise"),
-                                         (DSPARK_TP2, "verify-noise")])
+                                         (DSPARK_TP2, "verify-noise"), (DFLASH_TP2, "verify-noise")])
 def test_a_safe_spec_passes_every_decision_fault(tmp_path, text, inject):
     done = simulate(_spec(tmp_path, text), "--rounds", "3", "--inject", inject)
     assert done.returncode == 0, done.stdout + done.stderr
