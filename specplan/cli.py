@@ -526,10 +526,6 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
                       len(plan.pipeline.stages), bool(plan.speculative.taps)):
         raise click.UsageError(why)
     check_options(rounds=rounds, requests=requests, width=plan.speculative.num_draft_tokens)
-    from specplan.sim.faults import refusal
-
-    if why := refusal(plan.speculative.method, plan.speculative.sampling, inject or ""):
-        raise click.UsageError(why)
     if has_errors(findings) and not allow_errors:  # simulate and check never disagree
         sys.stdout.write(formats.to_json(findings) if as_json else formats.render_text(
             subject_of(plan), findings, width=formats.terminal_width(), verbose=False))

@@ -26,7 +26,7 @@ DECISION_FAULTS = ("noise", "draft-noise", "verify-noise", "tap-order")
 VERIFY_PLANS = ("dspark", "dflash")  # the methods verify-noise perturbs
 
 
-def refusal(method: str, sampling: str, inject: str, pp: int = 1, taps: bool = False) -> str | None:
+def refusal(method: str, sampling: str, inject: str, pp: int, taps: bool) -> str | None:
     """Why `inject` cannot apply to `method`, or None."""
     if inject == "draft-noise" and method in ("ngram", "none"):
         return f"--inject draft-noise perturbs a drafter's logits; method {method} has no drafter model"
