@@ -85,7 +85,9 @@ def _exchange(rt, st: ProbeState, round_: int) -> list[list[int]]:
         rt._wait(dist.broadcast(st.rows, src=first, group=st.group, async_op=True), _PROBE, round_)
         return st.rows.tolist()
     dev_rows = st.rows.to(rt.device)
-    work = dist.all_gather_into_tensor(dev_rows, mine.to(rt.device), group=st.group, async_op=True)
+    # Flat output: gloo (an engine's CPU group adopted at bind) splits a 2-D one into [1, width]
+    # chunks and refuses them against the [width] input; NCCL takes either.
+    work = dist.all_gather_into_tensor(dev_rows.view(-1), mine.to(rt.device), group=st.group, async_op=True)
     rt._wait(work, _PROBE, round_)
     return dev_rows.tolist()
 
