@@ -184,7 +184,8 @@ def _simulate(dep: InstancePair, opt, on_round, sim_dir: Path) -> DeployOutcome:
             "rank": rank, "error": _tail(sim_dir / f"rank{rank}.log") or "no result (killed)"}
     return DeployOutcome(prep, opt, {r - pw: x for r, x in results.items() if r >= pw},
                          {r: p.returncode for r, p in enumerate(procs)}, time.monotonic() - t0,
-                         sim_dir, notes, {r: x for r, x in results.items() if r < pw}, h, sends)
+                         sim_dir, notes, prefill={r: x for r, x in results.items() if r < pw},
+                         handoff=h, transfers=sends)
 
 
 def _write(sim_dir: Path, prep, plans, opt, pw: int, dw: int, sends, aux, serves) -> None:

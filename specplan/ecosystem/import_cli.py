@@ -72,7 +72,9 @@ def _draft_taps(engine: str, data: dict, draft_config: str | None, launch: dict)
     """vLLM's EAGLE3 taps come from the draft's config (`eagle_aux_hidden_state_layer_ids`, used
     as tap ids as they are), which the engine's start-up check compares with the plan's."""
     spec = data.get("speculative") or {}
-    if engine != "vllm" or spec.get("method") != "eagle3":
+    from specplan.engines import convention
+
+    if spec.get("method") not in convention(engine).taps_from_draft_config:
         return
     path = find_config(draft_config, spec.get("draft_path"))
     draft = _config(path) or {}

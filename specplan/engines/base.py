@@ -74,6 +74,9 @@ class Convention(ABC):
     # when the earlier stages can join the last stage's converge, or the engine's own
     # stage-to-stage transport (`ring`) when they cannot.
     pipeline_relay: ClassVar[str] = "broadcast"
+    # methods whose taps the engine reads from the draft's own config
+    # (`eagle_aux_hidden_state_layer_ids`), so that import must read them there too
+    taps_from_draft_config: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, version: str | None = None) -> None:
         from specplan.engines.releases import check

@@ -37,6 +37,8 @@ STAGE_LOCAL_DRAFT_NOTE = (f"{T} numbers EAGLE draft layers from the last stage's
 class VLLM(Convention):
     name = "vllm"
     remainder_stages = "stages before the last"
+    # llama_eagle3.py: the draft's config names the target layers it reads
+    taps_from_draft_config = frozenset({"eagle3"})
 
     def world_size(self, t: Topology) -> int:
         return t.dp * t.pp * t.cp * t.tp

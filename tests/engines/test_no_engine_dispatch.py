@@ -28,8 +28,14 @@ def dispatches(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if DISPATCH.search(line)]
 
 
-# Not dispatch: refusing a plan compiled for another engine than the one loading it.
-IDENTITY_CHECKS = {"specplan/plugins/common.py: if plan.engine != engine:"}
+# Not dispatch: whether two engines are the same one (a plan compiled for another engine than
+# the one loading it; an export translated to the other engine; a base spec of the same engine).
+IDENTITY_CHECKS = {
+    "specplan/plugins/common.py: if plan.engine != engine:",
+    "specplan/ecosystem/export.py: if target.engine != spec.engine:",
+    'specplan/ecosystem/export.py: if spec.behaviour == "specplan" and engine == spec.engine:',
+    "specplan/ecosystem/import_cli.py: if version is None and base is not None and base.engine == engine:",
+}
 
 
 def test_nothing_outside_engines_compares_an_engine_name():
