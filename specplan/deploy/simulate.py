@@ -204,20 +204,9 @@ def _write(sim_dir: Path, prep, plans, opt, pw: int, dw: int, sends, aux, serves
 
 
 def _start(sim_dir: Path, world: int):
-    import os
-    import sys
+    from specplan.sim.launch import start
 
-    from specplan.sim.launch import free_port, spawn
-
-    port, procs = free_port(), []
-    root = str(Path(__file__).resolve().parents[2])
-    for rank in range(world):
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                   WORLD_SIZE=str(world), OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
-                       [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-        procs.append(spawn([sys.executable, "-m", "specplan.sim.handoff", str(sim_dir)], env,
-                           sim_dir / f"rank{rank}.log", procs[0].pid if procs else 0))
-    return procs
+    return start(sim_dir, world, module="specplan.sim.handoff")
 
 
 def _tail(path: Path) -> str:

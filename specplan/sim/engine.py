@@ -333,7 +333,7 @@ class Engine:
             return logits.argmax(-1)
         probs = torch.softmax(logits / self.sim.temperature, -1)
         salt = self.coin_salt(f"{self.method}_target")
-        u = torch.stack([coins(self.sim.seed, q, pos, 1, salt)[0]
-                         for q, pos in zip(self.requests, positions)])
+        u = torch.tensor([float(coins(self.sim.seed, q, pos, 1, salt)[0])
+                          for q, pos in zip(self.requests, positions)], dtype=torch.float64)
         cdf = probs.cumsum(-1)
         return torch.searchsorted(cdf, (u * cdf[:, -1])[:, None]).squeeze(1).clamp(max=self.cfg.vocab - 1)

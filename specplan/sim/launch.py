@@ -78,21 +78,110 @@ def write_config(sim_dir: Path, prep: Prepared, opt: Options, rendezvous_s: floa
                                                   "rendezvous_s": rendezvous_s}))
 
 
-def start(sim_dir: Path, world: int, module: str = "specplan.sim.worker") -> list[subprocess.Popen]:
+def start(sim_dir: Path, world: int, module: str = "specplan.sim.worker") -> list["Rank"]:
     port, procs = free_port(), []
-    root = str(Path(__file__).resolve().parents[2])
     for rank in range(world):
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                    WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
-                   OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
-                       [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-        procs.append(spawn([sys.executable, "-m", module, str(sim_dir)], env,
-                           sim_dir / f"rank{rank}.log", procs[0].pid if procs else 0))
+                   OMP_NUM_THREADS="1")
+        procs.append(spawn(module, [str(sim_dir)], env, sim_dir / f"rank{rank}.log",
+                           procs[0].pid if procs else 0))
     return procs
 
 
+_PRELOAD = ["torch", "triton"]  # what every rank imports first: seconds of CPU each, paid once
+_CONTEXT = None
+
+
+def _forkserver():
+    """Ranks are forked from one server process that has imported torch and triton (and
+    nothing of specplan's, whose Triton kernels read TRITON_INTERPRET when imported): a rank
+    starts in milliseconds instead of the seconds an interpreter takes to import torch, which
+    on a small machine was most of a short simulate's wall time."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        import multiprocessing
+
+        _CONTEXT = multiprocessing.get_context("forkserver")
+        _CONTEXT.set_forkserver_preload(_PRELOAD)
+    return _CONTEXT
+
+
+class Rank:
+    """A rank process forked from the fork server, with the parts of Popen the sim uses."""
+
+    def __init__(self, proc):
+        self._proc, self.pid = proc, proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.exitcode
+
+    def poll(self) -> int | None:
+        return self._proc.exitcode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._proc.join(timeout)
+        return self._proc.exitcode
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def spawn(module: str, argv: list[str], env: dict, log: Path, group: int = 0) -> Rank:
+    """`python -m module *argv` as a rank: out of the terminal's process group (Ctrl-C
+    reaches the parent only, which ends them all), in one group of its own with its peers
+    (`group`: the first rank's pid, 0 for the first), dying with the fork server, which dies
+    with the parent however it dies."""
+    proc = _forkserver().Process(target=_rank_main, args=(module, argv, env, str(log), group))
+    proc.start()
+    return Rank(proc)
+
+
+def _rank_main(module: str, argv: list[str], env: dict, log: str, group: int) -> None:
+    import runpy
+
+    _join_group(group)
+    _die_with_parent()
+    os.environ.clear()
+    os.environ.update(env)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for std in (1, 2):
+        os.dup2(fd, std)
+    os.close(fd)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    sys.argv = [module, *argv]
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def _join_group(group: int) -> None:
+    """Join the first rank's process group (0: make one). The first rank, forked just before,
+    may not have made its group yet: wait a little for it, then make one of our own."""
+    end = time.monotonic() + 10.0
+    while True:
+        try:
+            os.setpgid(0, group)
+            return
+        except PermissionError:
+            if time.monotonic() > end:
+                os.setpgid(0, 0)
+                return
+            time.sleep(0.01)
+
+
 def _die_with_parent() -> None:
-    """In the child, before exec: SIGKILL when the parent dies, however it dies (Linux
+    """SIGKILL when the parent (the fork server) dies, however it dies (Linux
     PR_SET_PDEATHSIG), so a SIGKILLed `simulate` leaves no rank behind."""
     try:
         import ctypes
@@ -102,16 +191,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def spawn(argv: list[str], env: dict, log: Path, group: int = 0) -> subprocess.Popen:
-    """A rank process: out of the terminal's process group (Ctrl-C reaches the parent only,
-    which ends them all), in one group of its own with its peers (`group`: the first rank's
-    pid, 0 for the first), dying with the parent."""
-    with open(log, "w") as out:
-        return subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                process_group=group, preexec_fn=_die_with_parent)
-
-
-def kill_all(procs: list[subprocess.Popen]) -> None:
+def kill_all(procs: list[Rank]) -> None:
     for pgid in {os.getpgid(p.pid) for p in procs if _alive_group(p)}:
         try:
             os.killpg(pgid, signal.SIGKILL)
@@ -123,7 +203,7 @@ def kill_all(procs: list[subprocess.Popen]) -> None:
         p.wait()
 
 
-def _alive_group(p: subprocess.Popen) -> bool:
+def _alive_group(p: Rank) -> bool:
     try:
         return p.poll() is None and os.getpgid(p.pid) != os.getpgrp()
     except ProcessLookupError:

@@ -215,7 +215,7 @@ def attention(x, lw, cfg: ModelConfig, shard: Shard, cache: KVCache, layer: int,
         allowed = torch.cat([torch.ones(s.mask.shape[0], s.prefix, dtype=torch.bool), s.mask], 1)
         scores = scores.masked_fill(~allowed, float("-inf"))
         out[s.rows] = torch.einsum("hqk,khd->qhd", torch.softmax(scores, -1), vals)
-    y = out.reshape(x.shape[0], -1) @ lw["wo"]
+    y = out.reshape(x.shape[0], n_heads * hd) @ lw["wo"]  # a replica may serve no rows
     return shard.attn_reduce(y), (k, v)
 
 

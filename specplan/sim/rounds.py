@@ -41,7 +41,7 @@ def prefill(e: Engine) -> None:
     counts = [len(t) for t in e.tokens]
     tokens = torch.tensor([x for t in e.tokens for x in t], dtype=torch.int64)
     logits, hidden, taps = e.forward(tokens, e.segments(counts, [causal(n) for n in counts]))
-    ends = torch.tensor(counts).cumsum(0) - 1
+    ends = torch.tensor(counts, dtype=torch.int64).cumsum(0) - 1
     values, name = None, _target_decision(e)
     if e.last:
         values = {name: e.sample_or_argmax(logits[ends], counts)}
@@ -154,7 +154,7 @@ def _eagle_round(e: Engine) -> None:
     rows = [index[b, :k] for b, k in enumerate(lens)]
     e.commit_rows(rows, [predict[r].tolist() for r in rows])
     if e.last and e.method != "ngram":
-        lastrow = torch.stack([r[-1] for r in rows])
+        lastrow = _last_rows(rows)
         e.state["ctx"] = e.drafter_ctx(hidden, taps)[lastrow]
         _extend(e, predict[lastrow])
 
@@ -189,9 +189,15 @@ def _chain_greedy(candidates, target):
     return predict, index, correct.to(torch.int32)
 
 
+def _last_rows(rows: list[torch.Tensor]) -> torch.Tensor:
+    """Each request's last accepted row (none on an idle DP replica)."""
+    return torch.tensor([int(r[-1]) for r in rows], dtype=torch.int64)
+
+
 def _coins(e: Engine, n: int):
     salt = e.coin_salt(e.rng_accept_site())
-    u = torch.stack([coins(e.sim.seed, q, pos, n + 1, salt) for q, pos in zip(e.requests, e.cache_len)])
+    u = torch.stack([coins(e.sim.seed, q, pos, n + 1, salt) for q, pos in zip(e.requests, e.cache_len)]
+                    ) if e.requests else torch.empty(0, n + 1, dtype=torch.float64)
     return u[:, :n].to(torch.float32).contiguous(), u[:, n].to(torch.float32).contiguous()
 
 
@@ -233,7 +239,7 @@ def _block_round(e: Engine) -> None:
     rows = [b * n + torch.arange(int(k)) for b, k in enumerate(commit)]
     e.commit_rows(rows, [out[b, :int(k)].tolist() for b, k in enumerate(commit)])
     if e.last:
-        e.state["ctx"] = e.drafter_ctx(hidden, taps)[torch.stack([r[-1] for r in rows])]
+        e.state["ctx"] = e.drafter_ctx(hidden, taps)[_last_rows(rows)]
 
 
 def _block_accept(e: Engine, candidates, logits, verify_lens):

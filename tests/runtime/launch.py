@@ -8,12 +8,15 @@ child is waited for, so no test leaves a process behind.
 
 from __future__ import annotations
 
+import importlib
 import json
+import multiprocessing
 import os
+import shutil
 import signal
 import socket
-import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,39 +51,86 @@ def free_port() -> int:
 
 def launch(world: int, worker: str, *args, timeout: float = 90, env: dict | None = None,
            module: str = "rt_workers", path: tuple[Path, ...] = ()) -> list[Result]:
-    """Run `<module>.<worker>(*args)` on every rank; `path` holds the module's folder."""
+    """Run `<module>.<worker>(*args)` on every rank; `path` holds the module's folder.
+
+    Ranks are forked from a server that has imported torch and triton once (multiprocessing's
+    forkserver), not started as fresh interpreters: each rank then costs milliseconds to start,
+    not the seconds of importing torch, which dominated every multi-rank test."""
     port = free_port()
-    procs = []
-    for rank in range(world):
-        e = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
-                 WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
-                 PYTHONPATH=os.pathsep.join(map(str, (*path, HERE, ROOT))), OMP_NUM_THREADS="1",
-                 **(env or {}))
-        cmd = [sys.executable, "-c", f"import sys, {module}; {module}.main(sys.argv[1:])",
-               worker, *map(str, args)]
-        procs.append(subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True, start_new_session=True))
-    return reap(procs, timeout)
+    out = Path(tempfile.mkdtemp(prefix="specplan-launch-"))
+    try:
+        procs = []
+        for rank in range(world):
+            e = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                     WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
+                     OMP_NUM_THREADS="1", **(env or {}))
+            p = _context().Process(target=_rank, args=(
+                e, [str(x) for x in (*path, HERE, ROOT)], module, [worker, *map(str, args)],
+                str(out / f"{rank}.out"), str(out / f"{rank}.err")), daemon=False)
+            p.start()
+            procs.append(p)
+        return reap(procs, timeout, out)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
-def reap(procs, timeout: float) -> list[Result]:
+_CONTEXT = None
+
+
+def _context():
+    global _CONTEXT
+    if _CONTEXT is None:
+        _CONTEXT = multiprocessing.get_context("forkserver")
+        _CONTEXT.set_forkserver_preload(["torch", "triton"])
+    return _CONTEXT
+
+
+def _rank(env: dict, path: list[str], module: str, argv: list[str], out: str, err: str) -> None:
+    """A rank, in the forked child: its own session, environment, sys.path and output files."""
+    os.setsid()
+    os.environ.clear()
+    os.environ.update(env)
+    for fd, name in ((1, out), (2, err)):
+        f = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(f, fd)
+        os.close(f)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    sys.path[:0] = path
+    import torch
+
+    torch.set_num_threads(int(env.get("OMP_NUM_THREADS", "1")))
+    importlib.import_module(module).main(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def reap(procs, timeout: float, out: Path) -> list[Result]:
     deadline = time.monotonic() + timeout
-    outs = []
     for p in procs:
-        try:
-            out, err = p.communicate(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
+        p.join(max(0.1, deadline - time.monotonic()))
+        if p.exitcode is None:
             kill_all(procs)
-            out, err = p.communicate()
+            break
+    results = []
+    for i, p in enumerate(procs):
+        p.join()
+        err = (out / f"{i}.err").read_text() if (out / f"{i}.err").exists() else ""
+        if time.monotonic() > deadline and p.exitcode == -signal.SIGKILL:
             err += f"\n[launch] killed after {timeout}s"
-        outs.append((out, err))
-    return [Result(i, p.returncode, o, e) for i, (p, (o, e)) in enumerate(zip(procs, outs))]
+        results.append(Result(i, p.exitcode, (out / f"{i}.out").read_text()
+                              if (out / f"{i}.out").exists() else "", err))
+    return results
 
 
 def kill_all(procs) -> None:
     for p in procs:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+        if p.exitcode is None:
+            for kill in (lambda: os.killpg(p.pid, signal.SIGKILL), lambda: os.kill(p.pid, signal.SIGKILL)):
+                try:
+                    kill()
+                except (ProcessLookupError, PermissionError):
+                    continue
 
 
 def compile_spec(tmp: Path, text: str) -> Path:

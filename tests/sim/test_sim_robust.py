@@ -57,6 +57,12 @@ CLEAN = {  # check calls these clean; simulate crashed on each (issue 21)
                            "speculative: {method: eagle, num_steps: 1, topk: 4, num_draft_tokens: 5}\n",
     "ngram-tree-tp2": "engine: sglang\ntopology: {tp: 2}\n"
                       "speculative: {method: ngram, num_steps: 7, topk: 2, num_draft_tokens: 5}\n",
+    # Two requests over four DP replicas: two replicas serve none and still run the round (the
+    # README's DeepSeek-V4 DSpark spec crashed so, with 4 requests over its 8 replicas).
+    "dspark-dpattn-idle-replicas": "engine: sglang\ntopology: {tp: 4, dp: 4, dp_attention: true, ep: 4}\n"
+                                   "model: {num_layers: 4, hidden_size: 64, vocab_size: 512, "
+                                   "moe: {num_experts: 8, top_k: 2}}\n"
+                                   "speculative: {method: dspark, num_steps: 3}\n",
 }
 
 
@@ -174,16 +180,32 @@ def test_chunked_prefill_runs_on_the_cpu_whatever_the_device(tmp_path, device):
     assert f"runs on the CPU (gloo), one process per stage: topology.device {device}" in res.output
 
 
-def _ranks_of(folder: Path) -> list[int]:
-    """Live processes whose command line names `folder` (the ranks of that run)."""
-    out = []
+def _ranks_of(tmp: Path) -> list[int]:
+    """Live processes started with TMPDIR=tmp other than the test's own: the run's ranks, its
+    fork server and its reaper (a forked rank shows the fork server's command line, so they
+    are found by the environment they all inherit)."""
+    out, mark = [], f"TMPDIR={tmp}".encode()
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and str(folder) in (proc / "cmdline").read_bytes().decode():
+            if proc.name.isdigit() and mark in (proc / "environ").read_bytes().split(b"\0"):
                 out.append(int(proc.name))
         except OSError:
             continue
     return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()[:300].decode(errors="replace")
+    except OSError:
+        return "(gone)"
+
+
+def _signals_as_a_terminal_gives_them() -> None:
+    """A job started in the background of a non-interactive shell (as CI may start this suite)
+    inherits SIGINT ignored, and Python then keeps it ignored: give the child the default a
+    terminal's Ctrl-C meets."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.mark.slow
@@ -195,16 +217,17 @@ def test_a_signalled_simulate_leaves_no_rank_and_no_folder(tmp_path, sig):
     env = dict(os.environ, TMPDIR=str(tmp), PYTHONPATH=str(ROOT))
     p = subprocess.Popen([sys.executable, "-m", "specplan.cli", "simulate", path, "--rounds", "2000"],
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=_signals_as_a_terminal_gives_them)
     end = time.monotonic() + 120
     while time.monotonic() < end and not (list(tmp.glob("specplan-sim-*/rank1.log"))
-                                          and len(_ranks_of(tmp)) >= 2):
+                                          and len(_ranks_of(tmp)) >= 4):
         time.sleep(0.2)
     folders = list(tmp.glob("specplan-sim-*"))
-    assert folders and len(_ranks_of(tmp)) >= 2, "the run never started its ranks"
+    assert folders and len(_ranks_of(tmp)) >= 4, "the run never started its ranks"
     p.send_signal(sig)
     p.wait(timeout=60)
-    end = time.monotonic() + 15
+    end = time.monotonic() + 30
     while time.monotonic() < end and (_ranks_of(tmp) or any(f.exists() for f in folders)):
         time.sleep(0.2)
-    assert _ranks_of(tmp) == [] and not any(f.exists() for f in folders)
+    left = {pid: _cmdline(pid) for pid in _ranks_of(tmp)}
+    assert not left and not any(f.exists() for f in folders), left
