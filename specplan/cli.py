@@ -7,7 +7,6 @@ Exit codes: 0 done; 2 bad input (every diagnostic printed as file:line:col: path
 from __future__ import annotations
 
 import functools
-import json
 import sys
 
 import click
@@ -15,8 +14,7 @@ import click
 from specplan import __version__
 from specplan.sim.command import SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUNDS, SIM_MAX_SEED
 
-EXIT_BAD_INPUT = 2
-EXIT_FOUND_PROBLEM = 3
+from specplan.commands.common import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM, console, load_spec_arg
 
 
 def user_errors(fn):
@@ -34,56 +32,6 @@ def user_errors(fn):
             sys.exit(EXIT_BAD_INPUT)
 
     return wrapper
-
-
-def load_spec_arg(path: str):
-    """The spec (or deployment) a command takes; a plan.json given instead is named as such."""
-    from specplan.deploy import load_target
-    from specplan.errors import Diagnostic, SpecError
-
-    try:
-        return load_target(path)
-    except SpecError:
-        plan = _as_plan(path)
-        if plan is None:
-            raise
-        command = click.get_current_context().info_name
-        spec_file = (plan.get("source") or {}).get("spec_file") or "the spec it was compiled from"
-        raise SpecError([Diagnostic(path, None, None, "", f"this is a plan; {command} takes the spec "
-                                    f"(the YAML this plan was compiled from: {spec_file})")]) from None
-
-
-def _as_plan(path: str) -> dict | None:
-    from specplan.files import not_readable, read_bounded
-    from specplan.plan.load import MAX_PLAN_BYTES
-
-    if not_readable(path, MAX_PLAN_BYTES):
-        return None
-    try:
-        data = json.loads(read_bounded(path, MAX_PLAN_BYTES))
-    except (OSError, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) and {"schema_version", "fingerprint"} <= set(data) else None
-
-
-def _is_plan_file(path: str) -> bool:
-    """A plan by its name (any case: PLAN.JSON) or by its content (a plan saved as .txt)."""
-    return path.lower().endswith(".json") or _as_plan(path) is not None
-
-
-def console():
-    from rich.console import Console
-
-    # Off a terminal (pipes, CI logs) rich would squeeze tables into 80 columns. markup=False:
-    # names, findings and rank errors are untrusted text ("[/...pair.cc:553]" is not a tag);
-    # printers style with rich.text.Text, never with markup strings.
-    tty = sys.stdout.isatty()
-    wide = None if tty else 200
-    return Console(highlight=False, markup=False, width=wide, no_color=not tty, force_terminal=tty)
-
-
-def dump_json(data) -> None:
-    sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -118,11 +66,10 @@ def explain(spec: str, rank: int | None, as_json: bool, all_families: bool, pict
 
     Example: specplan explain specs/kimi-k3-dspark-tp8-pp2.yaml --picture round -o round.svg
     """
-    from specplan.cli_explain import run
+    from specplan.commands.explain import run
 
     sys.exit(run(spec, rank=rank, as_json=as_json, picture=picture, fmt=fmt, family=family, out=out,
-                 all_families=all_families, load_spec_arg=load_spec_arg, console=console,
-                 dump_json=dump_json))
+                 all_families=all_families))
 
 
 @main.command(name="compile")
@@ -200,47 +147,9 @@ def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verb
 
     Example: specplan check prefill.yaml decode.yaml
     """
-    from specplan.verify import has_errors, verify
-    from specplan.verify import formats
-    from specplan.verify.report import subject_of
+    from specplan.commands.check import run
 
-    if len(targets) > 2:
-        raise click.UsageError("check takes one spec, deployment or plan.json, or two instance specs")
-    loaded = None
-    if len(targets) == 2 or not _is_plan_file(targets[0]):
-        from specplan.deploy import InstancePair, commands, load_pair, load_target
-
-        loaded = load_pair(*targets) if len(targets) == 2 else load_target(targets[0])
-        if isinstance(loaded, InstancePair):
-            if fmt in ("sarif", "junit"):
-                raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints "
-                                       "text or json")
-            sys.exit(commands.check(loaded, as_json or fmt == "json", console()))
-    if loaded is None:
-        from specplan.plan import load_plan
-
-        plan = load_plan(targets[0])
-    else:
-        from specplan.lower import build_plan
-        from specplan.passes import plan as run_passes
-
-        plan = build_plan(run_passes(loaded))
-    findings = verify(plan)
-    shown = formats.at_least(findings, severity)
-    fmt = "json" if as_json else fmt
-    subject = subject_of(plan)
-    if fmt == "json":
-        text = formats.to_json(shown)
-    elif fmt == "sarif":
-        text = formats.to_sarif(subject, shown)
-    elif fmt == "junit":
-        text = formats.to_junit(subject, shown)
-    else:
-        filtered = len(findings) if len(shown) != len(findings) else None
-        text = formats.render_text(subject, shown, width=formats.terminal_width(), verbose=verbose,
-                                   shown_of=filtered)
-    sys.stdout.write(text)
-    sys.exit(EXIT_FOUND_PROBLEM if has_errors(findings) else 0)
+    sys.exit(run(targets, as_json=as_json, fmt=fmt, severity=severity, verbose=verbose))
 
 
 def _finite(param, value: float) -> float:
@@ -270,49 +179,9 @@ def diff_(traces: tuple[str, ...], acceptance: bool, threshold: float) -> None:
 
     Example: specplan diff --acceptance runs/pp1 runs/pp2 --threshold 3
     """
-    if acceptance:
-        _diff_acceptance(traces, threshold)
-        return
-    from specplan.trace import first_divergence
-    from specplan.trace_input import load_traces
+    from specplan.commands.diff import run
 
-    records = load_traces(list(traces))  # every line checked: bad input is exit 2 with file:line
-    found = first_divergence(records)
-    if found is None:
-        n = sum(len(r) for r in records.values())
-        click.echo(f"no divergence: {len(records)} ranks, {n} records")
-        return
-    click.echo(found.render())
-    sys.exit(EXIT_FOUND_PROBLEM)
-
-
-def _diff_acceptance(runs: tuple[str, ...], threshold: float) -> None:
-    from specplan.trace import acceptance, mixed_plans, shortfall
-
-    if len(runs) != 2:
-        click.echo(f"diff --acceptance: takes two runs, RUN_A RUN_B (their trace dirs); "
-                   f"given {len(runs)}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    found = []
-    for run in runs:
-        mixed = mixed_plans([run])
-        if mixed:
-            click.echo(mixed, err=True)
-            sys.exit(EXIT_BAD_INPUT)
-        acc = acceptance(run)
-        if acc is None:
-            click.echo(f"{run}: no accepted-length records (a trace written by Runtime.accept "
-                       f"or Runtime.record_acceptance with runtime.trace_dir set)", err=True)
-            sys.exit(EXIT_BAD_INPUT)
-        found.append(acc)
-    a, b = found
-    short = shortfall(a, b)
-    click.echo(a.render("A"))
-    click.echo(b.render("B"))
-    if short * 100 > threshold:
-        click.echo(f"acceptance drop: B falls short of A by {short:.2%} (threshold {threshold:g}%)")
-        sys.exit(EXIT_FOUND_PROBLEM)
-    click.echo(f"acceptance holds: B is within {threshold:g}% of A ({-short:+.2%})")
+    sys.exit(run(traces, acceptance=acceptance, threshold=threshold))
 
 
 @main.command()
@@ -499,42 +368,11 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     Example: torchrun --nnodes 2 --nproc-per-node 2 --node-rank 0 --master-addr HOST
     --master-port 29500 -m specplan simulate SPEC --rounds 8
     """
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
-    from specplan.sim.command import check_options, run_simulate
-    from specplan.verify import formats, has_errors, verify
-    from specplan.verify.report import subject_of
+    from specplan.commands.simulate import run
 
-    from specplan.deploy.simulate import InstancePair, command as simulate_deployment
-
-    target = load_spec_arg(spec)
-    from specplan.sim.torchrun import under_torchrun
-
-    if under_torchrun() and not isinstance(target, InstancePair) and chunk is None:
-        from specplan.sim.torchrun import simulate_rank  # one rank of a torchrun job
-
-        sys.exit(simulate_rank(spec, target, rounds=rounds, requests=requests, seed=seed,
-                               max_layers=max_layers, inject=inject, allow_errors=allow_errors,
-                               as_json=as_json, trace_dir=trace_dir, console=console()))
-    if isinstance(target, InstancePair) or inject == "layer-map":  # layer-map: deployments only
-        sys.exit(simulate_deployment(target, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
-                         inject=inject, allow_errors=allow_errors, console=console()))
-    findings = verify(plan := build_plan(run_passes(target)))
-    from specplan.sim.faults import refusal
-
-    if why := refusal(plan.speculative.method, plan.speculative.sampling, inject or "",
-                      len(plan.pipeline.stages), bool(plan.speculative.taps)):
-        raise click.UsageError(why)
-    check_options(rounds=rounds, requests=requests, width=plan.speculative.num_draft_tokens)
-    if has_errors(findings) and not allow_errors:  # simulate and check never disagree
-        sys.stdout.write(formats.to_json(findings) if as_json else formats.render_text(
-            subject_of(plan), findings, width=formats.terminal_width(), verbose=False))
-        click.echo("not simulated: `specplan check` predicts the failures above; run with "
-                   "--allow-errors to watch them happen", err=True)
-        sys.exit(EXIT_FOUND_PROBLEM)
-    sys.exit(run_simulate(spec, rounds=rounds, requests=requests, seed=seed,
-                          max_layers=max_layers, inject=inject, console=console(), as_json=as_json,
-                          chunk=chunk, trace_dir=trace_dir))
+    sys.exit(run(spec, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
+                 inject=inject, chunk=chunk, allow_errors=allow_errors, as_json=as_json,
+                 trace_dir=trace_dir))
 
 
 if __name__ == "__main__":

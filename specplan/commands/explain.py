@@ -1,18 +1,16 @@
-"""The body of `specplan explain`: tables, one rank's view, JSON or a picture of a spec or a
-deployment. cli.py declares the options and hands in its loader and printers (nothing imports
-cli); this module runs them."""
+"""`specplan explain`: tables, one rank's view, JSON or a picture of a spec or a deployment."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 
 import click
 
+from specplan.commands.common import console, dump_json, load_spec_arg
+
 
 def run(spec: str, *, rank: int | None, as_json: bool, picture: str | None, fmt: str,
-        family: str | None, out: str | None, all_families: bool, load_spec_arg: Callable,
-        console: Callable, dump_json: Callable) -> int:
+        family: str | None, out: str | None, all_families: bool) -> int:
     """Explain SPEC; returns the exit code. A picture goes to `out`, or to stdout without it."""
     from specplan.deploy import InstancePair
     from specplan.errors import Diagnostic, SpecError
