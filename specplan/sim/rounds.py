@@ -111,7 +111,10 @@ def _draft_eagle(e: Engine) -> dict | None:
     t0 = time.perf_counter()
     if e.method == "ngram":
         n = e.width
-        drafts = torch.tensor([ngram_lookup(t, n - 1) for t in e.tokens], dtype=torch.int64)
+        drafts = torch.tensor([ngram_lookup(t, n - 1) for t in e.tokens],
+                              dtype=torch.int64).view(e.bs, n - 1)
+        if not _flat_ngram(e):  # vLLM: the chain of drafts, [bs, num_draft_tokens - 1]
+            return {"draft_tokens": drafts}
         mask = causal(n).expand(e.bs, n, n)
         values = {"draft_tokens": torch.cat([_root(e)[:, None], drafts], 1).reshape(-1),
                   "tree_mask": mask.reshape(-1).contiguous()}
@@ -130,11 +133,19 @@ def _draft_eagle(e: Engine) -> dict | None:
     return values
 
 
+def _flat_ngram(e: Engine) -> bool:
+    """Whether the plan's n-gram draft is SGLang's flat tree (root, drafts and a tree mask per
+    request) rather than vLLM's chain of drafts: read from the site's decisions."""
+    return any(d.name == "tree_mask" for d in e.view.sites["ngram_draft"].decisions)
+
+
 def _eagle_round(e: Engine) -> None:
     d = e.decide(f"{e.method}_draft", _draft_eagle(e))
     n, bs = e.width, e.bs
-    if e.method == "ngram":
+    if e.method == "ngram" and _flat_ngram(e):
         drafts = d["draft_tokens"].view(bs, n)[:, 1:]
+    elif e.method == "ngram":
+        drafts = d["draft_tokens"].view(bs, n - 1)
     else:
         drafts = d["draft_tokens"]
     if e.topk > 1 and e.method != "ngram":

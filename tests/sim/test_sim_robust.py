@@ -57,6 +57,11 @@ CLEAN = {  # check calls these clean; simulate crashed on each (issue 21)
                            "speculative: {method: eagle, num_steps: 1, topk: 4, num_draft_tokens: 5}\n",
     "ngram-tree-tp2": "engine: sglang\ntopology: {tp: 2}\n"
                       "speculative: {method: ngram, num_steps: 7, topk: 2, num_draft_tokens: 5}\n",
+    # vLLM's n-gram drafts a chain ([bs, num_draft_tokens - 1], no tree mask); the sim drafted
+    # SGLang's flat tree for every engine and the vLLM plan's site refused it.
+    "ngram-vllm-chain-pp3": "engine: vllm\ntopology: {tp: 1, pp: 3}\n"
+                            "model: {num_layers: 6, hidden_size: 64, vocab_size: 512}\n"
+                            "speculative: {method: ngram, num_steps: 3}\n",
     # Two requests over four DP replicas: two replicas serve none and still run the round (the
     # README's DeepSeek-V4 DSpark spec crashed so, with 4 requests over its 8 replicas).
     "dspark-dpattn-idle-replicas": "engine: sglang\ntopology: {tp: 4, dp: 4, dp_attention: true, ep: 4}\n"
