@@ -154,6 +154,11 @@ class Runtime:
         else:
             sender = ranks[last] if me == 0 else ranks[me - 1]
             self._hot_wait(dist.irecv(buf, src=sender, group=p.group), r, round_)
+            if me == 0 and p.runtime_width:
+                # From the last stage at its run-time width (payload_width: dynamic) into the
+                # planned count: wait for the rest, as NCCL does (gloo completes it short).
+                rest = buf[p.sent_bytes(live_rows):]
+                self._hot_wait(dist.irecv(rest, src=sender, group=p.group), r, round_)
             if not p.header.matches(p.slot):
                 self._desync(p, sender, round_)
         nxt = 0 if me == last else me + 1

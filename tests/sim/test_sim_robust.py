@@ -86,6 +86,12 @@ NAMED = {  # check ERROR -> simulate --allow-errors fails by name, exit 3 (never
                        "moe: {num_experts: 4, top_k: 2}}\n"
                        "speculative: {method: none}\nsync: {idle_ranks: skip}\n",
                        ["--requests", "1"], "CollectiveTimeout: sim all_gather on group tp"),
+    # A ring relay (SGLang's) from the last stage at its run-time width: stage 0 waits for the
+    # planned count, as NCCL does; gloo completed it short and the sim passed.
+    "eagle3-dynamic-width-ring": ("engine: sglang\ntopology: {tp: 1, pp: 2}\n"
+                                  "speculative: {method: eagle3, num_steps: 2}\n"
+                                  "pipeline: {payload_width: dynamic}\n", [],
+                                  "CollectiveTimeout: collective for site eagle3_target (boundary 65536, ring)"),
     "none-dynamic-width": ("engine: vllm\ntopology: {tp: 1, pp: 2}\nspeculative: {method: none}\n"
                            "pipeline: {payload_width: dynamic}\n", [],
                            "CollectiveTimeout: collective for site none_target"),
