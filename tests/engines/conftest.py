@@ -1,6 +1,7 @@
-"""vLLM 0.32.0's function-level repeats of the engines tests are marked `versions` (run by
-hand with the older releases: `pytest -m versions`): CI runs vLLM 0.32.0 for real in the
-real-engine lane, and these repeats kept CI over its time."""
+"""Two kinds of engines tests stay out of CI, where they kept it over its time, and are run by
+hand: vLLM 0.32.0's function-level repeats, marked `versions` (with the older releases:
+`pytest -m versions`; CI runs vLLM 0.32.0 for real in the real-engine lane), and the SGLang
+plugin's 8-rank repeats of its 2- and 4-rank cases, marked `wide` (`pytest -m wide`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
+WIDE_FILES = ("test_sglang_sites.py", "test_sglang_plugin.py")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -17,3 +19,5 @@ def pytest_collection_modifyitems(config, items):
         params = getattr(getattr(item, "callspec", None), "params", {})
         if HERE in Path(item.fspath).parents and "0.32.0" in map(str, params.values()):
             item.add_marker(pytest.mark.versions)
+        if item.fspath.basename in WIDE_FILES and "tp8" in item.nodeid:
+            item.add_marker(pytest.mark.wide)
