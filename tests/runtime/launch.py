@@ -8,6 +8,7 @@ child is waited for, so no test leaves a process behind.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import multiprocessing
@@ -126,11 +127,11 @@ def reap(procs, timeout: float, out: Path) -> list[Result]:
 def kill_all(procs) -> None:
     for p in procs:
         if p.exitcode is None:
-            for kill in (lambda: os.killpg(p.pid, signal.SIGKILL), lambda: os.kill(p.pid, signal.SIGKILL)):
-                try:
-                    kill()
-                except (ProcessLookupError, PermissionError):
-                    continue
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # the rank's own session (setsid)
+            except (ProcessLookupError, PermissionError):  # not yet its own group, or gone
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(p.pid, signal.SIGKILL)
 
 
 def compile_spec(tmp: Path, text: str) -> Path:
