@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specplan.sim.faults import DECISION_FAULTS
+from specplan.sim.forkserver import Child, ForkServer
 from specplan.sim.setup import Prepared, foreign, prepare
 
 GRACE_S = 60.0
@@ -78,7 +79,7 @@ def write_config(sim_dir: Path, prep: Prepared, opt: Options, rendezvous_s: floa
                                                   "rendezvous_s": rendezvous_s}))
 
 
-def start(sim_dir: Path, world: int, module: str = "specplan.sim.worker") -> list["Rank"]:
+def start(sim_dir: Path, world: int, module: str = "specplan.sim.worker") -> list[Child]:
     port, procs = free_port(), []
     for rank in range(world):
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
@@ -89,63 +90,21 @@ def start(sim_dir: Path, world: int, module: str = "specplan.sim.worker") -> lis
     return procs
 
 
-_PRELOAD = ["torch", "triton"]  # what every rank imports first: seconds of CPU each, paid once
-_CONTEXT = None
-
-
-def _forkserver():
-    """Ranks are forked from one server process that has imported torch and triton (and
-    nothing of specplan's, whose Triton kernels read TRITON_INTERPRET when imported): a rank
-    starts in milliseconds instead of the seconds an interpreter takes to import torch, which
-    on a small machine was most of a short simulate's wall time."""
-    global _CONTEXT
-    if _CONTEXT is None:
-        import multiprocessing
-
-        _CONTEXT = multiprocessing.get_context("forkserver")
-        _CONTEXT.set_forkserver_preload(_PRELOAD)
-    return _CONTEXT
-
-
-class Rank:
-    """A rank process forked from the fork server, with the parts of Popen the sim uses."""
-
-    def __init__(self, proc):
-        self._proc, self.pid = proc, proc.pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self._proc.exitcode
-
-    def poll(self) -> int | None:
-        return self._proc.exitcode
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        self._proc.join(timeout)
-        return self._proc.exitcode
-
-    def kill(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def spawn(module: str, argv: list[str], env: dict, log: Path, group: int = 0) -> Rank:
-    """`python -m module *argv` as a rank: out of the terminal's process group (Ctrl-C
-    reaches the parent only, which ends them all), in one group of its own with its peers
-    (`group`: the first rank's pid, 0 for the first), dying with the fork server, which dies
-    with the parent however it dies."""
-    proc = _forkserver().Process(target=_rank_main, args=(module, argv, env, str(log), group))
-    proc.start()
-    return Rank(proc)
+def spawn(module: str, argv: list[str], env: dict, log: Path, group: int = 0) -> Child:
+    """`python -m module *argv` as a rank, forked from a server that has imported torch and
+    triton once (a rank then starts in milliseconds, not the seconds of those imports): out of
+    the terminal's process group (Ctrl-C reaches the parent only, which ends them all), in one
+    group of its own with its peers (`group`: the first rank's pid, 0 for the first), dying with
+    the fork server, which dies with the parent however it dies."""
+    server = ForkServer.shared(preload=("torch", "triton"))
+    return server.spawn("specplan.sim.launch:_rank_main", (module, argv, env, str(log), group),
+                        path=[str(Path(__file__).resolve().parents[2])])
 
 
 def _rank_main(module: str, argv: list[str], env: dict, log: str, group: int) -> None:
     import runpy
 
     _join_group(group)
-    _die_with_parent()
     os.environ.clear()
     os.environ.update(env)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -154,9 +113,6 @@ def _rank_main(module: str, argv: list[str], env: dict, log: str, group: int) ->
     os.close(fd)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
-    root = str(Path(__file__).resolve().parents[2])
-    if root not in sys.path:
-        sys.path.insert(0, root)
     sys.argv = [module, *argv]
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
@@ -180,18 +136,7 @@ def _join_group(group: int) -> None:
             time.sleep(0.01)
 
 
-def _die_with_parent() -> None:
-    """SIGKILL when the parent (the fork server) dies, however it dies (Linux
-    PR_SET_PDEATHSIG), so a SIGKILLed `simulate` leaves no rank behind."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the reaper and kill_all still end them
-        pass
-
-
-def kill_all(procs: list[Rank]) -> None:
+def kill_all(procs: list[Child]) -> None:
     for pgid in {os.getpgid(p.pid) for p in procs if _alive_group(p)}:
         try:
             os.killpg(pgid, signal.SIGKILL)
@@ -203,7 +148,7 @@ def kill_all(procs: list[Rank]) -> None:
         p.wait()
 
 
-def _alive_group(p: Rank) -> bool:
+def _alive_group(p: Child) -> bool:
     try:
         return p.poll() is None and os.getpgid(p.pid) != os.getpgrp()
     except ProcessLookupError:

@@ -119,3 +119,28 @@ def install(root) -> None:
     import sglang  # noqa: F401  (transformers absent: its patches are skipped)
 
     finder.names.update(LATE)
+
+
+# What the rank programs import first, and what SGLang reads from the environment when they are
+# imported (module-level torch.compile decorators: run them eagerly; Triton's interpreter).
+WARM = ("sglang.srt.distributed.parallel_state", "sglang.srt.plugins.hook_registry",
+        "sglang.srt.speculative.eagle_worker_v2", "sglang.srt.managers.scheduler_pp_mixin",
+        "sglang.srt.managers.scheduler_components.batch_result_processor")
+WARM_ENV = {"TRITON_INTERPRET": "1", "TORCHDYNAMO_DISABLE": "1"}
+
+
+def preload(root) -> None:
+    """For the rank launcher's fork server (tests/runtime/launch.py): the stubs and SGLang's
+    heavy modules, imported once for every rank forked from it instead of once per rank."""
+    import importlib
+    import os
+
+    os.environ.update(WARM_ENV)
+    install(root)
+    for name in WARM:
+        importlib.import_module(name)
+
+
+def forkserver(root) -> tuple:
+    """launch()'s `preload` for ranks running SGLang's code from the wheel at `root`."""
+    return ("torch", "triton", ("sglang_harness:preload", str(root)))

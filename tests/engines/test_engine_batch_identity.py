@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "runtime"))
 
 from launch import launch  # noqa: E402
+from sglang_harness import forkserver  # noqa: E402
 from test_sglang_plugin import widths  # noqa: E402
 from test_sglang_sites import ENGINE, plan as sites_plan  # noqa: E402
 from test_vllm_plugin import fatal, ok, plan_for, run as vllm_run, version  # noqa: E402,F401
@@ -34,9 +35,11 @@ SITE = {"eagle3": "eagle3_accept", "dspark": "dspark_accept_sample", "dflash": "
 def sglang(tmp: Path, method: str, reuse: bool) -> list[dict]:
     env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false", "TRITON_INTERPRET": "1",
            "SPECPLAN_PLAN": str(sites_plan(tmp, method, "tp2"))}
-    results = launch(2, "identity", str(engine_root("sglang")), json.dumps(widths(tp=2)),
+    root = engine_root("sglang")
+    results = launch(2, "identity", str(root), json.dumps(widths(tp=2)),
                      json.dumps(ENGINE[method]), method, "1" if reuse else "0",
-                     module="sglang_identity_workers", path=(HERE,), env=env, timeout=600)
+                     module="sglang_identity_workers", preload=forkserver(root), path=(HERE,),
+                     env=env, timeout=600)
     for r in results:
         assert r.returncode == 0 and r.result is not None, (r.rank, r.stdout[-800:], r.stderr[-3000:])
     return [r.result["rounds"] for r in results]

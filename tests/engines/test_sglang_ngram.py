@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "runtime"))
 
 from launch import compile_spec, launch  # noqa: E402
+from sglang_harness import forkserver  # noqa: E402
 from test_sglang_draft import targets  # noqa: E402
 from test_sglang_plugin import widths  # noqa: E402
 from test_sglang_sites import SOURCES, TOPOLOGY, hold_their_sources, replicas_differ  # noqa: E402
@@ -49,9 +50,11 @@ runtime: {{max_batch: 8, timeout_s: 60}}
 def run(topo: str, tmp: Path | None, forge: str = "", width: str = "") -> list[dict]:
     env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false", "TRITON_INTERPRET": "1",
            "SPECPLAN_PLAN": str(plan(tmp, topo)) if tmp else ""}
-    results = launch(len(SOURCES[topo]), "ngram_draft", str(engine_root("sglang")),
+    root = engine_root("sglang")
+    results = launch(len(SOURCES[topo]), "ngram_draft", str(root),
                      json.dumps(widths(**TOPOLOGY[topo][1])), json.dumps(ENGINE), forge, width,
-                     module="sglang_ngram_workers", path=(HERE,), env=env, timeout=600)
+                     module="sglang_ngram_workers", preload=forkserver(root), path=(HERE,),
+                     env=env, timeout=600)
     for r in results:
         assert r.returncode == 0 and r.result is not None, (r.rank, r.stdout[-800:], r.stderr[-3000:])
     return [r.result for r in results]

@@ -18,6 +18,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "runtime"))
 
 from launch import compile_spec, launch  # noqa: E402
+from sglang_harness import forkserver  # noqa: E402
 from wheels import engine_root  # noqa: E402
 
 pytestmark = pytest.mark.engines
@@ -55,7 +56,8 @@ def widths(tp: int, pp: int = 1, dp: int = 1, cp: int = 1) -> dict:
 
 def run(world: int, worker: str, *args, plan: Path | None, timeout: float = 600):
     env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false", "SPECPLAN_PLAN": str(plan or "")}
-    return launch(world, worker, str(engine_root("sglang")), *args, module="sglang_workers",
+    root = engine_root("sglang")
+    return launch(world, worker, str(root), *args, module="sglang_workers", preload=forkserver(root),
                   path=(HERE,), env=env, timeout=timeout)
 
 

@@ -20,6 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "runtime"))
 
 from launch import compile_spec, launch  # noqa: E402
+from sglang_harness import forkserver  # noqa: E402
 from test_sglang_plugin import ok, widths  # noqa: E402
 from wheels import engine_root  # noqa: E402
 
@@ -45,9 +46,10 @@ def run(tmp: Path | None, tp: int, pp: int, odd: str = "none", hot_path: str = "
     env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false", "TRITON_INTERPRET": "1",
            "TORCHDYNAMO_DISABLE": "1", "SPECPLAN_PLAN": str(plan(tmp, tp, pp)) if tmp else "",
            "SPECPLAN_HOT_PATH": hot_path}
-    return ok(launch(tp * pp, "pp_relay", str(engine_root("sglang")), json.dumps(widths(tp, pp)),
-                     json.dumps(ENGINE), odd, module="sglang_pp_workers", path=(HERE,), env=env,
-                     timeout=600))
+    root = engine_root("sglang")
+    return ok(launch(tp * pp, "pp_relay", str(root), json.dumps(widths(tp, pp)),
+                     json.dumps(ENGINE), odd, module="sglang_pp_workers", preload=forkserver(root),
+                     path=(HERE,), env=env, timeout=600))
 
 
 def committed(results: list[dict]) -> list:

@@ -19,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "runtime"))
 
 from launch import compile_spec, launch  # noqa: E402
+from sglang_harness import forkserver  # noqa: E402
 from test_sglang_plugin import widths  # noqa: E402
 from wheels import engine_root  # noqa: E402
 
@@ -55,9 +56,10 @@ def run(worker: str, method: str, topo: str, arg: str, tmp: Path | None, forge: 
     world = len(SOURCES[topo])
     env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false", "TRITON_INTERPRET": "1",
            "SPECPLAN_PLAN": str(plan(tmp, method, topo)) if tmp else "", "SPECPLAN_HOT_PATH": hot_path}
-    results = launch(world, worker, str(engine_root("sglang")), json.dumps(widths(**TOPOLOGY[topo][1])),
-                     json.dumps(ENGINE[method]), arg, forge, module="sglang_site_workers", path=(HERE,),
-                     env=env, timeout=600)
+    root = engine_root("sglang")
+    results = launch(world, worker, str(root), json.dumps(widths(**TOPOLOGY[topo][1])),
+                     json.dumps(ENGINE[method]), arg, forge, module="sglang_site_workers",
+                     preload=forkserver(root), path=(HERE,), env=env, timeout=600)
     for r in results:
         assert r.returncode == 0 and r.result is not None, (r.rank, r.stdout[-800:], r.stderr[-3000:])
     return [r.result for r in results]

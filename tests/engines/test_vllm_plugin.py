@@ -19,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "runtime"))
 
 from launch import compile_spec, launch  # noqa: E402
+from vllm_harness import forkserver  # noqa: E402
 from wheels import PLUGIN_RELEASES, engine_root  # noqa: E402
 
 pytestmark = pytest.mark.engines
@@ -49,8 +50,9 @@ def run(world: int, tp: int, pp: int, dp: int = 1, *, plan: Path | None, spec: s
     # CUDA_VISIBLE_DEVICES empty: vLLM keeps Triton without an active driver (the interpreter runs it).
     env = {"SPECPLAN_PLAN": str(plan or ""), "VLLM_USE_V2_MODEL_RUNNER": "1", "TRITON_INTERPRET": "1",
            "CUDA_VISIBLE_DEVICES": "", "SPECPLAN_HOT_PATH": hot_path, **(env or {})}
-    return launch(world, worker, str(engine_root("vllm", version)), tp, pp, dp, spec, fault,
-                  module=module, path=(HERE,), env=env, timeout=900)
+    root = engine_root("vllm", version)
+    return launch(world, worker, str(root), tp, pp, dp, spec, fault,
+                  module=module, preload=forkserver(root), path=(HERE,), env=env, timeout=900)
 
 
 def ok(results) -> list[dict]:

@@ -120,3 +120,28 @@ def start_engine(tp: int, pp: int, dp: int = 1, speculative: dict | None = None)
             distributed_init_method=f"tcp://127.0.0.1:{port}")
         ps.initialize_model_parallel(tp, pp)
     return ps
+
+
+# What the rank programs import first, and what vLLM reads from the environment on the way
+# (CUDA_VISIBLE_DEVICES empty: vLLM keeps Triton without an active driver; the V2 runner).
+WARM = ("vllm.config", "vllm.plugins", "vllm.distributed.parallel_state", "vllm.v1.outputs",
+        "vllm.v1.worker.gpu.pp_utils", "vllm.v1.worker.gpu.spec_decode.rejection_sampler",
+        "vllm.v1.worker.gpu.sample.states", "vllm.v1.worker.gpu.async_utils")
+WARM_ENV = {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "VLLM_USE_V2_MODEL_RUNNER": "1"}
+
+
+def preload(root) -> None:
+    """For the rank launcher's fork server (tests/runtime/launch.py): the stubs and vLLM's heavy
+    modules, imported once for every rank forked from it instead of once per rank."""
+    import importlib
+    import os
+
+    os.environ.update(WARM_ENV)
+    install(root)
+    for name in WARM:
+        importlib.import_module(name)
+
+
+def forkserver(root) -> tuple:
+    """launch()'s `preload` for ranks running vLLM's code from the wheel at `root`."""
+    return ("torch", "triton", ("vllm_harness:preload", str(root)))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
-import multiprocessing
 import os
 import shutil
 import signal
@@ -21,6 +20,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from specplan.sim.forkserver import ForkServer
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -51,43 +52,34 @@ def free_port() -> int:
 
 
 def launch(world: int, worker: str, *args, timeout: float = 90, env: dict | None = None,
-           module: str = "rt_workers", path: tuple[Path, ...] = ()) -> list[Result]:
+           module: str = "rt_workers", path: tuple[Path, ...] = (),
+           preload: tuple = ("torch", "triton")) -> list[Result]:
     """Run `<module>.<worker>(*args)` on every rank; `path` holds the module's folder.
 
-    Ranks are forked from a server that has imported torch and triton once (multiprocessing's
-    forkserver), not started as fresh interpreters: each rank then costs milliseconds to start,
-    not the seconds of importing torch, which dominated every multi-rank test."""
+    Ranks are forked from a server that has imported `preload` once (specplan's ForkServer:
+    torch and triton, and for the engines' tests the engine's modules), not started as fresh
+    interpreters: each rank then costs milliseconds to start, not the seconds of its imports,
+    which dominated every multi-rank test."""
     port = free_port()
     out = Path(tempfile.mkdtemp(prefix="specplan-launch-"))
+    search = [str(x) for x in (*path, HERE, ROOT)]
+    server = ForkServer.shared(preload, search)
     try:
         procs = []
         for rank in range(world):
             e = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                      WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
                      OMP_NUM_THREADS="1", **(env or {}))
-            p = _context().Process(target=_rank, args=(
-                e, [str(x) for x in (*path, HERE, ROOT)], module, [worker, *map(str, args)],
-                str(out / f"{rank}.out"), str(out / f"{rank}.err")), daemon=False)
-            p.start()
-            procs.append(p)
+            procs.append(server.spawn("launch:_rank", (
+                e, module, [worker, *map(str, args)], str(out / f"{rank}.out"),
+                str(out / f"{rank}.err")), path=search))
         return reap(procs, timeout, out)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
 
-_CONTEXT = None
-
-
-def _context():
-    global _CONTEXT
-    if _CONTEXT is None:
-        _CONTEXT = multiprocessing.get_context("forkserver")
-        _CONTEXT.set_forkserver_preload(["torch", "triton"])
-    return _CONTEXT
-
-
-def _rank(env: dict, path: list[str], module: str, argv: list[str], out: str, err: str) -> None:
-    """A rank, in the forked child: its own session, environment, sys.path and output files."""
+def _rank(env: dict, module: str, argv: list[str], out: str, err: str) -> None:
+    """A rank, in the forked child: its own session, environment and output files."""
     os.setsid()
     os.environ.clear()
     os.environ.update(env)
@@ -97,7 +89,6 @@ def _rank(env: dict, path: list[str], module: str, argv: list[str], out: str, er
         os.close(f)
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
-    sys.path[:0] = path
     import torch
 
     torch.set_num_threads(int(env.get("OMP_NUM_THREADS", "1")))
@@ -109,24 +100,24 @@ def _rank(env: dict, path: list[str], module: str, argv: list[str], out: str, er
 def reap(procs, timeout: float, out: Path) -> list[Result]:
     deadline = time.monotonic() + timeout
     for p in procs:
-        p.join(max(0.1, deadline - time.monotonic()))
-        if p.exitcode is None:
+        p.wait(max(0.1, deadline - time.monotonic()))
+        if p.returncode is None:
             kill_all(procs)
             break
     results = []
     for i, p in enumerate(procs):
-        p.join()
+        p.wait()
         err = (out / f"{i}.err").read_text() if (out / f"{i}.err").exists() else ""
-        if time.monotonic() > deadline and p.exitcode == -signal.SIGKILL:
+        if time.monotonic() > deadline and p.returncode == -signal.SIGKILL:
             err += f"\n[launch] killed after {timeout}s"
-        results.append(Result(i, p.exitcode, (out / f"{i}.out").read_text()
+        results.append(Result(i, p.returncode, (out / f"{i}.out").read_text()
                               if (out / f"{i}.out").exists() else "", err))
     return results
 
 
 def kill_all(procs) -> None:
     for p in procs:
-        if p.exitcode is None:
+        if p.returncode is None:
             try:
                 os.killpg(p.pid, signal.SIGKILL)  # the rank's own session (setsid)
             except (ProcessLookupError, PermissionError):  # not yet its own group, or gone
