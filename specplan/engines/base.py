@@ -140,6 +140,11 @@ class Convention(ABC):
     def sync_family(self, group: str) -> str:
         """The family the engine's own group `group` (sync.group attn_tp | tp) names."""
 
+    def startup_family(self, group: str) -> str:
+        """The family a start-up MIN site agrees over in the engine's own plan: its sync
+        group, unless the engine takes the start-up readings from more ranks."""
+        return self.sync_family(group)
+
     @abstractmethod
     def dp_agreement(self, spec: Spec) -> DpAgreement | None:
         """The token-count exchange when replicas share collectives, else None."""

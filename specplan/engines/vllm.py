@@ -80,6 +80,13 @@ class VLLM(Convention):
     def sync_family(self, group: str) -> str:
         return "tp"  # vLLM has no attention-TP group of its own: tp is attention TP
 
+    def startup_family(self, group: str) -> str:
+        """EngineCore gathers each worker's available memory and sizes every worker's KV cache
+        by the smallest (get_kv_cache_configs: "Change the num_blocks of each rank to the
+        smallest among all ranks", v1/core/kv_cache_planning.py in 0.33.0, kv_cache_utils.py
+        in 0.32): one engine's workers, its whole replica (tp x pp x cp), agree at start-up."""
+        return "replica"
+
     def dp_agreement(self, spec: Spec) -> DpAgreement | None:
         """dp > 1 with MoE: expert parallel spans the dp ranks, so every round starts with
         num_tokens_across_dp, an all-reduce over the dp family."""

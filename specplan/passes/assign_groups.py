@@ -59,8 +59,10 @@ def run(p: Planning) -> None:
 def _family(p: Planning, last_stage_only: bool, phase: str) -> str:
     c = p.choices
     if c.group != "replica":
-        # An engine's own group, per stage: attention TP or the whole TP block.
-        return convention(p.spec.engine, p.spec.engine_version).sync_family(c.group)
+        # An engine's own group, per stage: attention TP or the whole TP block; at start-up
+        # the ranks the engine gathers its readings from.
+        engine = convention(p.spec.engine, p.spec.engine_version)
+        return engine.startup_family(c.group) if phase == "startup" else engine.sync_family(c.group)
     if p.pp == 1:
         return "replica"
     drafts_stay = phase == "draft" and not c.relay_drafts

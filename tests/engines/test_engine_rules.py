@@ -4,6 +4,7 @@
 - vLLM refuses EPLB without expert parallel (ParallelConfig._validate_parallel_config);
 - SGLang captures taps only inside LlamaModel.forward's layer loop;
 - SGLang picks zbal for npu when SGLANG_ZBAL_LOCAL_MEM_SIZE > 0 (_DEVICE_TO_DISTRIBUTED_BACKEND).
+- vLLM sizes every worker's KV cache by the smallest worker's reading (get_kv_cache_configs).
 
 Run with `pytest -m engines`.
 """
@@ -166,3 +167,49 @@ def test_sglang_import_plans_the_engines_npu_backend(tmp_path, zbal_mb):
     assert res.exit_code == 0, res.output
     planned = "zbal" if "backend: zbal" in res.output else "hccl"
     assert planned == _sglang_backend("npu", zbal_mb)
+
+
+# -- vLLM's start-up agreement: every worker of the engine -------------------------------------
+
+def test_vllm_sizes_every_workers_kv_cache_by_the_smallest_reading_and_the_plan_agrees():
+    """EngineCore hands get_kv_cache_configs one available-memory reading per worker of the
+    engine (tp x pp x cp of one DP rank) and every worker gets the smallest one's block count:
+    so the engine's own plan takes a start-up MIN site over the replica, not over tp."""
+    block = 1000
+
+    class Builder:
+        def get_kv_cache_config_from_groups(self, config, groups, num_blocks):
+            return SimpleNamespace(num_blocks=num_blocks, kv_cache_groups=groups)
+
+    ns = {"_project_kv_cache_groups_to_worker": lambda groups, worker: groups,
+          "_pool_bytes_per_block_from_builder": lambda builder, config, groups: block,
+          "_check_enough_kv_cache_memory": lambda *a: None, "partial": lambda *a: None,
+          "_max_memory_usage_bytes_from_groups": None, "_estimate_max_model_len_from_groups": None,
+          "kv_cache_groups_tp_replicas": lambda *a: 1, "logger": logging.getLogger("vllm")}
+    builder_module = types.ModuleType("vllm.v1.core.kv_cache_config_builder")
+    builder_module.get_kv_cache_config_builder = lambda config: Builder()
+    configs = function("vllm", "vllm/v1/core/kv_cache_planning.py", "get_kv_cache_configs", ns)
+    config = SimpleNamespace(cache_config=SimpleNamespace(num_gpu_blocks_override=None),
+                             model_config=SimpleNamespace(original_max_model_len=4096, max_model_len=4096),
+                             parallel_config=SimpleNamespace(tensor_parallel_size=1,
+                                                             decode_context_parallel_size=1))
+    groups = [SimpleNamespace(layer_names=["layer.0"])]
+    readings = [41 * block, 40 * block, 43 * block, 42 * block]  # four workers: tp 1, pp 2, cp 2
+    saved = sys.modules.get(builder_module.__name__)
+    sys.modules[builder_module.__name__] = builder_module
+    try:
+        out = configs(config, [{"layer.0": None}] * 4, readings, groups)
+    finally:
+        if saved is None:
+            del sys.modules[builder_module.__name__]
+        else:
+            sys.modules[builder_module.__name__] = saved
+    assert [c.num_blocks for c in out] == [40] * 4
+
+    s = spec("vllm", {"tp": 1, "pp": 2, "cp": 2}, {"method": "dflash", "num_steps": 3})
+    p = run_passes(s)
+    plan = build_plan(p)
+    [site] = [x for x in plan.sites if x.name == "dflash_mem"]
+    [family] = [f for f in plan.families if f.name == site.family]
+    assert site.family == "replica" and family.group_size == 4
+    assert not has_errors(verify(plan))

@@ -68,6 +68,10 @@ CLEAN = {  # check calls these clean; simulate crashed on each (issue 21)
                                    "model: {num_layers: 4, hidden_size: 64, vocab_size: 512, "
                                    "moe: {num_experts: 8, top_k: 2}}\n"
                                    "speculative: {method: dspark, num_steps: 3}\n",
+    # vLLM's own plan: the start-up free-memory MIN over the engine's every worker (tp x cp
+    # here), not over tp alone (the sim's probe found the two cp ranks' readings differ).
+    "dflash-vllm-engine-cp2": "engine: vllm\nbehaviour: engine\ntopology: {tp: 1, cp: 2}\n"
+                              "speculative: {method: dflash, num_steps: 3}\n",
 }
 
 
