@@ -1,7 +1,7 @@
 """The Python API: what the commands do, as calls.
 
     import specplan
-    d = specplan.load("specs/deepseek-v4-dspark-tp16-dp8.yaml")   # or a dict of the same keys
+    d = specplan.load("specs/deepseek-v4-dspark-tp8-dp8.yaml")   # or a dict of the same keys
     d.explain()                  # the `explain --json` object
     d.check()                    # list[Finding]; [] when the plan is proven clean
     d.compile("build/ds")        # the plan (plan.json content); written when out_dir is given

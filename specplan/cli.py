@@ -143,7 +143,7 @@ def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verb
 
     Exit 0 when there is no ERROR, 3 when there is (whatever --severity shows).
 
-    Example: specplan check specs/deepseek-v4-dspark-tp16-dp8.yaml --format sarif > check.sarif
+    Example: specplan check specs/deepseek-v4-dspark-tp8-dp8.yaml --format sarif > check.sarif
 
     Example: specplan check prefill.yaml decode.yaml
     """

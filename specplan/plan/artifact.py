@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from specplan.mesh.family import Family
-from specplan.plan.codec import JsonObject, encode
+from specplan.plan.codec import ABSENT, JsonObject, encode
 from specplan.plan.model import (Behaviour, Boundary, Bytes, Count, DpAgreement, FamilyRule, Model,
                                  MoeRows, Pipeline, RankClass, Relay, RuntimeSettings, Site,
                                  Source, Speculative, Sync, Unfused)
@@ -65,6 +65,9 @@ class Plan(JsonObject):
     runtime: RuntimeSettings
     behaviour: Behaviour
     source: Source
+    # Why the spec's engine refuses to launch this topology (Convention.launch_refusal, the
+    # refusal `export` prints); absent when it launches. `check` reports it as an ERROR.
+    launch_refusal: str = ABSENT
 
     def to_json(self) -> dict:
         return encode(self)

@@ -13,6 +13,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from specplan.engines import of
 from specplan.engines.releases import newest
 from specplan.files import write_atomic
 from specplan.methods.base import nbytes
@@ -80,6 +81,9 @@ def build_plan(p: Planning) -> Plan:
         "behaviour": _behaviour(p),
         "source": _source(p),
     }
+    refused = of(spec).launch_refusal(spec)  # the one rule export refuses by, too
+    if refused:
+        plan["launch_refusal"] = refused
     plan["fingerprint"] = fingerprint(plan)
     return decode(Plan, plan)
 

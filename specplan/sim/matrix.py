@@ -1,6 +1,6 @@
 """The sim's correctness matrix: topologies x methods, as spec YAML text.
 
-Used by tests/sim and benchmarks/bench_sim.py; `spec_text` writes a small sglang spec whose
+Used by tests/sim and benchmarks/bench_sim.py; `spec_text` writes a small spec (SGLang, or vLLM where SGLang refuses it) whose
 sim must be token-identical to plain greedy decoding.
 """
 
@@ -27,13 +27,33 @@ METHODS = {
 
 
 def spec_text(topology: str, method: str, *, sampling: str = "greedy", policy: str = "safe",
-              layers: int = 6, moe: bool = False, extra: str = "") -> str:
+              layers: int = 6, moe: bool = False, extra: str = "", engine: str | None = None) -> str:
+    """A small spec; `engine` None: SGLang, or vLLM where SGLang would refuse to launch the
+    combination and vLLM starts it (EAGLE3, n-gram, DFlash, DSpark under pipeline parallel)."""
     name = f"sim-{topology}-{method}".replace("_", "-")
     spec = METHODS[method][:-1] + (f", sampling: {sampling}}}" if sampling != "greedy" else "}")
     moe_text = ", moe: {num_experts: 8, top_k: 2}" if moe else ""
     topo = TOPOLOGIES[topology]
     if moe and "dp_attention" in topo:
         topo = topo[:-1] + f", ep: {topo.split('tp: ')[1].split(',')[0]}}}"
-    return (f"name: {name}\nengine: sglang\ntopology: {topo}\n"
-            f"model: {{num_layers: {layers}, hidden_size: 64, vocab_size: 512{moe_text}}}\n"
-            f"speculative: {spec}\nsync: {{policy: {policy}}}\n{extra}")
+
+    def text(engine: str) -> str:
+        return (f"name: {name}\nengine: {engine}\ntopology: {topo}\n"
+                f"model: {{num_layers: {layers}, hidden_size: 64, vocab_size: 512{moe_text}}}\n"
+                f"speculative: {spec}\nsync: {{policy: {policy}}}\n{extra}")
+
+    if engine is not None:
+        return text(engine)
+    return text("sglang") if _launches(text("sglang")) or not _launches(text("vllm")) else text("vllm")
+
+
+def _launches(text: str) -> bool:
+    from specplan.engines import of
+    from specplan.errors import SpecError
+    from specplan.schema.load import load_spec_text
+
+    try:
+        spec = load_spec_text(text, "matrix.yaml")
+    except SpecError:
+        return False
+    return of(spec).launch_refusal(spec) is None

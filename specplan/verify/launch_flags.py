@@ -13,7 +13,7 @@ from specplan.verify.findings import Finding
 
 
 def check_launch_flags(view: PlanView) -> list[Finding]:
-    out = _eplb(view)
+    out = _launch(view) + _eplb(view)
     if view.raw.runtime.async_scheduling is not True:
         return out
     out += [Finding("INFO", None, None, None, (), "decode", None,
@@ -32,6 +32,17 @@ def check_launch_flags(view: PlanView) -> list[Finding]:
                                f"converge it (sync.sites: {{{site.name}: on}}) or turn async "
                                "scheduling off"))
     return out
+
+
+def _launch(view: PlanView) -> list[Finding]:
+    """The engine refuses to start this topology (the refusal `specplan export` prints)."""
+    why = view.raw.launch_refusal
+    if not isinstance(why, str):
+        return []
+    return [Finding("ERROR", None, None, None, (), None, view.line("topology", "speculative.method"),
+                    f"{view.raw.engine} refuses to launch this topology: {why}",
+                    "change the topology or method as the message says (`specplan export` "
+                    "refuses it too)")]
 
 
 def _eplb(view: PlanView) -> list[Finding]:

@@ -15,7 +15,7 @@ from specplan import __version__
 from specplan.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC = "specs/deepseek-v4-dspark-tp16-dp8.yaml"
+SPEC = "specs/deepseek-v4-dspark-tp8-dp8.yaml"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 

@@ -50,7 +50,7 @@ def test_vllm_eplb_without_expert_parallel_is_refused(tmp_path):
 
 
 def test_sglang_tap_num_layers_is_refused(tmp_path):
-    spec = small("sglang", "{tp: 1, pp: 2}", "{method: eagle3, num_steps: 3, aux_layers: [2, 8, 16]}",
+    spec = small("sglang", "{tp: 2}", "{method: eagle3, num_steps: 3, aux_layers: [2, 8, 16]}",
                  behaviour="specplan")
     out = run("check", write(tmp_path, spec), code=2)
     assert "speculative.aux_layers[2]: tap 16 (= num_layers" in out and "LlamaModel.forward" in out

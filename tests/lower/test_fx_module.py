@@ -26,11 +26,14 @@ import specs_rt  # noqa: E402
 
 PP2_COLUMN = specs_rt.PP2_EAGLE3.replace("rt-pp2-eagle3", "rt-pp2-eagle3-column") + \
     "pipeline: {relay: column}\n"
+# SGLang launches DSpark under pipeline parallel only on PD prefill nodes: compile (which
+# verifies) runs the ring relay's decode rounds on vLLM.
+VLLM_PP2_DSPARK_RING = specs_rt.TP4_PP2_DSPARK_RING.replace("engine: sglang", "engine: vllm")
 SPECS = [  # (spec, world): tp 2 DSpark; pp 2 EAGLE3 with column relays; DP-attention with MoE;
     pytest.param(specs_rt.TP2_DSPARK, 2, id="tp2-dspark"),  # tp 4 x pp 2, converges and rings
     pytest.param(PP2_COLUMN, 2, id="pp2-eagle3-column"),
     pytest.param(specs_rt.TP4_DPATTN_EAGLE, 4, id="tp4-dpattn-eagle"),
-    pytest.param(specs_rt.TP4_PP2_DSPARK_RING, 8, id="tp4-pp2-dspark-ring"),
+    pytest.param(VLLM_PP2_DSPARK_RING, 8, id="tp4-pp2-dspark-ring"),
 ]
 GOLDEN = sorted((ROOT / "tests" / "golden" / "plans").glob("*.json"))
 STEP_OPS = {"converge_boundary", "relay_site", "exchange_token_counts"}
@@ -174,7 +177,7 @@ def test_compile_without_torch_writes_the_plan_and_says_it_skipped_the_module(tm
 MIXED = [pytest.param(specs_rt.TP2_DSPARK.replace("method: dspark, num_steps: 3",
                                                   "method: dspark, num_steps: 3, sampling: mixed"), 2,
                       id="tp2-dspark-mixed"),
-         pytest.param(specs_rt.TP4_PP2_DSPARK_RING.replace("num_steps: 3}", "num_steps: 3, sampling: mixed}")
+         pytest.param(VLLM_PP2_DSPARK_RING.replace("num_steps: 3}", "num_steps: 3, sampling: mixed}")
                       .replace("method: dspark", "method: dflash"), 8, id="tp4-pp2-dflash-mixed-ring")]
 
 

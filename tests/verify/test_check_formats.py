@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PRE_50514 = "specs/engine/llama-3.2-1b-eagle3-pp2-vllm-pre-50514.yaml"  # 8 ERROR
 KIMI = "specs/engine/kimi-k3-dspark-tp8-pp2-vllm-engine.yaml"  # 7 WARN, 5 INFO
-CLEAN = "specs/deepseek-v4-dspark-tp16-dp8.yaml"
+CLEAN = "specs/deepseek-v4-dspark-tp8-dp8.yaml"
 
 
 def _check(*args: str, columns: str | None = None) -> subprocess.CompletedProcess:
