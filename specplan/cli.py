@@ -12,9 +12,8 @@ import sys
 import click
 
 from specplan import __version__
+from specplan.commands.common import EXIT_BAD_INPUT
 from specplan.sim.command import SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUNDS, SIM_MAX_SEED
-
-from specplan.commands.common import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM, console, load_spec_arg
 
 
 def user_errors(fn):
@@ -82,50 +81,9 @@ def compile_(spec: str, out_dir: str | None) -> None:
 
     Example: specplan compile specs/kimi-k3-dspark-tp8-pp2.yaml -o build/kimi
     """
-    from specplan.deploy import InstancePair, commands
-    from specplan.lower import build_plan, write_plan
-    from specplan.passes import plan as run_passes
-    from specplan.verify import has_errors, verify
-    from specplan.verify.report import render_findings
+    from specplan.commands import compile as command
 
-    loaded = load_spec_arg(spec)
-    if isinstance(loaded, InstancePair):
-        sys.exit(commands.compile_(loaded, out_dir, console(), _write_runtime_module))
-    plan = build_plan(run_passes(loaded))
-    findings = verify(plan)
-    if has_errors(findings):
-        render_findings(plan, findings, console())
-        click.echo("no plan written: the verifier found errors (see `specplan check`)", err=True)
-        sys.exit(EXIT_FOUND_PROBLEM)
-    from pathlib import Path
-
-    from specplan.files import staged_dir
-
-    out = Path(out_dir or f"build/{loaded.name}")
-    # every file or none: a failure leaves `out` as it was; another plan's module goes
-    with staged_dir(out, replaces="runtime_*.py") as stage:
-        write_plan(plan, stage)
-        note = _write_runtime_module(plan, stage)
-    click.echo(f"wrote {out / 'plan.json'} (fingerprint {plan.fingerprint[:16]}, "
-               f"{len(plan.boundaries)} converge boundaries, {len(plan.rank_classes)} rank classes)")
-    click.echo(note.format(out=out))
-
-
-def _write_runtime_module(plan, out_dir) -> str:
-    """The torch half of compile, imported only after plan.json is written; a runtime module
-    of another plan in `out_dir` is removed (it would sit beside a plan it does not run)."""
-    from specplan.files import remove_stale
-
-    try:
-        from specplan.lower.fx_module import write_runtime_module
-    except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] != "torch":
-            raise
-        remove_stale(out_dir, "runtime_*.py", keep=set())
-        return "runtime module: skipped (torch is not installed; pip install 'specplan[runtime]')"
-    name = write_runtime_module(plan, out_dir).name
-    remove_stale(out_dir, "runtime_*.py", keep={name})
-    return "wrote {out}/" + name + " (runtime module)"
+    sys.exit(command.run(spec, out_dir))
 
 
 @main.command()
@@ -198,16 +156,6 @@ def schema() -> None:
     sys.stdout.write(schema_text())
 
 
-def _release(engine: str, version: str | None) -> None:
-    """--engine-version outside the engine's table: a usage error (exit 2) listing them."""
-    from specplan.engines.releases import UnknownRelease, check
-
-    try:
-        check(engine, version)
-    except UnknownRelease as exc:
-        raise click.BadParameter(str(exc), param_hint="'--engine-version'") from None
-
-
 @main.command(name="export")
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
@@ -223,22 +171,9 @@ def export_(spec: str, engine: str | None, version: str | None) -> None:
 
     Example: specplan export specs/deepseek-v4-dspark-tp8-dp8.yaml --engine sglang
     """
-    from specplan.deploy import InstancePair, commands
-    from specplan.ecosystem.export import export, render
-    from specplan.ecosystem.translate import Refusal
+    from specplan.commands import export as command
 
-    loaded = load_spec_arg(spec)
-    if isinstance(loaded, InstancePair) and (engine or version):
-        raise click.UsageError("--engine and --engine-version apply to one spec; a deployment "
-                               "exports each instance on its own engine and release")
-    if version:
-        _release(engine or loaded.engine, version)
-    try:
-        text = commands.export(loaded) if isinstance(loaded, InstancePair) else render(export(loaded, engine, version))
-    except Refusal as exc:
-        click.echo(f"specplan export: {exc}", err=True)
-        sys.exit(EXIT_FOUND_PROBLEM)
-    click.echo(text, nl=False)
+    sys.exit(command.run(spec, engine, version))
 
 
 @main.command(name="import", context_settings={"ignore_unknown_options": True})
@@ -270,9 +205,10 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
     """
     import os
 
+    from specplan.commands.export import check_release
     from specplan.ecosystem.import_cli import run_import
 
-    _release(engine, version)
+    check_release(engine, version)
     code, text, messages = run_import(engine, list(line), dict(os.environ), script, base,
                                       model_config, name, out, draft_config, version)
     for message in messages:

@@ -19,7 +19,8 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from specplan.cli import console, main
+from specplan.cli import main
+from specplan.commands.common import console
 
 ROOT = Path(__file__).resolve().parents[2]
 PP2 = (ROOT / "specs" / "llama-3.2-1b-eagle3-pp2.yaml").read_text()

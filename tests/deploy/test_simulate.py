@@ -20,16 +20,19 @@ from specplan.sim.launch import Options
 ROOT = Path(__file__).resolve().parents[2]
 
 PAIRS = {  # name: (prefill topology, decode topology, method[, engine])
-    "tp2pp2-to-tp1-eagle3": ("{tp: 2, pp: 2}", "{tp: 1}", "eagle3"),
+    "tp2pp2-to-tp1-eagle": ("{tp: 2, pp: 2}", "{tp: 1}", "eagle"),
     "tp1-to-tp2-dspark": ("{tp: 1}", "{tp: 2}", "dspark"),
     "tp2-to-tp2-dpattn2-eagle3": ("{tp: 2}", "{tp: 2, dp: 2, dp_attention: true}", "eagle3"),
     "tp2pp2-to-tp1-dspark": ("{tp: 2, pp: 2}", "{tp: 1}", "dspark"),
     "vllm-nixl-tp2pp2-to-tp2-eagle3": ("{tp: 2, pp: 2}", "{tp: 2}", "eagle3", "vllm"),
 }
+# Planned, never run: SGLang launches no EAGLE3 under pipeline parallel (check_pipeline_parallel_compat
+# refuses it, and so does check), but the handoff of a tapped drafter's hidden state is planned.
+HANDOFF_ONLY = {"tp2pp2-to-tp1-eagle3": ("{tp: 2, pp: 2}", "{tp: 1}", "eagle3")}
 
 
 def deployment_file(tmp_path: Path, name: str) -> Path:
-    pre, dec, method, engine = (*PAIRS[name], "sglang")[:4]
+    pre, dec, method, engine = (*{**PAIRS, **HANDOFF_ONLY}[name], "sglang")[:4]
     path = tmp_path / f"{name}.yaml"
     path.write_text(f"name: {name}\nengine: {engine}\n"
                     "model: {num_layers: 6, hidden_size: 64, vocab_size: 512}\n"
@@ -107,7 +110,7 @@ def test_pairs_through_the_cli_are_token_identical(tmp_path, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["tp2pp2-to-tp1-eagle3", "tp1-to-tp2-dspark"])
+@pytest.mark.parametrize("name", ["tp2pp2-to-tp1-eagle", "tp1-to-tp2-dspark"])
 def test_a_wrong_layer_mapping_gives_wrong_tokens_and_names_the_layer(tmp_path, name):
     run = cli("simulate", str(deployment_file(tmp_path, name)), "--rounds", "6",
               "--inject", "layer-map")
