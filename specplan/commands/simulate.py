@@ -15,7 +15,7 @@ def run(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int, in
     from specplan.deploy.simulate import InstancePair, command as simulate_deployment
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
-    from specplan.sim.command import check_options, run_simulate
+    from specplan.sim.command import check_options, refused_launch, run_simulate
     from specplan.sim.faults import refusal
     from specplan.sim.torchrun import simulate_rank, under_torchrun
     from specplan.verify import formats, has_errors, verify
@@ -42,24 +42,8 @@ def run(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int, in
                    "--allow-errors to watch them happen", err=True)
         return EXIT_FOUND_PROBLEM
     if isinstance(plan.launch_refusal, str):  # --allow-errors: the engine's launch is what fails
-        return _refused_launch(plan, as_json)
+        return refused_launch(plan, as_json)
     return run_simulate(spec, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
                         inject=inject, console=console(), as_json=as_json, chunk=chunk,
                         trace_dir=trace_dir)
 
-
-def _refused_launch(plan, as_json: bool) -> int:
-    """The failure a launch refusal predicts, as it happens: the engine does not start, so no
-    rank runs a round (even under --allow-errors)."""
-    import json
-
-    line = (f"{plan.engine} refuses to launch this topology: {plan.launch_refusal} "
-            "(as the engine's own launch would: nothing was run)")
-    if as_json:
-        click.echo(json.dumps({"name": plan.name, "world_size": plan.world_size,
-                               "method": plan.speculative.method, "sampling": plan.speculative.sampling,
-                               "verdict": {"ok": False, "problems": [line]},
-                               "exit_code": EXIT_FOUND_PROBLEM}, separators=(",", ":")))
-    else:
-        click.echo(f"FAIL: {line}")
-    return EXIT_FOUND_PROBLEM

@@ -87,3 +87,22 @@ def report(outcome, inject: str | None, console, as_json: bool) -> int:
                           markup=False)
         return EXIT_INTERNAL
     return EXIT_FOUND_PROBLEM
+
+
+def refused_launch(plan, as_json: bool) -> int:
+    """The failure a launch refusal predicts, as it happens: the engine does not start, so no
+    rank runs a round (even under --allow-errors)."""
+    import json
+
+    import click
+
+    line = (f"{plan.engine} refuses to launch this topology: {plan.launch_refusal} "
+            "(as the engine's own launch would: nothing was run)")
+    if as_json:
+        click.echo(json.dumps({"name": plan.name, "world_size": plan.world_size,
+                               "method": plan.speculative.method, "sampling": plan.speculative.sampling,
+                               "verdict": {"ok": False, "problems": [line]},
+                               "exit_code": EXIT_FOUND_PROBLEM}, separators=(",", ":")))
+    else:
+        click.echo(f"FAIL: {line}")
+    return EXIT_FOUND_PROBLEM

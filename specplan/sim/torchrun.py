@@ -120,8 +120,16 @@ def _refused_by_check(spec, rank: int, allow_errors: bool, as_json: bool) -> boo
 
     plan = build_plan(run_passes(spec))
     findings = verify(plan)
-    if not has_errors(findings) or allow_errors:
+    if not has_errors(findings):
         return False
+    if allow_errors:  # run anyway, unless the engine's launch is what fails (rank 0 says so)
+        if not isinstance(plan.launch_refusal, str):
+            return False
+        if rank == 0:
+            from specplan.sim.command import refused_launch
+
+            refused_launch(plan, as_json)
+        return True
     if rank == 0:
         click.echo(formats.to_json(findings) if as_json else formats.render_text(
             subject_of(plan), findings, width=formats.terminal_width(), verbose=False), nl=False)

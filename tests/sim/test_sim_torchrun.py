@@ -76,6 +76,21 @@ def test_two_nodes_simulate_a_four_rank_spec_and_rank_0_reports(tmp_path):
     assert node1.stdout == ""  # global rank 0 alone prints the report
 
 
+def test_a_spec_the_engine_refuses_to_launch_fails_by_that_refusal_under_allow_errors(tmp_path):
+    """As without torchrun: the engine's launch is the failure, and no rank runs a round."""
+    spec = tmp_path / "pp2.yaml"
+    spec.write_text("name: pp2\nengine: sglang\ntopology: {tp: 1, pp: 2, device: cpu}\n"
+                    "model: {num_layers: 4, hidden_size: 64, vocab_size: 512}\n"
+                    "speculative: {method: eagle3, num_steps: 2}\n")
+    env = dict(_env(), RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT=str(_port()))
+    done = subprocess.run([sys.executable, "-m", "specplan", "simulate", str(spec), "--allow-errors"],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stdout.startswith("FAIL: sglang refuses to launch this topology: SGLang runs "
+                                  "speculative decoding under pipeline parallel (pp=2)")
+
+
 @pytest.mark.slow
 def test_a_divergence_exits_3_on_every_rank_of_both_nodes(tmp_path):
     text = TP4 + "sync: {policy: \"off\"}\n"
