@@ -175,11 +175,8 @@ class Deployment:
 
     def simulate(self, *, rounds: int = 16, requests: int = 4, seed: int = 0,
                  max_layers: int = 16) -> Report:
-        """Run the whole topology on the CPU (one gloo process per rank, a tiny model).
-
-        The ranks are forked from multiprocessing's fork server, which imports the calling
-        script as multiprocessing's other start methods do: call this under
-        `if __name__ == "__main__":` in a script."""
+        """Run the whole topology on the CPU (one gloo process per rank, a tiny model; the
+        ranks are forked from specplan's fork server, which never imports the calling script)."""
         from specplan.sim.launch import Options, simulate
         from specplan.sim.report import verdict
 
