@@ -46,4 +46,3 @@ def run(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int, in
     return run_simulate(spec, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
                         inject=inject, console=console(), as_json=as_json, chunk=chunk,
                         trace_dir=trace_dir)
-

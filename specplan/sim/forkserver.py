@@ -16,9 +16,11 @@ it goes; each child also gets SIGKILL when the server dies (Linux PR_SET_PDEATHS
 
 The server runs this file as a script, with the standard library only until its preload: a
 preload entry is a module name (imported), or `module:function` or `(module:function, *args)`
-(imported and called, e.g. to put an engine's wheel on sys.path and import its heavy modules). Nothing of specplan's is
-preloaded unless asked: its Triton kernels read TRITON_INTERPRET when they are imported, and a
-child's environment is its own (`env` of the child's target, set before it imports anything).
+(imported and called, e.g. to put an engine's wheel on sys.path and import its heavy modules).
+`path` goes first on the server's sys.path, so its children import from it too. Nothing of
+specplan's is preloaded unless asked: its Triton kernels read TRITON_INTERPRET when they are
+imported, and a child's environment is its own (`env` of the child's target, set before it
+imports anything).
 """
 
 from __future__ import annotations
@@ -120,13 +122,13 @@ class ForkServer:
         self._send_lock = threading.Lock()
         threading.Thread(target=self._listen, name="forkserver", daemon=True).start()
 
-    def spawn(self, target: str, args: tuple = (), path: Sequence[str] = ()) -> Child:
-        """Fork a child that puts `path` first on sys.path and runs `module:function(*args)`."""
+    def spawn(self, target: str, args: tuple = ()) -> Child:
+        """Fork a child that runs `module:function(*args)`."""
         with self._send_lock:
             with self._changed:
                 known = len(self._pids)
             try:
-                _send(self._w, (target, tuple(args), [str(p) for p in path]))
+                _send(self._w, (target, tuple(args)))
             except OSError:
                 pass  # the server is gone: its error, if it left one, is raised below
             with self._changed:
@@ -219,8 +221,7 @@ def _child(msg, server: int, out: int, null: int) -> None:
         os.dup2(null, 0)
         os.close(null)
         _die_with(server)
-        target, args, path = msg
-        sys.path[:0] = path
+        target, args = msg
         _call(target, args)
         code = 0
     except SystemExit as exc:

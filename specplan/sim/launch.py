@@ -96,9 +96,8 @@ def spawn(module: str, argv: list[str], env: dict, log: Path, group: int = 0) ->
     the terminal's process group (Ctrl-C reaches the parent only, which ends them all), in one
     group of its own with its peers (`group`: the first rank's pid, 0 for the first), dying with
     the fork server, which dies with the parent however it dies."""
-    server = ForkServer.shared(preload=("torch", "triton"))
-    return server.spawn("specplan.sim.launch:_rank_main", (module, argv, env, str(log), group),
-                        path=[str(Path(__file__).resolve().parents[2])])
+    server = ForkServer.shared(("torch", "triton"), path=[str(Path(__file__).resolve().parents[2])])
+    return server.spawn("specplan.sim.launch:_rank_main", (module, argv, env, str(log), group))
 
 
 def _rank_main(module: str, argv: list[str], env: dict, log: str, group: int) -> None:

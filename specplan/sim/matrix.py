@@ -1,7 +1,7 @@
 """The sim's correctness matrix: topologies x methods, as spec YAML text.
 
-Used by tests/sim and benchmarks/bench_sim.py; `spec_text` writes a small spec (SGLang, or vLLM where SGLang refuses it) whose
-sim must be token-identical to plain greedy decoding.
+Used by tests/sim and benchmarks/bench_sim.py; `spec_text` writes a small spec (SGLang, or
+vLLM where SGLang refuses it) whose sim must be token-identical to plain greedy decoding.
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ def spec_text(topology: str, method: str, *, sampling: str = "greedy", policy: s
                 f"model: {{num_layers: {layers}, hidden_size: 64, vocab_size: 512{moe_text}}}\n"
                 f"speculative: {spec}\nsync: {{policy: {policy}}}\n{extra}")
 
-    if engine is not None:
-        return text(engine)
-    return text("sglang") if _launches(text("sglang")) or not _launches(text("vllm")) else text("vllm")
+    if engine is None:
+        engine = "vllm" if not _launches(text("sglang")) and _launches(text("vllm")) else "sglang"
+    return text(engine)
 
 
 def _launches(text: str) -> bool:

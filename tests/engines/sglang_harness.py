@@ -129,18 +129,6 @@ WARM = ("sglang.srt.distributed.parallel_state", "sglang.srt.plugins.hook_regist
 WARM_ENV = {"TRITON_INTERPRET": "1", "TORCHDYNAMO_DISABLE": "1"}
 
 
-def preload(root) -> None:
-    """For the rank launcher's fork server (tests/runtime/launch.py): the stubs and SGLang's
-    heavy modules, imported once for every rank forked from it instead of once per rank."""
-    import importlib
-    import os
-
-    os.environ.update(WARM_ENV)
-    install(root)
-    for name in WARM:
-        importlib.import_module(name)
-
-
 def forkserver(root) -> tuple:
     """launch()'s `preload` for ranks running SGLang's code from the wheel at `root`."""
-    return ("torch", "triton", ("sglang_harness:preload", str(root)))
+    return ("torch", "triton", ("launch:warm", "sglang_harness", str(root)))

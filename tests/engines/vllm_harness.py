@@ -130,18 +130,6 @@ WARM = ("vllm.config", "vllm.plugins", "vllm.distributed.parallel_state", "vllm.
 WARM_ENV = {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "VLLM_USE_V2_MODEL_RUNNER": "1"}
 
 
-def preload(root) -> None:
-    """For the rank launcher's fork server (tests/runtime/launch.py): the stubs and vLLM's heavy
-    modules, imported once for every rank forked from it instead of once per rank."""
-    import importlib
-    import os
-
-    os.environ.update(WARM_ENV)
-    install(root)
-    for name in WARM:
-        importlib.import_module(name)
-
-
 def forkserver(root) -> tuple:
     """launch()'s `preload` for ranks running vLLM's code from the wheel at `root`."""
-    return ("torch", "triton", ("vllm_harness:preload", str(root)))
+    return ("torch", "triton", ("launch:warm", "vllm_harness", str(root)))

@@ -72,7 +72,7 @@ def launch(world: int, worker: str, *args, timeout: float = 90, env: dict | None
                      OMP_NUM_THREADS="1", **(env or {}))
             procs.append(server.spawn("launch:_rank", (
                 e, module, [worker, *map(str, args)], str(out / f"{rank}.out"),
-                str(out / f"{rank}.err")), path=search))
+                str(out / f"{rank}.err"))))
         return reap(procs, timeout, out)
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -95,6 +95,17 @@ def _rank(env: dict, module: str, argv: list[str], out: str, err: str) -> None:
     importlib.import_module(module).main(argv)
     sys.stdout.flush()
     sys.stderr.flush()
+
+
+def warm(harness: str, root: str) -> None:
+    """A fork server's preload for ranks running an engine's code: the engine harness's stubs
+    (`install(root)`, the wheel at `root`), the environment the engine reads when imported
+    (`WARM_ENV`) and its heavy modules (`WARM`), once for every rank forked from the server."""
+    mod = importlib.import_module(harness)
+    os.environ.update(mod.WARM_ENV)
+    mod.install(root)
+    for name in mod.WARM:
+        importlib.import_module(name)
 
 
 def reap(procs, timeout: float, out: Path) -> list[Result]:
