@@ -13,7 +13,8 @@ import click
 
 from specplan import __version__
 from specplan.commands.common import EXIT_BAD_INPUT
-from specplan.sim.command import SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUNDS, SIM_MAX_SEED
+from specplan.sim.command import (SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUNDS, SIM_MAX_SEED,
+                                  SIM_MAX_TIMEOUT_S)
 
 
 def user_errors(fn):
@@ -110,9 +111,9 @@ def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verb
     sys.exit(run(targets, as_json=as_json, fmt=fmt, severity=severity, verbose=verbose))
 
 
-def _finite(param, value: float) -> float:
+def _finite(param, value: float | None) -> float | None:
     # FloatRange lets nan through (every comparison with nan is false)
-    if value != value:
+    if value is not None and value != value:
         raise click.BadParameter(f"expected a number, found {value}", param=param)
     return value
 
@@ -286,10 +287,14 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
 @click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
               help="Write each rank's runtime trace (converges, accepted lengths) to "
                    "DIR/rank<R>.jsonl, for `specplan diff` and `diff --acceptance`.")
+@click.option("--timeout-s", type=click.FloatRange(1, SIM_MAX_TIMEOUT_S), default=None, metavar="S",
+              callback=lambda ctx, param, value: _finite(param, value),
+              help="Seconds a rank waits on a collective before the run fails by that collective "
+                   "(default 20, and 2.5 a rank from 8 ranks up; raise it on a loaded machine).")
 @user_errors
 def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
              inject: str | None, chunk: int | None, allow_errors: bool, as_json: bool,
-             trace_dir: str | None) -> None:
+             trace_dir: str | None, timeout_s: float | None) -> None:
     """Run SPEC's whole topology on the CPU: one process per rank, a tiny float64 model.
 
     Exit 0 when every replica's ranks agreed on every decision and (greedy) every request's
@@ -308,7 +313,7 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
 
     sys.exit(run(spec, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
                  inject=inject, chunk=chunk, allow_errors=allow_errors, as_json=as_json,
-                 trace_dir=trace_dir))
+                 trace_dir=trace_dir, timeout_s=timeout_s))
 
 
 if __name__ == "__main__":

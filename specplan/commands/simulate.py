@@ -11,7 +11,8 @@ from specplan.commands.common import EXIT_FOUND_PROBLEM, console, load_spec_arg
 
 
 def run(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int, inject: str | None,
-        chunk: int | None, allow_errors: bool, as_json: bool, trace_dir: str | None) -> int:
+        chunk: int | None, allow_errors: bool, as_json: bool, trace_dir: str | None,
+        timeout_s: float | None = None) -> int:
     from specplan.deploy.simulate import InstancePair, command as simulate_deployment
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
@@ -25,11 +26,12 @@ def run(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int, in
     if under_torchrun() and not isinstance(target, InstancePair) and chunk is None:
         return simulate_rank(spec, target, rounds=rounds, requests=requests, seed=seed,  # one rank of a torchrun job
                              max_layers=max_layers, inject=inject, allow_errors=allow_errors,
-                             as_json=as_json, trace_dir=trace_dir, console=console())
+                             as_json=as_json, trace_dir=trace_dir, console=console(),
+                             timeout_s=timeout_s)
     if isinstance(target, InstancePair) or inject == "layer-map":  # layer-map: deployments only
         return simulate_deployment(target, rounds=rounds, requests=requests, seed=seed,
                                    max_layers=max_layers, inject=inject, allow_errors=allow_errors,
-                                   console=console())
+                                   console=console(), timeout_s=timeout_s)
     findings = verify(plan := build_plan(run_passes(target)))
     if why := refusal(plan.speculative.method, plan.speculative.sampling, inject or "",
                       len(plan.pipeline.stages), bool(plan.speculative.taps)):
@@ -45,4 +47,4 @@ def run(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int, in
         return refused_launch(plan, as_json)
     return run_simulate(spec, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
                         inject=inject, console=console(), as_json=as_json, chunk=chunk,
-                        trace_dir=trace_dir)
+                        trace_dir=trace_dir, timeout_s=timeout_s)

@@ -49,12 +49,15 @@ class DeployOutcome(Outcome):
     transfers: list[dict] = field(default_factory=list)
 
 
-def _sim_specs(dep: InstancePair, requests: int, max_layers: int) -> tuple[dict, dict, list[str]]:
+def _sim_specs(dep: InstancePair, requests: int, max_layers: int,
+               timeout_s: float | None = None) -> tuple[dict, dict, list[str]]:
     """Both instances' sim spec data, sharing one model."""
     from specplan.sim.setup import HEAD_DIM, sim_spec
 
-    pre, pre_shrunk, _ = sim_spec(dep.prefill.spec, requests=requests, max_layers=max_layers)
-    dec, dec_shrunk, _ = sim_spec(dep.decode.spec, requests=requests, max_layers=max_layers)
+    pre, pre_shrunk, _ = sim_spec(dep.prefill.spec, requests=requests, max_layers=max_layers,
+                                  timeout_s=timeout_s)
+    dec, dec_shrunk, _ = sim_spec(dep.decode.spec, requests=requests, max_layers=max_layers,
+                                  timeout_s=timeout_s)
     heads = max(pre["model"]["hidden_size"], dec["model"]["hidden_size"]) // HEAD_DIM
     shrunk = [f"prefill: {s}" for s in pre_shrunk] + [f"decode: {s}" for s in dec_shrunk]
     if pre["model"]["num_layers"] != dec["model"]["num_layers"]:
@@ -76,12 +79,13 @@ def _sim_specs(dep: InstancePair, requests: int, max_layers: int) -> tuple[dict,
     return pre, dec, shrunk
 
 
-def prepare(dep: InstancePair, where: Path, *, requests: int, max_layers: int, seed: int):
+def prepare(dep: InstancePair, where: Path, *, requests: int, max_layers: int, seed: int,
+            timeout_s: float | None = None):
     """Both sim plans, the sim's handoff and the decode Prepared the report reads."""
     from specplan.schema import load_spec
     from specplan.sim.setup import HEAD_DIM, Prepared, compile_data
 
-    pre, dec, shrunk = _sim_specs(dep, requests, max_layers)
+    pre, dec, shrunk = _sim_specs(dep, requests, max_layers, timeout_s)
     plans, specs = {}, {}
     for role, data in (("prefill", pre), ("decode", dec)):
         plans[role] = compile_data(data, where / role)
@@ -159,7 +163,7 @@ def _simulate(dep: InstancePair, opt, on_round, sim_dir: Path) -> DeployOutcome:
     from specplan.sim.launch import kill_all, watch
 
     prep, plans, h = prepare(dep, sim_dir, requests=opt.requests, max_layers=opt.max_layers,
-                             seed=opt.seed)
+                             seed=opt.seed, timeout_s=opt.timeout_s)
     if h.refusals:
         raise SpecError([Diagnostic(dep.file, None, None, "", "the engines refuse this pairing: "
                                     + "; ".join(r.message for r in h.refusals))])
@@ -236,7 +240,7 @@ def verdict(out: DeployOutcome):
 
 
 def command(dep: InstancePair, *, rounds: int, requests: int, seed: int, max_layers: int,
-            inject: str | None, allow_errors: bool, console) -> int:
+            inject: str | None, allow_errors: bool, console, timeout_s: float | None = None) -> int:
     """The CLI's body for a deployment: refuse what check rejects, run, report, exit code."""
     from specplan.deploy.commands import EXIT_FOUND_PROBLEM
     from specplan.sim.launch import Options
@@ -259,7 +263,7 @@ def command(dep: InstancePair, *, rounds: int, requests: int, seed: int, max_lay
                       "--allow-errors to watch them happen")
         return EXIT_FOUND_PROBLEM
     opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
-                  inject=inject or "")
+                  inject=inject or "", timeout_s=timeout_s)
     out = simulate(dep, opt)
     v = verdict(out)
     console.print(f"handoff: {len(out.transfers)} point-to-point KV transfers from "

@@ -11,6 +11,7 @@ SIM_MAX_REQUESTS = 1024
 SIM_MAX_SEED = 2**63 - 1  # torch.Generator.manual_seed takes 64 bits
 SIM_MAX_LAYERS = 1024
 SIM_MAX_KV_ROWS = 2**20  # K/V rows one rank's cache holds per layer
+SIM_MAX_TIMEOUT_S = 86_400.0  # --timeout-s: runtime.timeout_s's own bound (a day)
 
 
 def check_options(*, rounds: int, requests: int, width: int) -> None:
@@ -30,7 +31,7 @@ SERVING_INJECTIONS = ("stale-slot", "early-stop")
 
 def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int,
                  inject: str | None, console, as_json: bool = False, chunk: int | None = None,
-                 trace_dir: str | None = None) -> int:
+                 trace_dir: str | None = None, timeout_s: float | None = None) -> int:
     """Progress per round on stderr; the report (text, or with `as_json` the JSON object of
     sim/report.py `report_json`) on stdout. With `chunk`, the serving loop of sim/serving.py.
     With `trace_dir`, every rank writes its runtime trace there (sim/traces.py)."""
@@ -56,7 +57,7 @@ def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers
     from specplan.sim.progress import RoundProgress
 
     opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
-                  inject=inject or "")
+                  inject=inject or "", timeout_s=timeout_s)
     with RoundProgress(rounds) as progress:
         outcome = simulate(spec, opt, on_round=progress.update)
         if not outcome.results.get(0, {}).get("error"):  # rounds finished after the last poll
@@ -70,6 +71,8 @@ def report(outcome, inject: str | None, console, as_json: bool) -> int:
     from specplan.sim.report import render, report_json, verdict
 
     v = verdict(outcome)
+    if not v.ok and not inject and (slow := too_slow(outcome)):
+        v.problems.append(slow)
     internal = [r for r, x in outcome.results.items() if x.get("known") is False]
     code = EXIT_OK if v.ok else EXIT_INTERNAL if internal and not inject else EXIT_FOUND_PROBLEM
     if as_json:
@@ -87,6 +90,22 @@ def report(outcome, inject: str | None, console, as_json: bool) -> int:
                           markup=False)
         return EXIT_INTERNAL
     return EXIT_FOUND_PROBLEM
+
+
+def too_slow(outcome) -> str | None:
+    """A collective that timed out in a plan `check` finds no hang or desync in: the machine was
+    too slow for the timeout, not the plan wrong."""
+    from specplan.verify import has_errors, verify
+
+    errors = [x.get("error") or "" for x in outcome.results.values()]
+    if not any(e.startswith("CollectiveTimeout") for e in errors):
+        return None
+    plan = outcome.prepared.plan
+    if has_errors(verify(plan)):
+        return None  # the hang check predicts
+    return (f"check finds no hang in this plan: a rank waited the collectives' timeout "
+            f"({plan.runtime.timeout_s:g} s) for a peer too slow on this machine; rerun with a larger "
+            f"--timeout-s")
 
 
 def refused_launch(plan, as_json: bool) -> int:

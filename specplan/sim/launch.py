@@ -41,6 +41,7 @@ class Options:
     unfused: bool = False
     progress: bool = True
     keep: bool = False
+    timeout_s: float | None = None  # --timeout-s: the collectives' (sim/setup.py collective_timeout_s)
 
 
 @dataclass
@@ -221,7 +222,8 @@ def simulate(spec_path: str, opt: Options, on_round=lambda r: None) -> Outcome:
 
     spec = load_spec(spec_path)
     with sim_folder("specplan-sim-", opt.keep) as sim_dir:
-        prep = prepare(spec, sim_dir, requests=opt.requests, max_layers=opt.max_layers, seed=opt.seed)
+        prep = prepare(spec, sim_dir, requests=opt.requests, max_layers=opt.max_layers, seed=opt.seed,
+                       timeout_s=opt.timeout_s)
         write_config(sim_dir, prep, opt, spec.runtime.timeout_s)
         world = prep.plan.world_size
         t0 = time.monotonic()

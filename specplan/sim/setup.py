@@ -20,6 +20,15 @@ from specplan.plan import Plan
 
 SIM_VOCAB = 512
 HEAD_DIM = 16
+SIM_TIMEOUT_S = 20.0  # the collectives' timeout: a hang ends as a named failure within it
+SIM_TIMEOUT_PER_RANK_S = 2.5  # ... raised past 8 ranks, which share a CPU's few cores
+
+
+def collective_timeout_s(world: int, given: float | None = None) -> float:
+    """The sim plan's runtime.timeout_s: `given` (simulate --timeout-s), else 20 s, and 2.5 s a
+    rank from 8 ranks up (the ranks share the machine's cores: a round's slowest rank waits longer
+    with more of them). A function of the world alone, so every torchrun rank plans alike."""
+    return given if given is not None else max(SIM_TIMEOUT_S, SIM_TIMEOUT_PER_RANK_S * world)
 
 
 @dataclass
@@ -71,7 +80,8 @@ def _remap_taps(taps, old: list[int], new: list[int]) -> list[int]:
     return sorted(set(out))
 
 
-def sim_spec(spec, *, requests: int, max_layers: int) -> tuple[dict, list[str], int]:
+def sim_spec(spec, *, requests: int, max_layers: int,
+             timeout_s: float | None = None) -> tuple[dict, list[str], int]:
     """The sim's spec data and what was changed; also the number of replicas."""
     # Only the keys the user wrote: a default written out would count as written, and a
     # written sync.policy or pipeline knob replaces a `behaviour: engine` spec's own choices.
@@ -107,9 +117,11 @@ def sim_spec(spec, *, requests: int, max_layers: int) -> tuple[dict, list[str], 
         if experts != moe["num_experts"]:
             shrunk.append(f"experts {moe['num_experts']} -> {experts}")
         moe.update(num_experts=experts, top_k=min(moe["top_k"], experts))
-    replicas = convention(spec.engine, spec.engine_version).num_replicas(spec.topology)
+    conv = convention(spec.engine, spec.engine_version)
+    replicas = conv.num_replicas(spec.topology)
     per_replica = -(-requests // replicas)
-    data["runtime"] = {"max_batch": per_replica, "timeout_s": 20.0, "probe_every": 1}
+    data["runtime"] = {"max_batch": per_replica, "probe_every": 1,
+                       "timeout_s": collective_timeout_s(conv.world_size(spec.topology), timeout_s)}
     return data, shrunk, replicas
 
 
@@ -125,8 +137,9 @@ def compile_data(data: dict, where: Path) -> Plan:
     return build_plan(run_passes(load_spec(path)))
 
 
-def prepare(spec, where: Path, *, requests: int, max_layers: int, seed: int) -> Prepared:
-    data, shrunk, replicas = sim_spec(spec, requests=requests, max_layers=max_layers)
+def prepare(spec, where: Path, *, requests: int, max_layers: int, seed: int,
+            timeout_s: float | None = None) -> Prepared:
+    data, shrunk, replicas = sim_spec(spec, requests=requests, max_layers=max_layers, timeout_s=timeout_s)
     plan = compile_data(data, where)
     m, sp = plan.model, plan.speculative
     heads = m.hidden_size // HEAD_DIM

@@ -43,14 +43,15 @@ def world_refusal(world: int, plan_world: int, name: str) -> str | None:
 
 def simulate_rank(spec_path: str, spec, *, rounds: int, requests: int, seed: int,
                   max_layers: int, inject: str | None, allow_errors: bool, as_json: bool,
-                  trace_dir: str | None, console) -> None:
+                  trace_dir: str | None, console, timeout_s: float | None = None) -> None:
     """This rank's part of the run; every rank of the job leaves with the same exit code."""
     from specplan.sim.launch import Options
 
     if inject in ("kill", "layer-map", "stale-slot", "early-stop"):
         raise click.UsageError(f"--inject {inject} is not run under torchrun (the local launcher "
                                "runs it: simulate without torchrun)")
-    opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers, inject=inject or "")
+    opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers, inject=inject or "",
+                  timeout_s=timeout_s)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     sim_dir = Path(tempfile.mkdtemp(prefix=f"specplan-sim-rank{rank}-"))
     code = 1
@@ -69,7 +70,8 @@ def _rank(spec_path, spec, opt, rank, world, sim_dir, *, allow_errors, as_json, 
     from specplan.sim.launch import write_config
     from specplan.sim.setup import prepare
 
-    prep = prepare(spec, sim_dir, requests=opt.requests, max_layers=opt.max_layers, seed=opt.seed)
+    prep = prepare(spec, sim_dir, requests=opt.requests, max_layers=opt.max_layers, seed=opt.seed,
+                   timeout_s=opt.timeout_s)
     why = world_refusal(world, prep.plan.world_size, spec.name)
     if why:
         click.echo(f"{spec_path}: {why}", err=True)

@@ -7,7 +7,6 @@ folder (gone on every exit). Runs of rank processes are `slow`; what needs no ru
 
 from __future__ import annotations
 
-import datetime
 import os
 import signal
 import subprocess
@@ -150,7 +149,8 @@ def test_dropped_aux_routing_hands_the_drafter_the_last_stages_taps_only():
 
 
 @pytest.mark.parametrize("option,value", [("--seed", 2**70), ("--seed", -1), ("--rounds", 10**30),
-                                          ("--requests", 10**9), ("--max-layers", 10**20)])
+                                          ("--requests", 10**9), ("--max-layers", 10**20),
+                                          ("--timeout-s", 0), ("--timeout-s", "nan"), ("--timeout-s", 10**9)])
 def test_options_are_bounded_by_name(tmp_path, monkeypatch, option, value):
     import tempfile
 
@@ -246,3 +246,34 @@ def test_a_signalled_simulate_leaves_no_rank_and_no_folder(tmp_path, sig):
         time.sleep(0.2)
     left = {pid: _cmdline(pid) for pid in _ranks_of(tmp)}
     assert not left and not any(f.exists() for f in folders), left
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+@pytest.mark.slow
+def test_a_peer_too_slow_for_the_timeout_fails_a_clean_spec_by_the_machine_not_the_plan(tmp_path):
+    """One rank stopped (SIGSTOP) past --timeout-s: its peers' collectives time out, and since
+    check finds no hang in the plan, the report says the machine was too slow."""
+    path = spec(tmp_path, CLEAN["none-tp2"])
+    p = subprocess.Popen([sys.executable, "-m", "specplan.cli", "simulate", path, "--rounds", "2000",
+                          "--timeout-s", "2"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ranks: list[int] = []
+    end = time.monotonic() + 120
+    while time.monotonic() < end and len(ranks) < 2:  # the fork server's children: the ranks
+        ranks = [r for server in _children(p.pid) for r in _children(server)]
+        time.sleep(0.2)
+    assert len(ranks) == 2, "the run never started its ranks"
+    time.sleep(3)  # past the rendezvous, into the rounds
+    os.kill(max(ranks), signal.SIGSTOP)
+    time.sleep(5)
+    os.kill(max(ranks), signal.SIGCONT)  # slow, not dead: it meets a peer that has left
+    out, err = p.communicate(timeout=180)
+    assert p.returncode == 3, (out, err)
+    assert "CollectiveTimeout" in out and "within 2s" in out, out
+    assert "check finds no hang in this plan" in out and "--timeout-s" in out, out

@@ -55,6 +55,17 @@ def test_a_shallow_model_keeps_its_layers(tmp_path):
     assert data["model"]["num_layers"] == 8 and not any(s.startswith("layers") for s in shrunk)
 
 
+def test_the_collective_timeout_grows_with_the_ranks_sharing_the_cores(tmp_path):
+    """20 s up to 8 ranks, 2.5 s a rank past them; --timeout-s as given."""
+    timeouts = {}
+    for topo in ("{tp: 2, pp: 4}", "{tp: 4, pp: 4}", "{tp: 8, pp: 4}"):
+        spec = _load(tmp_path, DEEP.replace("{tp: 2, pp: 4}", topo))
+        timeouts[topo] = sim_spec(spec, requests=4, max_layers=16)[0]["runtime"]["timeout_s"]
+    assert list(timeouts.values()) == [20.0, 40.0, 80.0]
+    spec = _load(tmp_path, DEEP)
+    assert sim_spec(spec, requests=4, max_layers=16, timeout_s=7.5)[0]["runtime"]["timeout_s"] == 7.5
+
+
 def test_remap_taps_keeps_tap_zero_and_distinct_ids():
     assert _remap_taps([0, 3, 4], [4, 4], [2, 2]) == [0, 1, 2]
 
