@@ -115,7 +115,7 @@ def _sites(method: str) -> tuple[Site, ...]:
              doc="Not converged within TP by SGLang [GAP]; under SGLANG_ENABLE_PP_SPEC the "
                  "last stage relays these to earlier stages (TP-sliced wire)."),
         Site(f"{method}_accept", "accept", ACCEPT_ORDER, presets=presets_for("rng"),
-             sglang=True, doc=ACCEPT_SGLANG_NOTE),
+             sglang=True, accept="path", doc=ACCEPT_SGLANG_NOTE),
     )
 
 

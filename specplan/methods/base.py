@@ -33,6 +33,14 @@ Path = Literal["greedy", "sampling", "any"]
 # Who reads a converged decision: every PP stage of the replica, or only the last.
 Readers = Literal["all_stages", "last_stage", "first_stage"]
 SiteKind = Literal["broadcast", "min"]
+# What a method's decode round is: one target token (none); a drafter's tree or chain verified at
+# once and accepted along a path (the EAGLE family, n-gram: eagle_sample); a drafted block
+# verified as a chain and finalized by counts (DFlash, DSpark: finalize_accept).
+Round = Literal["plain", "draft_verify", "block"]
+# What an accept site carries, in its decisions' order: "path" (predict, accept_index,
+# num_correct_drafts); "count_bonus" (accepted drafts, bonus[, cap trim]); "target_predict" (the
+# target's own predictions, accepted greedily on every rank).
+AcceptLayout = Literal["path", "count_bonus", "target_predict"]
 
 # Bytes per element of every dtype a plan names: decisions' dtypes and model.dtype (activations
 # and taps). The one table; nbytes is the one element-count helper.
@@ -74,6 +82,7 @@ class Site:
     startup: bool = False  # taken once at start-up (free memory), not per round
     sglang: bool = False
     doc: str = ""
+    accept: AcceptLayout | None = None  # accept sites: what their decisions are, in order
 
 
 @dataclass(frozen=True)
@@ -100,6 +109,8 @@ class Method:
     needs_taps: bool = False
     tree: bool = False  # topk > 1 allowed
     drafter: Literal["none", "head", "model", "lookup"] = "head"
+    round: Round = "draft_verify"
+    draft_root: bool = False  # the draft site's tokens begin with the root (DFlash's block)
     engine_notes: Mapping[str, str] = field(default_factory=dict)
     doc: str = ""
     # The method as an engine runs it where its decisions differ (vLLM's ngram drafts a chain
@@ -120,6 +131,30 @@ class Method:
             if s.name == name:
                 return s
         raise KeyError(f"{self.name} has no site {name!r}")
+
+    @property
+    def speculates(self) -> bool:
+        """Whether the method drafts at all (method none: plain decoding)."""
+        return self.drafter != "none"
+
+    @property
+    def extends_drafts(self) -> bool:
+        """Whether the drafter proposes the next round's first level after the accept (the
+        EAGLE family's draft extend site)."""
+        return any(s.phase == "draft_extend" for s in self.sites)
+
+    @property
+    def plans_verify(self) -> bool:
+        """Whether a converged verify plan (DSpark's budget and lengths) precedes the verify."""
+        return any(s.phase == "plan_verify" for s in self.sites)
+
+    def accept_site(self, sampled: bool) -> Site:
+        """The accept site a round fires: the one site, or the one of the round's path."""
+        sites = [s for s in self.sites if s.phase == "accept"]
+        if len(sites) == 1:
+            return sites[0]
+        path = "sampling" if sampled else "greedy"
+        return next(s for s in sites if self.decision(s.decisions[0]).path == path)
 
 
 _ALLOWED = (ast.Expression, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv,

@@ -46,9 +46,9 @@ def _sites() -> tuple[Site, ...]:
              doc="Not a SpecTpSync site in 0.5.23: the greedy head's all_gather converges "
                  "the drafts (decisions.md §0.4)."),
         Site("dflash_accept_greedy", "accept", ("target_predict",), presets=ALL_ONLY,
-             sglang=True, doc="DFLASH_ACCEPT_GREEDY (15): all only."),
+             sglang=True, accept="target_predict", doc="DFLASH_ACCEPT_GREEDY (15): all only."),
         Site("dflash_accept_sample", "accept", ("accept_len", "bonus"), presets=RNG_PRESETS,
-             sglang=True, doc="DFLASH_ACCEPT_SAMPLE (14): all and rng."),
+             sglang=True, accept="count_bonus", doc="DFLASH_ACCEPT_SAMPLE (14): all and rng."),
     )
 
 
@@ -75,7 +75,7 @@ DFLASH = Method(
     ),
     decisions=(_TOKEN, *_decisions(), _MEM_DECISION),
     sites=(*_sites(), _MEM_SITE),
-    needs_taps=True, tree=False, drafter="head",
+    needs_taps=True, tree=False, drafter="head", round="block", draft_root=True,
     engine_notes={
         "sglang_group": "tp",
         "sglang_pp": "no",

@@ -78,9 +78,9 @@ def _sites() -> tuple[Site, ...]:
              doc="Not an SGLang site: the budget is converged nowhere [GAP]."),
         Site("dspark_plan", "plan_verify", ("verify_lens",), presets=ALL_ONLY, sglang=True,
              doc="DSPARK_PLAN (7): all only; skipped in static ragged mode."),
-        Site("dspark_accept_greedy", "accept", greedy, presets=ALL_ONLY, sglang=True,
+        Site("dspark_accept_greedy", "accept", greedy, presets=ALL_ONLY, sglang=True, accept="count_bonus",
              doc="DSPARK_ACCEPT_GREEDY (8): all only; used when the batch is all greedy."),
-        Site("dspark_accept_sample", "accept", sample, presets=RNG_PRESETS, sglang=True,
+        Site("dspark_accept_sample", "accept", sample, presets=RNG_PRESETS, sglang=True, accept="count_bonus",
              doc="DSPARK_ACCEPT_SAMPLE (9): all and rng; any sampled row in the batch."),
     )
 
@@ -110,7 +110,7 @@ DSPARK = Method(
     ),
     decisions=(*_decisions(), _MEM_DECISION),
     sites=(*_sites(), _MEM_SITE),
-    needs_taps=True, tree=False, drafter="head",
+    needs_taps=True, tree=False, drafter="head", round="block",
     engine_notes={
         "sglang_group": "attn_tp_or_tp",
         "sglang_pp": "prefill_only",

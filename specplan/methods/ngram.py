@@ -54,7 +54,7 @@ def _sites() -> tuple[Site, ...]:
         _TARGET_SITE,
         Site("ngram_draft", "draft", _DRAFT, presets=presets_for("host"),
              doc="Per-rank corpus lookup; SGLang never converges it [GAP-soft]."),
-        Site("ngram_accept", "accept", _ACCEPT, presets=presets_for("rng"), sglang=True,
+        Site("ngram_accept", "accept", _ACCEPT, presets=presets_for("rng"), sglang=True, accept="path",
              doc="eagle_sample's broadcasts: every sampling path (target-only tree sampling, no "
                  "draft probs); the greedy path only on HIP."),
     )
@@ -92,7 +92,7 @@ NGRAM_CHAIN = Method(
         _TARGET_SITE,
         Site("ngram_draft", "draft", ("draft_tokens",), presets=presets_for("host"),
              doc="Per-rank match over the request's tokens; vLLM never converges it."),
-        Site("ngram_accept", "accept", _ACCEPT, presets=presets_for("rng"),
+        Site("ngram_accept", "accept", _ACCEPT, presets=presets_for("rng"), accept="path",
              doc="vLLM's chain RejectionSampler output (sampled tokens and counts)."),
     ),
     needs_taps=False, tree=False, drafter="lookup",

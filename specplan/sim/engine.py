@@ -16,14 +16,12 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from specplan.methods import get_method
 from specplan.runtime.errors import RuntimeDivergence
 from specplan.sim import faults
 from specplan.sim.comm import Comm, make_shard
 from specplan.sim.drafter import Head
 from specplan.sim.model import F64, KVCache, ModelConfig, Segment, init_weights, logits_of, run_layers
-
-EAGLE_LIKE = ("eagle", "eagle3", "mtp", "standalone")
-
 
 @dataclass(frozen=True)
 class SimConfig:
@@ -101,6 +99,8 @@ class Engine:
         self.rt, self.sim, self.view, self.cfg = rt, sim, view, sim.model
         sp = p.speculative
         self.method = sp.method
+        self.m = get_method(sp.method, p.engine)  # what the round asks of it (methods/base.py)
+        self.lookup = self.m.drafter == "lookup"  # n-gram: drafts from the corpus, no drafter state
         self.sampling_mode = sp.sampling
         self.steps, self.topk = sp.num_steps, sp.topk
         self.width = sp.num_draft_tokens
@@ -116,7 +116,7 @@ class Engine:
         dp_attn = p.derived.get("attn_dp", 1) > 1
         self.shard = make_shard(rt, self.comm, dp_attn)
         self.w = shadowed(init_weights(self.cfg), p, self.layers)
-        self.head = Head(self.w, standalone=self.method == "standalone")
+        self.head = Head(self.w, standalone=self.m.drafter == "model")
         faults.install(self)  # --inject draft-noise: a perturbed rank's drafter
         fam = view.families["replica"]
         self.requests = [q for q in range(sim.requests) if q % fam.num_groups == rt.replica]

@@ -177,7 +177,7 @@ def _reference_kv(cfg, w, prompt: list[int]) -> dict:
 def install(e, got: dict) -> dict | None:
     """Write the received KV into the decode engine's cache; first token and drafter state.
     Returns what the report needs: the first layer whose KV differs from the prompt's."""
-    from specplan.sim.engine import EAGLE_LIKE, LayoutMismatch
+    from specplan.sim.engine import LayoutMismatch
     from specplan.sim.rounds import _extend
 
     if e.requests != got["serves"]:
@@ -188,9 +188,9 @@ def install(e, got: dict) -> dict | None:
         e.cache_len[b] = got["lens"][q]
         e.tokens[b].append(int(got["first"][b]))
     e.commits[0] = [1] * e.bs
-    if e.last and e.method != "ngram":
+    if e.last and not e.lookup:
         e.state["ctx"] = got["ctx"]
-        if e.method in EAGLE_LIKE:
+        if e.m.extends_drafts:
             _extend(e, got["first"], converge=False)
     return _target_diff(e, got) or _draft_diff(e, got, drafts_seen)
 

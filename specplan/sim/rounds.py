@@ -17,7 +17,7 @@ from specplan.runtime.kernels import (build_tree, finalize_accept, greedy_accept
                                       tree_sample_target_only, verify_tree_greedy)
 from specplan.sim import faults
 from specplan.sim.drafter import chain, chain_tree, eagle_chain, eagle_tree, ngram_lookup, topk_proposal
-from specplan.sim.engine import EAGLE_LIKE, Engine, coins
+from specplan.sim.engine import Engine, coins
 from specplan.sim.model import causal
 
 
@@ -48,9 +48,9 @@ def prefill(e: Engine) -> None:
     first = e.decide(f"{e.method}_target", values)[name]
     e.commit_rows([torch.arange(ends[b] - n + 1, ends[b] + 1) for b, n in enumerate(counts)],
                   [[int(t)] for t in first])
-    if e.last and e.method != "ngram":
+    if e.last and not e.lookup:
         e.state["ctx"] = e.drafter_ctx(hidden, taps)[ends]
-        if e.method in EAGLE_LIKE:
+        if e.m.extends_drafts:
             _extend(e, first, converge=False)
     e.probe()
 
@@ -71,9 +71,9 @@ def _extend(e: Engine, bonus: torch.Tensor, converge: bool = True) -> None:
 def decode(e: Engine) -> None:
     if _skips(e):
         return
-    if not e.sim.spec or e.method == "none":
+    if not e.sim.spec or e.m.round == "plain":
         _plain(e)
-    elif e.method in EAGLE_LIKE or e.method == "ngram":
+    elif e.m.round == "draft_verify":
         _eagle_round(e)
     else:
         _block_round(e)
@@ -109,7 +109,7 @@ def _plain(e: Engine) -> None:
 
 def _draft_eagle(e: Engine) -> dict | None:
     t0 = time.perf_counter()
-    if e.method == "ngram":
+    if e.lookup:
         n = e.width
         drafts = torch.tensor([ngram_lookup(t, n - 1) for t in e.tokens],
                               dtype=torch.int64).view(e.bs, n - 1)
@@ -142,19 +142,19 @@ def _flat_ngram(e: Engine) -> bool:
 def _eagle_round(e: Engine) -> None:
     d = e.decide(f"{e.method}_draft", _draft_eagle(e))
     n, bs = e.width, e.bs
-    if e.method == "ngram" and _flat_ngram(e):
+    if e.lookup and _flat_ngram(e):
         drafts = d["draft_tokens"].view(bs, n)[:, 1:]
-    elif e.method == "ngram":
+    elif e.lookup:
         drafts = d["draft_tokens"].view(bs, n - 1)
     else:
         drafts = d["draft_tokens"]
-    if e.topk > 1 and e.method != "ngram":
+    if e.topk > 1 and not e.lookup:
         parent, selected = d["parent_list"], d["top_scores_index"]
     else:
         parent, selected = chain_tree(bs, n - 1)
     verified = torch.tensor(e.cache_len, dtype=torch.int64)
-    _, ridx, rnext, rsib, mask = build_tree(parent, selected, verified, max(1, e.topk)
-                                            if e.method != "ngram" else 1)
+    _, ridx, rnext, rsib, mask = build_tree(parent, selected, verified,
+                                            1 if e.lookup else max(1, e.topk))
     candidates = torch.cat([_root(e)[:, None], drafts], 1)
     logits, hidden, taps = _verify(e, candidates, mask)
     values = _accept_eagle(e, candidates, (ridx, rnext, rsib), logits) if e.last else None
@@ -164,7 +164,7 @@ def _eagle_round(e: Engine) -> None:
     lens = (a["num_correct_drafts"] + 1).tolist()
     rows = [index[b, :k] for b, k in enumerate(lens)]
     e.commit_rows(rows, [predict[r].tolist() for r in rows])
-    if e.last and e.method != "ngram":
+    if e.last and not e.lookup:
         lastrow = _last_rows(rows)
         e.state["ctx"] = e.drafter_ctx(hidden, taps)[lastrow]
         _extend(e, predict[lastrow])
@@ -173,10 +173,10 @@ def _eagle_round(e: Engine) -> None:
 def _accept_eagle(e: Engine, candidates, tree, logits) -> dict:
     t0 = time.perf_counter()
     bs, n = candidates.shape
-    width = e.width if e.method == "ngram" else e.steps + 1
+    width = e.width if e.lookup else e.steps + 1
     if e.sampling:
         out = _tree_sample(e, candidates, tree, logits, width)
-    elif e.topk == 1 or e.method == "ngram":
+    elif e.topk == 1 or e.lookup:
         out = _chain_greedy(candidates, logits.argmax(-1).view(bs, n))
     else:
         out = verify_tree_greedy(candidates, *tree, logits.argmax(-1).view(bs, n), width)
@@ -226,7 +226,7 @@ def _draft_block(e: Engine) -> dict | None:
     root = _root(e)
     drafts = chain(e.head, root, e.state["ctx"], e.width - 1)
     e.timers["draft"] += time.perf_counter() - t0
-    if e.method == "dflash":
+    if e.m.draft_root:
         return {"draft_tokens": torch.cat([root[:, None], drafts], 1)}
     return {"draft_tokens": drafts}
 
@@ -235,12 +235,13 @@ def _block_round(e: Engine) -> None:
     """DFlash / DSpark: a chain block, a (static) verify plan, a chain accept, finalize_accept."""
     bs, n = e.bs, e.width
     d = e.decide(f"{e.method}_draft", _draft_block(e))["draft_tokens"]
-    drafts = d[:, 1:] if e.method == "dflash" else d
+    drafts = d[:, 1:] if e.m.draft_root else d
     verify_lens = torch.full((bs,), n, dtype=torch.int32)
-    if e.method == "dspark":
+    if e.m.plans_verify:
         plan = faults.verify_plan(e, {"verify_budget": torch.tensor(bs * n, dtype=torch.int32),
                                       "verify_lens": verify_lens})
-        verify_lens = e.decide(["dspark_plan_verify", "dspark_plan"], plan if e.last else None)["verify_lens"]
+        sites = [s.name for s in e.m.sites if s.phase == "plan_verify"]
+        verify_lens = e.decide(sites, plan if e.last else None)["verify_lens"]
     candidates = torch.cat([_root(e)[:, None], drafts], 1)
     mask = torch.ones(n, n, dtype=torch.bool).tril().expand(bs, n, n)
     logits, hidden, taps = _verify(e, candidates, mask)
@@ -256,23 +257,20 @@ def _block_round(e: Engine) -> None:
 def _block_accept(e: Engine, candidates, logits, verify_lens):
     """(correct_len, bonus) every rank holds, through the method's accept sites."""
     bs, n = candidates.shape
-    if e.method == "dflash" and not e.sampling:
+    site = e.m.accept_site(e.sampling)
+    if site.accept == "target_predict":  # every rank accepts the target's predictions itself
+        (name,) = site.decisions
         target = faults.verify_predictions(e, logits.argmax(-1).view(bs, n)) if e.last else None
-        target = e.decide("dflash_accept_greedy", {"target_predict": target} if e.last else None)
-        _, correct, bonus = greedy_accept(candidates[:, 1:], target["target_predict"])
+        target = e.decide(site.name, {name: target} if e.last else None)
+        _, correct, bonus = greedy_accept(candidates[:, 1:], target[name])
         return correct, bonus
     values = None
-    if e.last:
+    if e.last:  # count_bonus: (accepted drafts, bonus[, cap trim]) in the site's order
         correct, bonus = _block_local(e, candidates, logits)
-        values = {"correct_len": correct, "bonus": bonus,
-                  "cap_trim_lens": correct - torch.minimum(correct, verify_lens - 1)}
-    suffix = "_sample" if e.sampling else "_greedy"
-    if e.method == "dflash":
-        out = e.decide("dflash_accept_sample", _rename(values, {"correct_len": "accept_len"}))
-        return out["accept_len"], out["bonus"]
-    site = f"dspark_accept{suffix}"
-    out = e.decide(site, _rename(values, {k: k + suffix for k in ("correct_len", "bonus", "cap_trim_lens")}))
-    return out["correct_len" + suffix], out["bonus" + suffix]
+        cap_trim = correct - torch.minimum(correct, verify_lens - 1)
+        values = dict(zip(site.decisions, (correct, bonus, cap_trim)))
+    out = e.decide(site.name, values)
+    return out[site.decisions[0]], out[site.decisions[1]]
 
 
 def _block_local(e: Engine, candidates, logits):
@@ -286,8 +284,3 @@ def _block_local(e: Engine, candidates, logits):
     last = index.to(torch.int64).gather(1, count.to(torch.int64)[:, None]).squeeze(1)
     return count.to(torch.int32), predict.to(torch.int64)[last]
 
-
-def _rename(values: dict | None, names: dict) -> dict | None:
-    if values is None:
-        return None
-    return {names.get(k, k): v for k, v in values.items()}

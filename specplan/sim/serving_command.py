@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from specplan.methods import METHODS
 from specplan.sim.serving import Outcome, ServingConfig, make_requests, plain_decode
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM = 0, 1, 2, 3
@@ -28,9 +29,10 @@ def config_from_plan(plan, *, chunk: int, inject: str = "", seed: int = 0) -> Se
     relays = plan.pipeline.relay.sites
     relay = next((r for r in relays if "accept" in r.site), relays[0] if relays else None)
     rows = plan.pipeline.relay.sampled_rows
+    drafts = plan.speculative.num_draft_tokens - 1 if METHODS[plan.speculative.method].speculates else 0
     return ServingConfig(
         pp=len(plan.pipeline.stages), max_batch=plan.runtime.max_batch, chunk=chunk,
-        max_drafts=max(0, plan.speculative.num_draft_tokens - 1) if plan.speculative.method != "none" else 0,
+        max_drafts=max(0, drafts),
         discount=rows.discount if rows is not None else "bound",
         identity=bool(getattr(plan.runtime, "batch_identity", True)), inject=inject,
         site=relay.site if relay else _accept_site(plan), seed=seed)

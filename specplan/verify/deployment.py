@@ -97,7 +97,7 @@ def _model(h: Handoff) -> list[CrossFinding]:
 
 
 def _speculative(h: Handoff) -> list[CrossFinding]:
-    if h.prefill.method == "none":
+    if not get_method(h.prefill.method).speculates:
         return []  # a prefill without speculation: _draft_kv and _hidden_states say what is missing
     table = (
         ("speculative.method", lambda g: g.method, ("speculative", "method")),
@@ -229,7 +229,7 @@ def _hidden_states(h: Handoff) -> list[CrossFinding]:
 
 
 def _not_kept(p: Geometry, d: Geometry) -> str:
-    if p.method == "none":
+    if not get_method(p.method).speculates:
         return "that the prefill instance (method none) does not keep"
     if p.choices.aux_routing != "dropped" or p.pp == 1:
         return ""

@@ -116,7 +116,7 @@ def test_a_safe_spec_passes_every_decision_fault(tmp_path, text, inject):
 def test_verify_noise_needs_a_verify_plan(tmp_path):
     done = simulate(_spec(tmp_path, EAGLE_TP2), "--inject", "verify-noise")
     assert done.returncode == 2
-    assert "--inject verify-noise perturbs the verify plans of dspark and dflash; method eagle has none" \
+    assert "--inject verify-noise perturbs the verify plans of dflash and dspark; method eagle has none" \
         in done.stderr
 
 
