@@ -22,6 +22,7 @@ from specplan.sim import faults
 from specplan.sim.comm import Comm, make_shard
 from specplan.sim.drafter import Head
 from specplan.sim.model import F64, KVCache, ModelConfig, Segment, init_weights, logits_of, run_layers
+from specplan.sim.setup import idle_replica
 
 @dataclass(frozen=True)
 class SimConfig:
@@ -119,7 +120,8 @@ class Engine:
         self.head = Head(self.w, standalone=self.m.drafter == "model")
         faults.install(self)  # --inject draft-noise: a perturbed rank's drafter
         fam = view.families["replica"]
-        self.requests = [q for q in range(sim.requests) if q % fam.num_groups == rt.replica]
+        serving = fam.num_groups - (idle_replica(p) is not None)  # sim/setup.py idle_replica
+        self.requests = [q for q in range(sim.requests) if q % serving == rt.replica]
         self.max_len = 16 + (sim.rounds + 1) * (self.width + 1)
         self.cache = KVCache(self.layers, len(self.requests) * self.max_len,
                              self.shard.local_heads(self.cfg), self.cfg.head_dim)

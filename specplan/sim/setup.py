@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specplan.engines import convention
-from specplan.plan import Plan
+from specplan.plan import ABSENT, Plan
 
 SIM_VOCAB = 512
 HEAD_DIM = 16
@@ -119,7 +119,8 @@ def sim_spec(spec, *, requests: int, max_layers: int,
         moe.update(num_experts=experts, top_k=min(moe["top_k"], experts))
     conv = convention(spec.engine, spec.engine_version)
     replicas = conv.num_replicas(spec.topology)
-    per_replica = -(-requests // replicas)
+    serving = replicas - 1 if replicas > 1 and spec.sync.idle_ranks == "skip" else replicas
+    per_replica = -(-requests // serving)  # (idle_replica: the last may serve none)
     data["runtime"] = {"max_batch": per_replica, "probe_every": 1,
                        "timeout_s": collective_timeout_s(conv.world_size(spec.topology), timeout_s)}
     return data, shrunk, replicas
@@ -147,7 +148,20 @@ def prepare(spec, where: Path, *, requests: int, max_layers: int, seed: int,
              "heads": heads, "head_dim": HEAD_DIM, "ffn": 2 * m.hidden_size,
              "num_experts": m.moe.num_experts if m.moe else 0, "top_k": m.moe.top_k if m.moe else 0,
              "taps": list(sp.taps), "seed": seed}
+    if (idle := idle_replica(plan)) is not None:
+        shrunk.append(f"replica {idle} serves no request, to run its idle program (sync.idle_ranks: skip)")
     return Prepared(data, plan, model, replicas, shrunk)
+
+
+def idle_replica(plan) -> int | None:
+    """The replica the sim leaves without requests, or None: the last, when the plan gives idle
+    DP ranks a program of their own (`sync.idle_ranks: skip`), so a run shows what that program
+    does to the peers still serving (check's idle-skip finding: they wait in its skipped
+    collectives). Every rank reads it from the plan alike."""
+    replicas = plan.family["replica"].num_groups
+    if replicas > 1 and any(c.idle_program is not ABSENT for c in plan.rank_classes):
+        return replicas - 1
+    return None
 
 
 def foreign(data: dict, where: Path) -> Plan:

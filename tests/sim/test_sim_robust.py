@@ -89,6 +89,12 @@ NAMED = {  # check ERROR -> simulate --allow-errors fails by name, exit 3 (never
                        "moe: {num_experts: 4, top_k: 2}}\n"
                        "speculative: {method: none}\nsync: {idle_ranks: skip}\n",
                        ["--requests", "1"], "CollectiveTimeout: sim all_gather on group tp"),
+    # As many requests as replicas: the sim still leaves the last replica idle (its idle
+    # program is what the plan says), and the hang check predicts happens.
+    "standalone-idle-skip-every-request-placed": (
+        "engine: sglang\ntopology: {tp: 2, dp: 2, dp_attention: true}\n"
+        "speculative: {method: standalone, num_steps: 2}\nsync: {idle_ranks: skip}\n",
+        ["--requests", "2"], "CollectiveTimeout: sim all_gather on group tp"),
     # A ring relay (SGLang's) from the last stage at its run-time width: stage 0 waits for the
     # planned count, as NCCL does; gloo completed it short and the sim passed.
     "eagle-dynamic-width-ring": ("engine: sglang\ntopology: {tp: 1, pp: 2}\n"
