@@ -183,16 +183,15 @@ def test_unknown_site_is_a_plan_error(tmp_path):
 
 
 def test_unknown_site_exits_2_from_the_cli(tmp_path):
-    from click.testing import CliRunner
 
-    from specplan.cli import main
+    from tests.helpers import cli
 
     path = tmp_path / "bad.yaml"
     path.write_text("name: bad\nengine: sglang\ntopology: {tp: 2}\n"
                     "model: {num_layers: 8, hidden_size: 64, vocab_size: 128}\n"
                     "speculative: {method: eagle, num_steps: 2}\n"
                     "sync:\n  sites:\n    nope: off\n")
-    result = CliRunner().invoke(main, ["compile", str(path), "-o", str(tmp_path / "out")])
+    result = cli("compile", str(path), "-o", str(tmp_path / "out"))
     assert result.exit_code == 2
     assert f"{path}:8:" in result.output
     assert "sync.sites.nope: unknown site 'nope' for method 'eagle'; sites: " in result.output

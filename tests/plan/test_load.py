@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from specplan.plan import PlanFileError, load_plan
+from tests.helpers import cli
 
 ROOT = Path(__file__).parents[2]
 GOLDEN = sorted((ROOT / "tests" / "golden" / "plans").glob("*.json"))
@@ -122,24 +121,20 @@ def test_the_schema_and_the_loader_agree_on_trusted_edits():
             load_plan(plan, trusted=True)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
-
-
 @pytest.mark.parametrize("command", [("specplan.cli", "check"), ("specplan.runtime.preflight",)],
                          ids=["check", "preflight"])
 def test_commands_exit_2_without_a_traceback(tmp_path, command):
+    program, *verb = command
     plan = base()
     del plan["boundaries"]
     path = _write(tmp_path, plan)
-    run = _cli(*command, path)
+    run = cli(*verb, path, process=True, program=program)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "Traceback" not in run.stderr
     assert f"{path}: boundaries: missing key" in run.stderr
     edited = base()
     edited["sites"][0]["source_member"] = 99
-    run = _cli(*command, _write(tmp_path, edited))
+    run = cli(*verb, _write(tmp_path, edited), process=True, program=program)
     assert run.returncode == 2 and EDITED in run.stderr and "Traceback" not in run.stderr
 
 
