@@ -1,4 +1,5 @@
-"""What test files across tests/ share: the repository root and the one way to run `specplan`.
+"""What test files across tests/ share: the repository root, the one way to run `specplan`, and a
+spec compiled to a plan (tests/ranks.py has the multi-rank tests' launcher and worker protocol).
 
     from tests.helpers import ROOT, cli
 
@@ -23,6 +24,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# tp 2 x pp 2 on vLLM, DSpark drafts relayed by column: the planner's contracts and the relays'
+# wire layout are tested on it.
+COLUMN_SPEC = """
+name: tp2-pp2-column
+engine: vllm
+topology: {tp: 2, pp: 2}
+model: {num_layers: 8, hidden_size: 256, vocab_size: 1024}
+speculative: {method: dspark, num_steps: 5, sampling: greedy}
+pipeline: {relay: column}
+runtime: {max_batch: 8}
+"""
+
 
 @dataclass(frozen=True)
 class Run:
@@ -44,7 +57,8 @@ def cli(*args, process: bool = False, program: str = "specplan.cli", cwd: Path |
         timeout: float = 600) -> Run:
     """`specplan *args` (each argument str()-ed), in this process or (`process`) as
     `python -m <program>` in cwd (the repository root unless given). In process, `cwd` is
-    entered for the call when given, `env` overlays os.environ as CliRunner does, and `catch`
+    entered for the call when given. `env` overlays os.environ (a None value unsets), as CliRunner
+    does. `catch`
     False lets an exception through. `code`: assert the command did not crash and exited so."""
     argv = [str(a) for a in args]
     run = _process(program, argv, cwd, env, timeout) if process else _in_process(argv, cwd, env, catch)
@@ -55,8 +69,8 @@ def cli(*args, process: bool = False, program: str = "specplan.cli", cwd: Path |
 
 
 def _process(program: str, argv: list[str], cwd, env: dict | None, timeout: float) -> Run:
-    done = subprocess.run([sys.executable, "-m", program, *argv], cwd=cwd or ROOT,
-                          env=dict(os.environ, **env) if env else None,
+    environ = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
+    done = subprocess.run([sys.executable, "-m", program, *argv], cwd=cwd or ROOT, env=environ,
                           capture_output=True, text=True, timeout=timeout)
     return Run(done.returncode, done.stdout, done.stderr, done.stdout + done.stderr)
 
@@ -69,3 +83,28 @@ def _in_process(argv: list[str], cwd, env: dict | None, catch: bool) -> Run:
     with contextlib.chdir(cwd) if cwd else contextlib.nullcontext():
         res = CliRunner().invoke(main, argv, env=env, catch_exceptions=catch)
     return Run(res.exit_code, res.stdout, res.stderr, res.output, res.exception)
+
+
+def compile_spec(tmp: Path, text: str) -> Path:
+    """Compile a spec written as YAML text into tmp/<name>/plan.json; returns the plan path."""
+    from specplan.lower import build_plan, write_plan
+    from specplan.passes import plan as run_passes
+    from specplan.schema import load_spec
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    src = tmp / "spec.yaml"
+    src.write_text(text)
+    spec = load_spec(str(src))
+    return write_plan(build_plan(run_passes(spec)), tmp / spec.name)
+
+
+def draw_dp_attention_and_ep(draw, engine: str, topo: dict, moe: bool) -> None:
+    """For a hypothesis strategy drawing a topology (`topo`: tp, pp, dp, cp drawn): the engine's
+    DP-attention (SGLang) and an EP size it accepts (SGLang 1 or 2; vLLM 1 or dp * cp * tp)."""
+    from hypothesis import strategies as st
+
+    if engine == "sglang":
+        topo["dp_attention"] = topo["dp"] > 1 and draw(st.booleans())
+        topo["ep"] = draw(st.sampled_from([1, 2])) if moe else 1
+    else:
+        topo["ep"] = draw(st.sampled_from([1, topo["dp"] * topo["cp"] * topo["tp"]])) if moe else 1

@@ -16,11 +16,11 @@ import pytest
 from specplan.lower.fx_module import build_graphs, module_name, render_module
 from specplan.runtime import FingerprintMismatch
 from tests.helpers import cli
+from tests.ranks import launch
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "runtime"))
-from launch import launch  # noqa: E402
 import specs_rt  # noqa: E402
 
 PP2_COLUMN = specs_rt.PP2_EAGLE3.replace("rt-pp2-eagle3", "rt-pp2-eagle3-column") + \

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-
-from launch import ROOT, free_port
+from tests.helpers import ROOT
+from tests.ranks import free_port
 from tests.helpers import cli
 
 

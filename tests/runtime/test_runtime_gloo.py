@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from launch import compile_spec, launch
 from specplan.mesh.family import from_rule
+from tests.helpers import compile_spec
+from tests.ranks import launch
 import specs_rt
 
 ENGINES = [  # (spec, world): tp 2; tp 4 DP-attention dp 2 MoE; pp 2; tp 4 x pp 2 with ring relays

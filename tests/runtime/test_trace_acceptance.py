@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
-from launch import compile_spec, launch
 import specs_rt
+
+from tests.helpers import compile_spec
+from tests.ranks import launch
 from tests.helpers import cli
 
 FA, FB = "a" * 64, "b" * 64
