@@ -4,9 +4,6 @@ output piped to a file or another program carries no colour codes."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,7 +11,6 @@ from specplan import __version__
 from specplan.cli import main
 from tests.helpers import cli
 
-ROOT = Path(__file__).resolve().parents[2]
 SPEC = "specs/deepseek-v4-dspark-tp8-dp8.yaml"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -42,8 +38,7 @@ def test_version():
 def test_piped_output_has_no_colour(args):
     """A real pipe (not a tty): rich must not emit escape codes, even when FORCE_COLOR-like
     terminals are absent; the tables still come out."""
-    proc = subprocess.run([sys.executable, "-m", "specplan.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = cli(*args, process=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
     assert not ANSI.search(proc.stdout + proc.stderr)

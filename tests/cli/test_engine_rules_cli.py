@@ -9,6 +9,7 @@ import pytest
 
 from tests.helpers import cli
 
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from tests.helpers import cli
 
+
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = ROOT / "tests" / "fuzz"
 SPEC_COMMANDS = (["explain"], ["explain", "--json"], ["compile", "-o", "{tmp}/out"], ["export"],

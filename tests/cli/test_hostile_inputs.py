@@ -17,6 +17,7 @@ import pytest
 
 from tests.helpers import cli
 
+
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "llama-3.2-1b-eagle3-pp2.yaml"
 BASE = ["--base", str(SPEC)]

@@ -17,6 +17,7 @@ import pytest
 
 from tests.helpers import cli
 
+
 ROOT = Path(__file__).resolve().parents[2]
 CASES = sorted(p for p in (Path(__file__).parent / "cases").iterdir() if p.is_dir())
 UPDATE = os.environ.get("SPECPLAN_UPDATE_GOLDEN") == "1"

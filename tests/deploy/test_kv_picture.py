@@ -9,6 +9,7 @@ import pytest
 
 from tests.helpers import cli
 
+
 ROOT = Path(__file__).resolve().parents[2]
 PAIR = "specs/disagg/llama-eagle-prefill-tp2-pp2.yaml"
 SVG = "{http://www.w3.org/2000/svg}"

@@ -9,6 +9,7 @@ import pytest
 
 from tests.helpers import cli
 
+
 BODY = "topology: {tp: 2}\nmodel: {num_layers: 12, hidden_size: 64, vocab_size: 128}\n"
 
 FILES = {

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-
 from tests.helpers import cli
+
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "specs" / "deepseek-v4-dspark-tp16-dp8.yaml")

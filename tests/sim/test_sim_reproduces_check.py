@@ -18,6 +18,7 @@ import pytest
 
 from tests.helpers import cli
 
+
 SPECS = Path(__file__).resolve().parents[1] / "verify" / "specs"
 CASES = {  # class -> (variant of the spec text, simulate options, what the report must show)
     "error-dynamic-width": ({}, [], "CollectiveTimeout: collective for site eagle3_target"),

@@ -18,6 +18,7 @@ import pytest
 
 from tests.helpers import cli
 
+
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "model: {num_layers: 4, hidden_size: 64, vocab_size: 512}\n"
 

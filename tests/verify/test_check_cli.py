@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from tests.helpers import cli
 
 ROOT = Path(__file__).resolve().parents[2]
