@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from specplan.errors import SpecError
 from specplan.methods import METHODS
 from specplan.schema import load_spec
-from tests.helpers import cli
+from tests.helpers import cli, draw_dp_attention_and_ep
 
 STEPS = {"none": {}, "eagle": {"num_steps": 3, "topk": 2, "num_draft_tokens": 5},
          "eagle3": {"num_steps": 2}, "mtp": {"num_steps": 1}, "standalone": {"num_steps": 3},
@@ -40,11 +40,7 @@ def spec_data(draw) -> dict:
     tp, pp, dp, cp = (draw(st.sampled_from(v)) for v in ([1, 2, 4], [1, 2, 3], [1, 2], [1, 2]))
     topo = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "dcp": draw(st.sampled_from([1, 2])),
             "device": draw(st.sampled_from(["cpu", "cuda"]))}
-    if engine == "sglang":
-        topo["dp_attention"] = dp > 1 and draw(st.booleans())
-        topo["ep"] = draw(st.sampled_from([1, 2])) if moe else 1
-    else:
-        topo["ep"] = draw(st.sampled_from([1, dp * cp * tp])) if moe else 1
+    draw_dp_attention_and_ep(draw, engine, topo, moe)
     method = draw(st.sampled_from(sorted(METHODS)))
     speculative = {"method": method, **STEPS[method]}
     if method != "none":

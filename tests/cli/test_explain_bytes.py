@@ -83,9 +83,7 @@ def test_live_rows_are_the_typical_batch_share_of_the_buffers():
 
 
 def test_the_tables_name_max_batch_the_typical_batch_and_the_per_layer_column():
-    proc = cli("explain", TEACHING, process=True)
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    out = cli("explain", TEACHING, process=True, code=0).stdout
     assert "collectives and bytes per rank per round at max_batch=256" in out
     assert "sites (decode round unless noted; bytes per rank at max_batch=256)" in out
     rows = table_rows(out, "collectives and bytes per rank per round")

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
 from tests.helpers import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,9 +70,7 @@ def test_each_instance_plans_its_role_s_rounds_only(tmp_path):
 
 
 def test_explain_table_groups_the_handoff():
-    run = cli("explain", LLAMA_DECODE, process=True)
-    assert run.returncode == 0, run.stderr
-    out = run.stdout
+    out = cli("explain", LLAMA_DECODE, process=True, code=0).stdout
     assert "KV handoff (decode ranks pulling the same slices, grouped)" in out
     assert "│ [0,2]        │ 0          │ [0]      │ [0]      │ [0,1]    │ [0,8) [8,16) [16,17) │ 0..3" in out
 

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from specplan.plan import PlanFileError, load_plan
-from tests.helpers import cli
+from tests.helpers import COLUMN_SPEC, cli
 
 ROOT = Path(__file__).parents[2]
 GOLDEN = sorted((ROOT / "tests" / "golden" / "plans").glob("*.json"))
@@ -149,17 +149,6 @@ def test_bind_refuses_before_any_process_group(tmp_path):
     assert not torch_distributed.is_initialized()
 
 
-COLUMN = """
-name: tp2-pp2-column
-engine: vllm
-topology: {tp: 2, pp: 2}
-model: {num_layers: 8, hidden_size: 256, vocab_size: 1024}
-speculative: {method: dspark, num_steps: 5, sampling: greedy}
-pipeline: {relay: column}
-runtime: {max_batch: 8}
-"""
-
-
 def test_a_plan_with_relays_states_their_wire_layout(tmp_path):
     """tp 2 x pp 2 with relay: column (issue 13): each relay has its header id, packed layout
     and the pp buffer it sends; the planner, plan.json and the runtime's view agree."""
@@ -169,7 +158,7 @@ def test_a_plan_with_relays_states_their_wire_layout(tmp_path):
     from specplan.schema import load_spec
 
     spec = tmp_path / "spec.yaml"
-    spec.write_text(COLUMN)
+    spec.write_text(COLUMN_SPEC)
     plan = build_plan(run_passes(load_spec(spec)))
     data = plan.to_json()
     assert VALIDATOR.is_valid(data), [e.message for e in VALIDATOR.iter_errors(data)]
