@@ -26,8 +26,10 @@ def _spec(tmp_path: Path, pp: int, identity: bool, discount: str = "bound", rela
     return str(path)
 
 
-def _simulate(spec: str, *extra: str):
-    return cli("simulate", spec, "--chunked-prefill", "4", "--requests", "12", *extra, process=True)
+def _simulate(spec: str, *extra: str, code: int | None = None):
+    """12 requests in chunks of 4 through the real CLI; `code`: the exit it must end with."""
+    return cli("simulate", spec, "--chunked-prefill", "4", "--requests", "12", *extra, process=True,
+               code=code)
 
 
 def _flat(text: str) -> str:
