@@ -90,10 +90,8 @@ def test_png_without_a_renderer_exits_2_naming_the_package(tmp_path):
     for name in ("cairosvg", "vl_convert"):
         (blocked / f"{name}.py").write_text("raise ImportError('not installed')\n")
     out = tmp_path / "round.png"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked), str(ROOT)])}
-    done = subprocess.run([sys.executable, "-m", "specplan.cli", "explain", SPEC, "--picture", "round",
-                           "--format", "png", "-o", str(out)], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, env=env)
+    env = {"PYTHONPATH": os.pathsep.join([str(blocked), str(ROOT)])}
+    done = cli("explain", SPEC, "--picture", "round", "--format", "png", "-o", out, process=True, env=env)
     assert done.returncode == 2, done.stderr
     assert done.stderr == (f"{SPEC}: --format png needs an SVG renderer, and none is installed: "
                            "pip install cairosvg (or vl-convert-python); or write --format svg\n")
