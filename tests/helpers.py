@@ -1,5 +1,6 @@
-"""What test files across tests/ share: the repository root, the one way to run `specplan`, and a
-spec compiled to a plan (tests/ranks.py has the multi-rank tests' launcher and worker protocol).
+"""What test files across tests/ share: the repository root, the one way to run `specplan`, a
+spec compiled to a plan, and a few specs and hypothesis draws used in more than one directory
+(tests/ranks.py has the multi-rank tests' launcher and worker protocol).
 
     from tests.helpers import ROOT, cli
 
@@ -56,10 +57,10 @@ def cli(*args, process: bool = False, program: str = "specplan.cli", cwd: Path |
         env: dict | None = None, catch: bool = True, code: int | tuple[int, ...] | None = None,
         timeout: float = 600) -> Run:
     """`specplan *args` (each argument str()-ed), in this process or (`process`) as
-    `python -m <program>` in cwd (the repository root unless given). In process, `cwd` is
-    entered for the call when given. `env` overlays os.environ (a None value unsets), as CliRunner
-    does. `catch`
-    False lets an exception through. `code`: assert the command did not crash and exited so."""
+    `python -m <program>` in cwd (the repository root unless given; in process, `cwd` is entered
+    for the call when given). `env` overlays os.environ (a None value unsets), as CliRunner does.
+    `catch` False lets an in-process exception through. `code`: assert the command did not crash
+    and exited with it (or one of them)."""
     argv = [str(a) for a in args]
     run = _process(program, argv, cwd, env, timeout) if process else _in_process(argv, cwd, env, catch)
     if code is not None:
