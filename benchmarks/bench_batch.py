@@ -13,7 +13,6 @@ the source rank, and the ratio with / without.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
@@ -22,9 +21,9 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
-from bench_converge import compile_plan, free_port
+from bench_converge import compile_plan, run_world
+from shared import options
 
 
 def timed(fn) -> float:
@@ -65,22 +64,15 @@ def worker(rank: int, n: int, port: int, plan, iters: int, live: int, out) -> No
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iters", type=int, default=300)
-    ap.add_argument("--live", type=int, default=64, help="live rows per round (capacity 256)")
-    ap.add_argument("--worlds", default="2,4,8")
-    args = ap.parse_args()
+    args, worlds = options(None, "worlds", "2,4,8", iters=300, live_help="live rows per round (capacity 256)")
     torch.set_num_threads(1)
-    ctx = mp.get_context("spawn")
     print(f"gloo, dspark_accept_greedy, live rows {args.live} of 256, median of {args.iters} calls "
           f"per side, alternating")
     print(f"{'ranks':>5} {'converge us':>12} {'+ identity us':>14} {'ratio':>6} {'digest alone us':>16}")
     with tempfile.TemporaryDirectory() as tmp:
-        for n in map(int, args.worlds.split(",")):
+        for n in worlds:
             plan = compile_plan(Path(tmp), "dspark", n)
-            out = ctx.Queue()
-            mp.start_processes(worker, args=(n, free_port(), plan, args.iters, args.live, out),
-                               nprocs=n, start_method="spawn", join=True)
+            out = run_world(worker, n, plan, args)
             off, on, alone = out.get()
             print(f"{n:>5} {off * 1e6:>12.0f} {on * 1e6:>14.0f} {on / off:>6.2f} {alone * 1e6:>16.1f}")
 

@@ -14,7 +14,6 @@ Reported: median microseconds per round on the source rank and the ratio separat
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import statistics
@@ -25,6 +24,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from shared import options
 
 SPEC = """
 name: bench-{method}-tp{n}
@@ -109,23 +109,25 @@ def free_port() -> int:
             return port
 
 
+def run_world(worker, n: int, plans, args):
+    """`worker(rank, n, port, plans, iters, live, queue)` on n spawned ranks; the queue the
+    ranks put their timings in."""
+    out = mp.get_context("spawn").Queue()
+    mp.start_processes(worker, args=(n, free_port(), plans, args.iters, args.live, out),
+                       nprocs=n, start_method="spawn", join=True)
+    return out
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iters", type=int, default=200)
-    ap.add_argument("--live", type=int, default=64, help="live rows per round (capacity 256)")
-    ap.add_argument("--worlds", default="2,4,8")
-    args = ap.parse_args()
+    args, worlds = options(None, "worlds", "2,4,8", live_help="live rows per round (capacity 256)")
     torch.set_num_threads(1)
-    ctx = mp.get_context("spawn")
     print(f"gloo, live rows {args.live} of 256, median of {args.iters} rounds, guard header included")
     print(f"{'ranks':>5} {'dspark 3x bcast us':>19} {'fused us':>9} {'ratio':>6} "
           f"{'eagle 3x bcast us':>18} {'packed us':>10} {'ratio':>6} {'probe us':>9}")
     with tempfile.TemporaryDirectory() as tmp:
-        for n in map(int, args.worlds.split(",")):
+        for n in worlds:
             plans = {m: compile_plan(Path(tmp), m, n) for m in ("dspark", "eagle")}
-            out = ctx.Queue()
-            mp.start_processes(worker, args=(n, free_port(), plans, args.iters, args.live, out),
-                               nprocs=n, start_method="spawn", join=True)
+            out = run_world(worker, n, plans, args)
             _, (ds_sep, ds_fused), (ea_sep, ea_fused), probe = out.get()
             print(f"{n:>5} {ds_sep * 1e6:>19.0f} {ds_fused * 1e6:>9.0f} {ds_sep / ds_fused:>6.2f} "
                   f"{ea_sep * 1e6:>18.0f} {ea_fused * 1e6:>10.0f} {ea_sep / ea_fused:>6.2f} {probe * 1e6:>9.0f}")

@@ -25,23 +25,24 @@ from pathlib import Path
 TARGET_S = 5.0
 MODEL = "{num_layers: 61, hidden_size: 7168, vocab_size: 129280, attention: %s, num_kv_heads: %d}"
 
+
+
+def _pd(engine: str, attention: str, kv_heads: int, prefill: str, decode: str) -> str:
+    """A prefill/decode deployment of the 61-layer model, EAGLE3 drafting."""
+    return f"""name: bench-{engine}-pd
+engine: {engine}
+model: {MODEL % (attention, kv_heads)}
+speculative: {{method: eagle3, num_steps: 3}}
+instances:
+  prefill: {{name: p, topology: {prefill}}}
+  decode: {{name: d, topology: {decode}}}
+"""
+
+
 DEPLOYMENTS = {
-    "sglang-4096-4096": f"""name: bench-sglang-pd
-engine: sglang
-model: {MODEL % ("mla", 1)}
-speculative: {{method: eagle3, num_steps: 3}}
-instances:
-  prefill: {{name: p, topology: {{tp: 16, pp: 2, dp: 128}}}}
-  decode: {{name: d, topology: {{tp: 4096, dp: 512, dp_attention: true}}}}
-""",
-    "vllm-4096-4096": f"""name: bench-vllm-pd
-engine: vllm
-model: {MODEL % ("gqa", 8)}
-speculative: {{method: eagle3, num_steps: 3}}
-instances:
-  prefill: {{name: p, topology: {{tp: 8, pp: 2, dp: 256}}}}
-  decode: {{name: d, topology: {{tp: 8, dp: 512}}}}
-""",
+    "sglang-4096-4096": _pd("sglang", "mla", 1, "{tp: 16, pp: 2, dp: 128}",
+                            "{tp: 4096, dp: 512, dp_attention: true}"),
+    "vllm-4096-4096": _pd("vllm", "gqa", 8, "{tp: 8, pp: 2, dp: 256}", "{tp: 8, dp: 512}"),
 }
 ALONE = f"""name: bench-decode-alone
 engine: sglang

@@ -17,7 +17,6 @@ in host synchronisation: that needs NCCL (benchmarks/gpu_hotpath.py).
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
@@ -26,9 +25,9 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
-from bench_converge import compile_plan, free_port
+from bench_converge import compile_plan, run_world
+from shared import options
 
 
 def decode_inputs(rt, live: int) -> list[tuple[int, dict]]:
@@ -97,21 +96,14 @@ def worker(rank: int, n: int, port: int, plan: dict, iters: int, live: int, out)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iters", type=int, default=200)
-    ap.add_argument("--live", type=int, default=64, help="live rows per round (capacity 256)")
-    ap.add_argument("--worlds", default="2,4,8")
-    args = ap.parse_args()
-    ctx = mp.get_context("spawn")
+    args, worlds = options(None, "worlds", "2,4,8", live_help="live rows per round (capacity 256)")
     print(f"gloo, DSpark tp N, live rows {args.live} of 256, median of {args.iters}, us")
     print(f"{'ranks':>8} {'converge host':>14} {'device us':>10} {'dev/host':>9} "
           f"{'round host us':>14} {'device us':>10} {'dev/host':>9}")
     with tempfile.TemporaryDirectory() as tmp:
-        for n in map(int, args.worlds.split(",")):
+        for n in worlds:
             plan = compile_plan(Path(tmp), "dspark", n)
-            out = ctx.Queue()
-            mp.start_processes(worker, args=(n, free_port(), plan, args.iters, args.live, out),
-                               nprocs=n, start_method="spawn", join=True)
+            out = run_world(worker, n, plan, args)
             for rank, res in sorted(out.get() for _ in range(2)):
                 (ch, cd), (rh, rd) = res["converge"], res["round"]
                 who = f"{n} {'src' if rank == 0 else 'recv'}"

@@ -17,18 +17,15 @@ the bind on SGLang's groups, and the hooks installed with SPECPLAN_PLAN unset (m
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-ENGINES = ROOT / "tests" / "engines"
-sys.path[:0] = [str(ENGINES), str(ROOT / "tests" / "runtime"), str(ROOT)]
+from shared import ENGINES, first_rank, launch_bench, start
+
+import sglang_workers  # tests/engines, which shared puts on sys.path
 
 SPEC = """
 name: bench-plugin-tp{n}
@@ -43,12 +40,9 @@ SPECULATIVE = dict(speculative_algorithm="DSPARK", speculative_num_steps=3, spec
                    speculative_num_draft_tokens=4)
 
 
-def rank_main(argv: list[str]) -> None:
+def bench(n: str, iters: str, live: str) -> dict:
     """One rank: start SGLang's groups with the plugin, then time both accepts."""
-    root, n, iters, live = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
-    import sglang_harness
-
-    sglang_harness.install(root)
+    n, iters, live = int(n), int(iters), int(live)
     import torch
     from sglang.srt.runtime_context import get_parallel
     from sglang.srt.speculative.spec_tp_sync import SpecTpSync, SpecTpSyncSite
@@ -96,23 +90,13 @@ def rank_main(argv: list[str]) -> None:
            "gamma_us": statistics.median(gamma) * 1e6, "block_us": statistics.median(block_one) * 1e6,
            "check_ms": statistics.median(checks) * 1e3, "hook_check_ms": active.startup_s["check"] * 1e3,
            "bind_ms": active.startup_s["bind"] * 1e3}
-    print("RESULT " + json.dumps(out), flush=True)
-    os._exit(0)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    if argv and argv[0] == "bench":  # a rank launched by launch.py
-        rank_main(argv[1:])
-        return
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iters", type=int, default=200)
-    ap.add_argument("--live", type=int, default=64)
-    ap.add_argument("--worlds", default="2,4,8")
-    args = ap.parse_args(argv)
-    from launch import compile_spec, launch
-    from wheels import engine_root
+    args, worlds, root = start(argv, sglang_workers, bench, "sglang", "worlds", "2,4,8")
+    from tests.ranks import launch
 
-    root = str(engine_root("sglang"))
     env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false"}
     [unset] = launch(1, "plugins", root, module="sglang_workers", path=(ENGINES,),
                      env=dict(env, SPECPLAN_PLAN=""), timeout=600)
@@ -120,14 +104,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'ranks':>5} {'3x SpecTpSync us':>17} {'plugin 1x us':>13} {'ratio':>6} "
           f"{'check ms':>9} {'bind ms':>8} {'3x draft us':>12} {'plugin 1x us':>13} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as tmp:
-        for n in map(int, args.worlds.split(",")):
-            plan = compile_spec(Path(tmp) / f"tp{n}", SPEC.format(n=n))
-            results = launch(n, "bench", root, str(n), str(args.iters), str(args.live),
-                             module="bench_plugin_sglang", path=(ENGINES, Path(__file__).parent),
-                             env=dict(env, SPECPLAN_PLAN=str(plan)), timeout=1200)
-            r0 = results[0].result
-            if r0 is None:
-                raise SystemExit(f"tp{n}: rank 0 failed:\n{results[0].stderr[-3000:]}")
+        for n in worlds:
+            r0 = first_rank(launch_bench(n, Path(tmp) / f"tp{n}", SPEC.format(n=n), root, n, args.iters,
+                                         args.live, module="bench_plugin_sglang", env=env), f"tp{n}")
             print(f"{n:>5} {r0['three_us']:>17.1f} {r0['one_us']:>13.1f} "
                   f"{r0['three_us'] / r0['one_us']:>6.2f} {r0['check_ms']:>9.3f} {r0['bind_ms']:>8.1f} "
                   f"{r0['gamma_us']:>12.1f} {r0['block_us']:>13.1f} {r0['gamma_us'] / r0['block_us']:>6.2f}")

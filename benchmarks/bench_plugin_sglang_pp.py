@@ -17,18 +17,14 @@ ratio relay / plain.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-ENGINES = ROOT / "tests" / "engines"
-sys.path[:0] = [str(ENGINES), str(ROOT / "tests" / "runtime"), str(ROOT)]
+from shared import first_rank, launch_bench, start
+
+import sglang_workers  # tests/engines, which shared puts on sys.path
 
 SPEC = """
 name: bench-pp-tp{n}
@@ -43,11 +39,9 @@ SPECULATIVE = dict(speculative_algorithm="EAGLE", speculative_num_steps=3, specu
                    speculative_num_draft_tokens=4)
 
 
-def rank_main(argv: list[str]) -> None:
-    root, n, iters, live = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
-    import sglang_harness
-
-    sglang_harness.install(root)
+def bench(n: str, iters: str, live: str) -> dict:
+    """One rank: SGLang's groups with the plugin, then time both messages (stage 0 receives)."""
+    n, iters, live = int(n), int(iters), int(live)
     import torch
     import sglang.srt.distributed.parallel_state as ps
 
@@ -93,34 +87,18 @@ def rank_main(argv: list[str]) -> None:
     out = {kind: statistics.median(v) * 1e6 for kind, v in timings.items()}
     out["relay_bytes"] = int(sum(rt.relay_out(s, v, round=0, live_rows=live).numel()
                                  for s, v in (("eagle_accept", accept), ("eagle_draft", draft))))
-    print("RESULT " + json.dumps(out), flush=True)
-    os._exit(0)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
-    if argv and argv[0] == "bench":  # a rank launched by launch.py
-        rank_main(argv[1:])
-        return
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iters", type=int, default=200)
-    ap.add_argument("--live", type=int, default=64)
-    ap.add_argument("--tps", default="1,2,4")
-    args = ap.parse_args(argv)
-    from launch import compile_spec, launch
-    from wheels import engine_root
-
-    root = str(engine_root("sglang"))
+    args, tps, root = start(argv, sglang_workers, bench, "sglang", "tps", "1,2,4")
     env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false"}
     print(f"{'ranks':>5} {'SGLang msg us':>14} {'+ relays us':>12} {'ratio':>6} {'relay bytes':>12}")
     with tempfile.TemporaryDirectory() as tmp:
-        for n in map(int, args.tps.split(",")):
-            plan = compile_spec(Path(tmp) / f"tp{n}", SPEC.format(n=n))
-            results = launch(2 * n, "bench", root, str(n), str(args.iters), str(args.live),
-                             module="bench_plugin_sglang_pp", path=(ENGINES, Path(__file__).parent),
-                             env=dict(env, SPECPLAN_PLAN=str(plan)), timeout=1200)
-            r0 = results[0].result  # stage 0's first rank: the receiver
-            if r0 is None:
-                raise SystemExit(f"tp{n}: rank 0 failed:\n{results[0].stderr[-3000:]}")
+        for n in tps:
+            results = launch_bench(2 * n, Path(tmp) / f"tp{n}", SPEC.format(n=n), root, n, args.iters,
+                                   args.live, module="bench_plugin_sglang_pp", env=env)
+            r0 = first_rank(results, f"tp{n}")  # stage 0's first rank: the receiver
             print(f"{2 * n:>5} {r0['plain']:>14.1f} {r0['relay']:>12.1f} "
                   f"{r0['relay'] / r0['plain']:>6.2f} {r0['relay_bytes']:>12}")
 

@@ -18,19 +18,17 @@ bind at each world size and the hooks installed with SPECPLAN_PLAN unset (must b
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace as NS
 
-ROOT = Path(__file__).resolve().parents[1]
-ENGINES = ROOT / "tests" / "engines"
-sys.path[:0] = [str(ENGINES), str(ROOT / "tests" / "runtime"), str(ROOT)]
+from shared import launch_bench, start
+
+import vllm_workers  # tests/engines, which shared puts on sys.path
 K = 3
 
 SPEC = """
@@ -53,11 +51,10 @@ def _batch(rows: int):
               max_seq_len_np=None, is_prefilling_np=np.zeros(rows, dtype=bool))
 
 
-def rank_main(argv: list[str]) -> None:
-    root, tp, pp, iters, live = argv[0], *map(int, argv[1:])
+def bench(tp: str, pp: str, iters: str, live: str) -> dict:
+    """One rank: vLLM's groups with the plugin, then time vLLM's relay and the plugin's step."""
+    tp, pp, iters, live = map(int, (tp, pp, iters, live))
     import vllm_harness
-
-    vllm_harness.install(root)
     import torch
     import torch.distributed as dist
 
@@ -66,7 +63,7 @@ def rank_main(argv: list[str]) -> None:
     t0 = time.perf_counter()
     ps = vllm_harness.start_engine(tp, pp, 1, {"method": "eagle3", "num_speculative_tokens": K})
     active = next(iter(common._ACTIVE.values()))
-    bridge, rank = active.bridge, dist.get_rank()
+    bridge = active.bridge
     group = ps.get_pp_group()
     batch = _batch(live)
     sampled = torch.randint(0, 1000, (live, K + 1))
@@ -102,9 +99,7 @@ def rank_main(argv: list[str]) -> None:
     out = {k: statistics.median(v) * 1e6 for k, v in times.items()}
     out["startup_s"] = active.startup_s
     out["total_start_s"] = time.perf_counter() - t0
-    if rank == 0:
-        print("RESULT " + json.dumps(out), flush=True)
-    os._exit(0)
+    return out
 
 
 def unset_hooks(root: str) -> int:
@@ -121,25 +116,13 @@ def unset_hooks(root: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
-    if argv is not None:  # a rank started by launch.py: ["bench", root, tp, pp, iters, live]
-        rank_main(argv[1:])
-        return
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iters", type=int, default=100)
-    ap.add_argument("--live", type=int, default=64)
-    ap.add_argument("--worlds", default="2,4,8")
-    args = ap.parse_args()
-    from launch import compile_spec, launch
-    from wheels import engine_root
-
-    root = str(engine_root("vllm"))
+    args, worlds, root = start(argv, vllm_workers, bench, "vllm", "worlds", "2,4,8", iters=100)
     tmp = Path(tempfile.mkdtemp())
-    for n in map(int, args.worlds.split(",")):
+    for n in worlds:
         tp, pp = (n, 1) if n == 2 else (n // 2, 2)
-        plan = compile_spec(tmp / str(n), SPEC.format(n=n, tp=tp, pp=pp))
-        env = {"SPECPLAN_PLAN": str(plan), "VLLM_USE_V2_MODEL_RUNNER": "1", "CUDA_VISIBLE_DEVICES": ""}
-        res = launch(n, "bench", root, tp, pp, args.iters, args.live, module="bench_plugin_vllm",
-                     path=(ROOT / "benchmarks",), env=env, timeout=1500)
+        env = {"VLLM_USE_V2_MODEL_RUNNER": "1", "CUDA_VISIBLE_DEVICES": ""}
+        res = launch_bench(n, tmp / str(n), SPEC.format(n=n, tp=tp, pp=pp), root, tp, pp, args.iters,
+                           args.live, module="bench_plugin_vllm", env=env, timeout=1500)
         r0 = res[0].result or {"error": res[0].stderr[-800:]}
         ratio = r0["engine"] / r0["plugin"] if "engine" in r0 else None
         print(f"world {n} (tp {tp} x pp {pp}), {args.live} rows: {json.dumps(r0)}"

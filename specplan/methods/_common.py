@@ -17,6 +17,12 @@ ALL_ONLY = frozenset()
 COMMIT_DERIVES = ("commit_lens", "new_seq_lens", "out_tokens", "positions", "cache_locations")
 
 
+def vllm_supported(name: str, note: str) -> dict[str, str]:
+    """The engine notes of a method vLLM supports: its name in vLLM's speculative config
+    (`method`), and what differs from SGLang's (`note`)."""
+    return {"vllm": "supported", "vllm_name": name, "vllm_note": note}
+
+
 def presets_for(nature: Nature, *, startup: bool = False) -> frozenset[str]:
     """Presets of a site SGLang does not have, chosen by the nature of its decisions.
 

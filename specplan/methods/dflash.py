@@ -11,7 +11,7 @@ presets all and rng) — see engine_notes["sglang_variants"].
 """
 
 from ._common import (ALL_ONLY, COMMIT_DERIVES, RNG_PRESETS, first_token, free_memory,
-                      target_prefill_phase)
+                      target_prefill_phase, vllm_supported)
 from .base import Decision, Method, Phase, Site
 
 _TOKEN, _TARGET_SITE = first_token("dflash", sglang=True,
@@ -81,9 +81,7 @@ DFLASH = Method(
         "sglang_pp": "no",
         "sglang_variants": "dflash_selector: DFLASH_SELECTOR (13) carries accept_len, bonus "
                            "for selector/LiLiCorr sampled accept; presets all, rng",
-        "vllm": "supported",
-        "vllm_name": "dflash",
-        "vllm_note": "chain only; taps relayed along PP in Model Runner V2",
+        **vllm_supported("dflash", "chain only; taps relayed along PP in Model Runner V2"),
     },
     doc="DFlash block drafting with a chain verify.",
 )

@@ -21,7 +21,7 @@ Choices made here:
 """
 
 from ._common import (ALL_ONLY, COMMIT_DERIVES, RNG_PRESETS, first_token, free_memory,
-                      target_prefill_phase)
+                      target_prefill_phase, vllm_supported)
 from .base import Decision, Method, Nature, Path, Phase, Site
 
 _ACCEPT_NAMES = ("correct_len", "bonus", "cap_trim_lens")  # build_accept_outs' order
@@ -117,9 +117,7 @@ DSPARK = Method(
         "sglang_variants": "dspark_accept_graph: DSPARK_ACCEPT_GRAPH (10) carries the same "
                            "three from the in-graph greedy epilogue; all only",
         "sglang_mem_group": "draft tp group (full tp for a MoE draft under DP-attention)",
-        "vllm": "supported",
-        "vllm_name": "dspark",
-        "vllm_note": "chain only; PP support open (vllm#56956)",
+        **vllm_supported("dspark", "chain only; PP support open (vllm#56956)"),
     },
     doc="DSpark block drafting with a Markov head and a confidence-planned ragged verify.",
 )

@@ -5,6 +5,7 @@ same records with `tree_only` topology decisions constant and the tree-path comp
 identity; it needs num_draft_tokens == num_steps + 1 for SGLang's chain fast path.
 """
 
+from ._common import vllm_supported
 from ._eagle_family import build
 
 EAGLE = build(
@@ -13,9 +14,7 @@ EAGLE = build(
         "sglang_pp": "yes",
         "sglang_pp_note": "gated relay under SGLANG_ENABLE_PP_SPEC=1 (no PD, no adaptive, no "
                           "DP-attention); otherwise PD prefill nodes only, relaying the proposal",
-        "vllm": "supported",
-        "vllm_name": "eagle",
-        "vllm_note": "chain only: vLLM has no tree verify (tree attention removed)",
+        **vllm_supported("eagle", "chain only: vLLM has no tree verify (tree attention removed)"),
     },
     doc="EAGLE: S-1 draft forwards of a head over the last hidden state, tree or chain verify.",
 )

@@ -4,15 +4,14 @@ Control flow and decisions are EAGLE's (reference/decisions.md §1-variants); on
 input width differs (hidden * number of taps, 3 by default). SGLang excludes it from PP.
 """
 
+from ._common import vllm_supported
 from ._eagle_family import build
 
 EAGLE3 = build(
     "eagle3", drafter="head", needs_taps=True,
     engine_notes={
         "sglang_pp": "no",
-        "vllm": "supported",
-        "vllm_name": "eagle3",
-        "vllm_note": "chain only; PP with chained tap relay in Model Runner V2",
+        **vllm_supported("eagle3", "chain only; PP with chained tap relay in Model Runner V2"),
     },
     doc="EAGLE3: EAGLE with a tap-reading head (default taps 2, L/2, L-3 in vLLM).",
 )

@@ -5,6 +5,7 @@ SGLang resolves NEXTN to the EAGLE algorithm, so the round and every decision ar
 decisions but are outside PP; the draft reads the last hidden state, not taps.
 """
 
+from ._common import vllm_supported
 from ._eagle_family import build
 
 MTP = build(
@@ -15,9 +16,7 @@ MTP = build(
         "sglang_pp": "yes",
         "sglang_pp_note": "single-layer NextN only (resolves to EAGLE); multi-layer and "
                           "frozen-KV MTP are excluded from PP",
-        "vllm": "supported",
-        "vllm_name": "mtp",
-        "vllm_note": "chain only",
+        **vllm_supported("mtp", "chain only"),
     },
     doc="MTP/NextN: EAGLE with the checkpoint's MTP layer as the head.",
 )

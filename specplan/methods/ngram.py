@@ -16,7 +16,7 @@ site; it joins the "rng" preset (values not a pure function of logits), not "ini
 SGLang keeps for start-up probes.
 """
 
-from ._common import COMMIT_DERIVES, first_token, presets_for, target_prefill_phase
+from ._common import COMMIT_DERIVES, first_token, presets_for, target_prefill_phase, vllm_supported
 from .base import Decision, Method, Phase, Site
 
 _DRAFT = ("draft_tokens", "tree_mask")
@@ -96,8 +96,7 @@ NGRAM_CHAIN = Method(
              doc="vLLM's chain RejectionSampler output (sampled tokens and counts)."),
     ),
     needs_taps=False, tree=False, drafter="lookup",
-    engine_notes={"vllm": "supported", "vllm_name": "ngram",
-                  "vllm_note": "chain only; rejection sampler without draft probs"},
+    engine_notes=vllm_supported("ngram", "chain only; rejection sampler without draft probs"),
     doc="N-gram lookup drafting, verified as a chain (vLLM).",
 )
 
@@ -120,9 +119,7 @@ NGRAM = Method(
         "sglang_group": "attn_tp_or_tp",
         "sglang_pp": "no",
         "sglang_accept_greedy": "unconverged on cuda/npu/cpu/xpu; broadcast on hip",
-        "vllm": "supported",
-        "vllm_name": "ngram",
-        "vllm_note": "chain only; rejection sampler without draft probs",
+        **vllm_supported("ngram", "chain only; rejection sampler without draft probs"),
     },
     doc="N-gram lookup drafting with tree verify.",
     engines={"vllm": NGRAM_CHAIN},

@@ -4,15 +4,14 @@ The draft has its own embedding and head and reads no target hidden state
 (CaptureHiddenMode.NULL); decisions are EAGLE's (reference/decisions.md §1-variants).
 """
 
+from ._common import vllm_supported
 from ._eagle_family import build
 
 STANDALONE = build(
     "standalone", drafter="model", needs_taps=False,
     engine_notes={
         "sglang_pp": "no",
-        "vllm": "supported",
-        "vllm_name": "draft_model",
-        "vllm_note": "chain only",
+        **vllm_supported("draft_model", "chain only"),
     },
     doc="Standalone draft model through the EAGLE worker.",
 )

@@ -159,13 +159,18 @@ def _legend(canvas: Canvas, data: dict, y: float) -> None:
 
 # -- text forms -------------------------------------------------------------------------
 
-def render_mermaid(data: dict, family: str) -> str:
-    axes = shown_axes(data)
-    out = ["flowchart TB", f"  %% {_header(data, family)[0]}"]
+def _by_node(data: dict) -> dict[int, list[dict]]:
+    """The drawn ranks by node, nodes in the order their first rank is drawn."""
     by_node: dict[int, list[dict]] = {}
     for row in drawn_ranks(data):
         by_node.setdefault(row["node"], []).append(row)
-    for node, rows in by_node.items():
+    return by_node
+
+
+def render_mermaid(data: dict, family: str) -> str:
+    axes = shown_axes(data)
+    out = ["flowchart TB", f"  %% {_header(data, family)[0]}"]
+    for node, rows in _by_node(data).items():
         out.append(f'  subgraph node{node}["node {node}"]')
         out += [f'    r{row["rank"]}["{"<br/>".join(rank_label(row, axes))}"]:::rep{row["replica"] % len(PALETTE)}'
                 for row in rows]
@@ -183,10 +188,7 @@ def render_dot(data: dict, family: str) -> str:
     out = [f'digraph "{data["name"]}-ranks" {{', '  graph [rankdir=TB, fontname="Helvetica"];',
            '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10];',
            f'  label="{_header(data, family)[0]}";']
-    by_node: dict[int, list[dict]] = {}
-    for row in drawn_ranks(data):
-        by_node.setdefault(row["node"], []).append(row)
-    for node, rows in by_node.items():
+    for node, rows in _by_node(data).items():
         out.append(f'  subgraph cluster_node{node} {{ label="node {node}";')
         out += [f'    r{row["rank"]} [label="{_dot_label(rank_label(row, axes))}", '
                 f'fillcolor="{PALETTE[row["replica"] % len(PALETTE)]}"];' for row in rows]

@@ -8,11 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import specplan
-from specplan.cli import main
 from specplan.errors import SpecError
+from tests.helpers import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = "specs/kimi-k3-dspark-tp8-pp2.yaml"
@@ -21,22 +20,16 @@ SMALL = {"name": "small", "engine": "sglang", "topology": {"tp": 2},
          "speculative": {"method": "eagle", "num_steps": 2}}
 
 
-def _cli(*args: str) -> str:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    assert result.exit_code in (0, 3), result.output
-    return result.output
-
-
 def test_explain_check_export_equal_the_commands(at_root):
     d = specplan.load(SPEC)
-    assert d.explain() == json.loads(_cli("explain", SPEC, "--json"))
-    assert [f.to_dict() for f in d.check()] == json.loads(_cli("check", SPEC, "--json"))["findings"]
-    assert d.export("vllm") == _cli("export", SPEC, "--engine", "vllm")
+    assert d.explain() == json.loads(cli("explain", SPEC, "--json", catch=False, code=(0, 3)).output)
+    assert [f.to_dict() for f in d.check()] == json.loads(cli("check", SPEC, "--json", catch=False, code=(0, 3)).output)["findings"]
+    assert d.export("vllm") == cli("export", SPEC, "--engine", "vllm", catch=False, code=(0, 3)).output
 
 
 def test_compile_writes_the_plan_the_command_writes(at_root, tmp_path):
     plan = specplan.load(SPEC).compile(tmp_path / "api")
-    _cli("compile", SPEC, "-o", str(tmp_path / "cli"))
+    cli("compile", SPEC, "-o", str(tmp_path / "cli"), catch=False, code=(0, 3))
     written = (tmp_path / "api" / "plan.json").read_text()
     assert written == (tmp_path / "cli" / "plan.json").read_text()
     assert json.loads(written)["fingerprint"] == plan["fingerprint"]

@@ -4,36 +4,32 @@ output piped to a file or another program carries no colour codes."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from specplan import __version__
 from specplan.cli import main
+from tests.helpers import cli
 
-ROOT = Path(__file__).resolve().parents[2]
 SPEC = "specs/deepseek-v4-dspark-tp8-dp8.yaml"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @pytest.mark.parametrize("name", sorted(main.commands))
 def test_every_command_help_has_an_example(name):
-    res = CliRunner().invoke(main, [name, "--help"])
+    res = cli(name, "--help")
     assert res.exit_code == 0, res.output
     assert "Example: specplan " + name in res.output
 
 
 def test_top_level_help_has_an_example():
-    res = CliRunner().invoke(main, ["--help"])
+    res = cli("--help")
     assert res.exit_code == 0
     assert "Example: specplan " in res.output
 
 
 def test_version():
-    res = CliRunner().invoke(main, ["--version"])
+    res = cli("--version")
     assert res.exit_code == 0
     assert res.output.strip() == f"specplan, version {__version__}"
 
@@ -42,8 +38,7 @@ def test_version():
 def test_piped_output_has_no_colour(args):
     """A real pipe (not a tty): rich must not emit escape codes, even when FORCE_COLOR-like
     terminals are absent; the tables still come out."""
-    proc = subprocess.run([sys.executable, "-m", "specplan.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = cli(*args, process=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
     assert not ANSI.search(proc.stdout + proc.stderr)
@@ -52,6 +47,6 @@ def test_piped_output_has_no_colour(args):
 def test_bad_input_exits_2_with_a_location(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\ntopology: {tp: 0}\nmodel: {num_layers: 4, hidden_size: 8, vocab_size: 8}\n")
-    res = CliRunner().invoke(main, ["explain", str(bad)])
+    res = cli("explain", str(bad))
     assert res.exit_code == 2
     assert re.search(rf"{re.escape(str(bad))}:2:\d+: topology\.tp: ", res.output)

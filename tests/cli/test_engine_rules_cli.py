@@ -6,18 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from specplan.cli import main
+from tests.helpers import cli
+
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def run(*args, code: int) -> str:
-    res = CliRunner().invoke(main, [str(a) for a in args])
-    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
-    assert res.exit_code == code, res.output
-    return res.output
 
 
 def write(tmp: Path, text: str, name: str = "spec.yaml") -> Path:
@@ -34,42 +27,43 @@ def small(engine: str, topology: str, speculative: str = "{}", model: str = "", 
 @pytest.mark.parametrize("pp, code", [(1, 0), (2, 3)])
 def test_vllm_eagle_draft_layer_collides_under_pp(tmp_path, pp, code):
     spec = write(tmp_path, small("vllm", f"{{tp: 1, pp: {pp}}}", "{method: eagle, num_steps: 3}"))
-    out = run("check", spec, code=code)
+    out = cli("check", spec, code=code).output
     if pp > 1:
         assert "draft-layer id 8 collides with target layer 8 of stage 1" in out
     ours = write(tmp_path, small("vllm", "{tp: 1, pp: 2}", "{method: eagle, num_steps: 3}",
                                  behaviour="specplan"), "ours.yaml")
-    run("check", ours, code=0)  # specplan's own plan keeps global ids
+    cli("check", ours, code=0)  # specplan's own plan keeps global ids
 
 
 def test_vllm_eplb_without_expert_parallel_is_refused(tmp_path):
     moe = ", moe: {num_experts: 8, top_k: 2, eplb: true}"
-    out = run("check", write(tmp_path, small("vllm", "{tp: 2}", model=moe)), code=2)
+    out = cli("check", write(tmp_path, small("vllm", "{tp: 2}", model=moe)), code=2).output
     assert "model.moe.eplb: eplb needs expert parallel" in out and "_validate_parallel_config" in out
-    run("check", write(tmp_path, small("vllm", "{tp: 2, ep: 2}", model=moe), "ep.yaml"), code=0)
+    cli("check", write(tmp_path, small("vllm", "{tp: 2, ep: 2}", model=moe), "ep.yaml"), code=0)
 
 
 def test_sglang_tap_num_layers_is_refused(tmp_path):
     spec = small("sglang", "{tp: 2}", "{method: eagle3, num_steps: 3, aux_layers: [2, 8, 16]}",
                  behaviour="specplan")
-    out = run("check", write(tmp_path, spec), code=2)
+    out = cli("check", write(tmp_path, spec), code=2).output
     assert "speculative.aux_layers[2]: tap 16 (= num_layers" in out and "LlamaModel.forward" in out
-    run("check", write(tmp_path, spec.replace("8, 16]", "8, 15]"), "ok.yaml"), code=0)
+    cli("check", write(tmp_path, spec.replace("8, 16]", "8, 15]"), "ok.yaml"), code=0)
 
 
 def test_import_plans_zbal_on_npu(tmp_path):
     base = write(tmp_path, small("sglang", "{tp: 2}", behaviour="specplan"), "base.yaml")
     line = ["python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "2", "--device", "npu"]
-    out = run("import", "--engine", "sglang", "--base", base, "--", "SGLANG_ZBAL_LOCAL_MEM_SIZE=1024", *line, code=0)
+    out = cli("import", "--engine", "sglang", "--base", base, "--", "SGLANG_ZBAL_LOCAL_MEM_SIZE=1024", *line,
+              code=0).output
     assert "backend: zbal" in out and "_DEVICE_TO_DISTRIBUTED_BACKEND" in out
-    assert "backend" not in run("import", "--engine", "sglang", "--base", base, "--", *line, code=0)
-    run("import", "--engine", "sglang", "--base", base, "--", "SGLANG_ZBAL_LOCAL_MEM_SIZE=lots", *line, code=2)
+    assert "backend" not in cli("import", "--engine", "sglang", "--base", base, "--", *line, code=0).output
+    cli("import", "--engine", "sglang", "--base", base, "--", "SGLANG_ZBAL_LOCAL_MEM_SIZE=lots", *line, code=2)
 
 
 def test_inline_instances_default_their_names(tmp_path):
     text = (ROOT / "specs" / "disagg" / "kimi-k3-dspark-pd.yaml").read_text()
     text = text.replace("    name: kimi-k3-prefill\n", "").replace("    name: kimi-k3-decode\n", "")
-    out = run("explain", write(tmp_path, text, "pd.yaml"), code=0)
+    out = cli("explain", write(tmp_path, text, "pd.yaml"), code=0).output
     assert "prefill kimi-k3-dspark-pd-prefill" in out and "decode kimi-k3-dspark-pd-decode" in out
 
 
@@ -81,7 +75,7 @@ def test_inline_instances_default_their_names(tmp_path):
 ])
 def test_prefill_decode_dcp_pairs(case, code, expected):
     cases = ROOT / "tests" / "deploy" / "cases" / case
-    out = run("check", cases / "prefill.yaml", cases / "decode.yaml", "--json", code=code)
+    out = cli("check", cases / "prefill.yaml", cases / "decode.yaml", "--json", code=code).output
     assert (expected in out) == (code == 3), out
 
 
@@ -90,5 +84,5 @@ def test_sglang_runs_dspark_under_pp_on_prefill_nodes_only(tmp_path, role, code)
     """check_pipeline_parallel_compat: pipeline-parallel DSPARK requires disaggregation-mode
     prefill (export refused the prefill instance too)."""
     spec = small("sglang", "{tp: 2, pp: 2}", "{method: dspark, num_steps: 3}", behaviour="specplan")
-    out = run("export", write(tmp_path, spec + f"disaggregation: {{role: {role}}}\n"), code=code)
+    out = cli("export", write(tmp_path, spec + f"disaggregation: {{role: {role}}}\n"), code=code).output
     assert ("--disaggregation-mode prefill" in out) if code == 0 else True

@@ -17,14 +17,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from specplan.cli import main
 from specplan.errors import SpecError
 from specplan.methods import METHODS
 from specplan.schema import load_spec
+from tests.helpers import cli, draw_dp_attention_and_ep
 
 STEPS = {"none": {}, "eagle": {"num_steps": 3, "topk": 2, "num_draft_tokens": 5},
          "eagle3": {"num_steps": 2}, "mtp": {"num_steps": 1}, "standalone": {"num_steps": 3},
@@ -41,11 +40,7 @@ def spec_data(draw) -> dict:
     tp, pp, dp, cp = (draw(st.sampled_from(v)) for v in ([1, 2, 4], [1, 2, 3], [1, 2], [1, 2]))
     topo = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "dcp": draw(st.sampled_from([1, 2])),
             "device": draw(st.sampled_from(["cpu", "cuda"]))}
-    if engine == "sglang":
-        topo["dp_attention"] = dp > 1 and draw(st.booleans())
-        topo["ep"] = draw(st.sampled_from([1, 2])) if moe else 1
-    else:
-        topo["ep"] = draw(st.sampled_from([1, dp * cp * tp])) if moe else 1
+    draw_dp_attention_and_ep(draw, engine, topo, moe)
     method = draw(st.sampled_from(sorted(METHODS)))
     speculative = {"method": method, **STEPS[method]}
     if method != "none":
@@ -79,7 +74,7 @@ def valid_spec(tmp: Path, data: dict) -> Path:
 
 def answer(*args: str) -> int:
     """Run the CLI in process; an exception other than SystemExit is an internal error."""
-    res = CliRunner().invoke(main, list(args))
+    res = cli(*args)
     assert res.exit_code != 1 and not (res.exception and not isinstance(res.exception, SystemExit)), \
         f"specplan {' '.join(args)} -> exit {res.exit_code}\n{res.output}\n{res.exception!r}"
     assert res.exit_code in (0, 2, 3), (args, res.exit_code, res.output)
@@ -127,8 +122,8 @@ def test_a_seeded_sample_simulates(tmp_path_factory, data):
     data["topology"]["device"] = "cpu"
     tmp = tmp_path_factory.mktemp("sim")
     spec = str(valid_spec(tmp, data))
-    explained = CliRunner().invoke(main, ["explain", spec, "--json"])
+    explained = cli("explain", spec, "--json")
     assume(json.loads(explained.output)["world_size"] <= 4)
-    clean = CliRunner().invoke(main, ["check", spec]).exit_code == 0
+    clean = cli("check", spec).exit_code == 0
     code = answer("simulate", spec, "--rounds", "2", "--requests", "2")
     assert code == (0 if clean else 3)

@@ -14,16 +14,12 @@ from rich.console import Console
 from specplan.explain import explain_data, render
 from specplan.mesh import build_mesh
 from specplan.schema import load_spec
+from tests.helpers import cli
 
 ROOT = Path(__file__).parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "explain"
 EX4 = "tests/golden/explain/sglang-ex4-tp8-dp2-cp2-ep4-moedp2.yaml"
 UPDATE = os.environ.get("SPECPLAN_UPDATE_GOLDEN") == "1"
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specplan.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
 
 
 def rendered(path: str, rank: int | None = None) -> str:
@@ -43,7 +39,7 @@ def test_text_tables_match_golden():
 
 
 def test_cli_prints_the_same_tables():
-    proc = cli("explain", EX4)
+    proc = cli("explain", EX4, process=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(rendered(EX4))
 
@@ -62,7 +58,7 @@ def test_rank_view_lists_every_group_of_the_rank():
 
 
 def test_rank_view_through_the_cli():
-    proc = cli("explain", EX4, "--rank", "4")
+    proc = cli("explain", EX4, "--rank", "4", process=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("rank 4 of 8")
     assert "replica 1 (source)" in proc.stdout
@@ -70,14 +66,14 @@ def test_rank_view_through_the_cli():
 
 def test_rank_out_of_range_is_a_user_error():
     for rank in ("8", "-1"):
-        proc = cli("explain", EX4, "--rank", rank)
+        proc = cli("explain", EX4, "--rank", rank, process=True)
         assert proc.returncode == 2
         assert proc.stderr == f"{EX4}: --rank {rank} is outside the world: expected 0 .. 7\n"
         assert proc.stdout == ""
 
 
 def test_json_is_one_object_with_the_stable_keys():
-    proc = cli("explain", "tests/golden/explain/vllm-tp4-pcp2-dcp2.yaml", "--json")
+    proc = cli("explain", "tests/golden/explain/vllm-tp4-pcp2-dcp2.yaml", "--json", process=True)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     for key in ("world_size", "num_worlds", "engine", "widths", "groups", "ranks", "replicas", "stages"):

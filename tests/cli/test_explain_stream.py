@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +21,7 @@ from specplan.lower import build_plan
 from specplan.passes import plan as run_passes
 from specplan.round_view import render_round, round_data
 from specplan.schema import load_spec
+from tests.helpers import cli
 
 ROOT = Path(__file__).parents[2]
 SPECS = sorted([*ROOT.glob("tests/golden/explain/*.yaml"), *ROOT.glob("specs/*.yaml")])
@@ -87,8 +86,7 @@ def test_one_rank_and_the_tables_read_the_same(path):
 
 def test_the_cli_streams_the_golden_json():
     path = "tests/golden/explain/vllm-dp2-pp2-tp4-moe.yaml"
-    proc = subprocess.run([sys.executable, "-m", "specplan.cli", "explain", path, "--json"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = cli("explain", path, "--json", process=True)
     assert proc.returncode == 0, proc.stderr
     eager, _ = both(ROOT / path)
     assert proc.stdout == json.dumps(eager, separators=(",", ":")) + "\n"

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from specplan.cli import main
+from tests.helpers import cli
+
 
 ROOT = Path(__file__).resolve().parents[2]
 FUZZ = ROOT / "tests" / "fuzz"
@@ -68,7 +68,7 @@ TRACES = {  # case folder -> what the message must say
 
 
 def run(args: list[str]):
-    res = CliRunner().invoke(main, args)
+    res = cli(*args)
     crashed = res.exception is not None and not isinstance(res.exception, SystemExit)
     assert not crashed, f"specplan {' '.join(args)[:200]} raised {res.exception!r}"
     return res

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from specplan.cli import main
+from tests.helpers import cli
+
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "llama-3.2-1b-eagle3-pp2.yaml"
@@ -25,9 +25,7 @@ VLLM = ["import", "--engine", "vllm", *BASE, "--", "vllm", "serve", "m"]
 
 
 def refused(args, *expected: str) -> str:
-    res = CliRunner().invoke(main, [str(a) for a in args])
-    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
-    assert res.exit_code == 2, res.output
+    res = cli(*args, code=2)
     for text in expected:
         assert text in res.output, res.output
     return res.output
@@ -127,7 +125,7 @@ def test_import_refuses_unreadable_configs(tmp_path):
 
 def test_import_reads_a_yaml_date_in_config_as_its_text(tmp_path):
     config = write(tmp_path, "d.yaml", "tensor-parallel-size: 2\nhf-overrides: {released: 2024-01-01}\n")
-    res = CliRunner().invoke(main, [*VLLM, "--config", str(config)])
+    res = cli(*VLLM, "--config", str(config))
     assert res.exit_code == 0, res.output
     assert "tp: 2" in res.output  # json.dumps of the override's date raised TypeError
 
@@ -152,8 +150,8 @@ def test_import_sglang_refuses_a_zero_size(flag):
 def test_import_script_with_an_unclosed_quote(tmp_path):
     script = write(tmp_path, "q.sh", "export VLLM_X=1\nvllm serve 'm \\\n  -tp 2\n")
     refused(["import", "--engine", "vllm", *BASE, "-f", script], "q.sh: line 2 of the script: no closing quotation")
-    res = CliRunner().invoke(main, ["import", "--engine", "vllm", *BASE, "-f",
-                                    str(write(tmp_path, "b.sh", "vllm serve m -tp 2 \\"))])
+    res = cli("import", "--engine", "vllm", *BASE, "-f",
+              str(write(tmp_path, "b.sh", "vllm serve m -tp 2 \\")))
     assert res.exit_code == 0 and "tp: 2" in res.output, res.output  # as bash: continues into nothing
 
 
@@ -174,11 +172,11 @@ def test_every_count_has_a_limit(tmp_path, section, key, value, expected):
 # -- plans and output folders -------------------------------------------------------------------
 
 def test_a_plan_in_capitals_is_read_as_a_plan(tmp_path):
-    res = CliRunner().invoke(main, ["compile", str(SPEC), "-o", str(tmp_path / "out")])
+    res = cli("compile", str(SPEC), "-o", str(tmp_path / "out"))
     assert res.exit_code == 0, res.output
     upper = tmp_path / "PLAN.JSON"
     upper.write_bytes((tmp_path / "out" / "plan.json").read_bytes())
-    res = CliRunner().invoke(main, ["check", str(upper)])
+    res = cli("check", str(upper))
     assert res.exit_code == 0 and "no findings" in res.output, res.output
     refused(["explain", upper], "this is a plan; explain takes the spec")
 
@@ -188,7 +186,7 @@ def test_compile_replaces_another_plans_runtime_module(tmp_path):
     out.mkdir()
     (out / "runtime_other_plan.py").write_text("# another plan's module\n")
     (out / "notes.txt").write_text("mine\n")
-    res = CliRunner().invoke(main, ["compile", str(SPEC), "-o", str(out)])
+    res = cli("compile", str(SPEC), "-o", str(out))
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "plan.json",
                                                      "runtime_llama_3_2_1b_eagle3_pp2.py"]
@@ -198,7 +196,7 @@ def test_import_over_a_file_keeps_its_mode(tmp_path):
     out = tmp_path / "spec.yaml"
     out.write_text("old\n")
     out.chmod(0o640)
-    res = CliRunner().invoke(main, [*VLLM[:5], "-o", str(out), *VLLM[5:]])
+    res = cli(*VLLM[:5], "-o", str(out), *VLLM[5:])
     assert res.exit_code == 0, res.output
     assert out.stat().st_mode & 0o777 == 0o640 and "engine: vllm" in out.read_text()
 

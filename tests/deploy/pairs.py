@@ -22,10 +22,9 @@ def deployment(engine: str, prefill: dict, decode: dict, connector: str, **model
     return InstancePair("pd", "<pairs>", Instance("prefill", p), Instance("decode", d), connector)
 
 
-# (prefill topology, decode topology, attention, num_kv_heads): every attention-TP ratio both
-# ways, replicated KV (more ranks than heads), MLA, PP on prefill (and on both), DP-attention,
-# prefill CP.
-SGLANG_PAIRS = [
+# (prefill topology, decode topology, attention, num_kv_heads). Both engines: attention-TP
+# ratios both ways, with KV replicated (more ranks than heads) and not.
+TP_RATIOS = [
     ({"tp": 1}, {"tp": 1}, "gqa", 8),
     ({"tp": 2}, {"tp": 2}, "gqa", 8),
     ({"tp": 2}, {"tp": 4}, "gqa", 8),
@@ -34,6 +33,10 @@ SGLANG_PAIRS = [
     ({"tp": 1}, {"tp": 8}, "gqa", 8),
     ({"tp": 2}, {"tp": 8}, "gqa", 2),
     ({"tp": 8}, {"tp": 2}, "gqa", 2),
+]
+
+# SGLang: more ratios, MLA, PP on prefill (and on both), DP-attention, prefill CP.
+SGLANG_PAIRS = TP_RATIOS + [
     ({"tp": 4}, {"tp": 8}, "gqa", 4),
     ({"tp": 2, "pp": 2}, {"tp": 1}, "gqa", 8),
     ({"tp": 2, "pp": 2}, {"tp": 4}, "gqa", 8),
@@ -53,15 +56,7 @@ SGLANG_PAIRS = [
 ]
 
 # vLLM: decode PP 1 for nixl (the engine refuses more); mooncake also pairs PP sizes freely.
-VLLM_PAIRS = [
-    ({"tp": 1}, {"tp": 1}, "gqa", 8),
-    ({"tp": 2}, {"tp": 2}, "gqa", 8),
-    ({"tp": 2}, {"tp": 4}, "gqa", 8),
-    ({"tp": 4}, {"tp": 2}, "gqa", 8),
-    ({"tp": 8}, {"tp": 1}, "gqa", 8),
-    ({"tp": 1}, {"tp": 8}, "gqa", 8),
-    ({"tp": 2}, {"tp": 8}, "gqa", 2),
-    ({"tp": 8}, {"tp": 2}, "gqa", 2),
+VLLM_PAIRS = TP_RATIOS + [
     ({"tp": 8}, {"tp": 4}, "gqa", 2),
     ({"tp": 4}, {"tp": 1}, "gqa", 1),
     ({"tp": 2, "pp": 2}, {"tp": 1}, "gqa", 8),

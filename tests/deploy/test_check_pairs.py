@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from click.testing import CliRunner
 
-from specplan.cli import main
+from tests.helpers import cli
+
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = sorted(p for p in (Path(__file__).parent / "cases").iterdir() if p.is_dir())
@@ -31,19 +30,13 @@ def _at_root(monkeypatch):
     monkeypatch.chdir(ROOT)  # the expected findings name files relative to the repository
 
 
-def cli(*args: str) -> SimpleNamespace:
-    """The real CLI in this process."""
-    res = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return SimpleNamespace(returncode=res.exit_code, stdout=res.stdout, stderr=res.stderr)
-
-
 def _rel(case: Path, role: str) -> str:
     return str((case / f"{role}.yaml").relative_to(ROOT))
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_pair_finds_exactly(case: Path):
-    run = cli("check", _rel(case, "prefill"), _rel(case, "decode"), "--json")
+    run = cli("check", _rel(case, "prefill"), _rel(case, "decode"), "--json", catch=False)
     assert run.returncode in (0, 3), run.stderr
     got = {"exit": run.returncode, "findings": json.loads(run.stdout)["findings"]}
     expected_path = case / "expected.json"
@@ -70,7 +63,7 @@ def test_seed_replay_names_the_layers():
     """Seed 004: the PP=2 prefiller's DSpark registered model.layers.46..50, the PP=1 decoder
     93..97, and 46..50 collide with the target's own layer names."""
     case = Path(__file__).parent / "cases" / "error-layer-names-seed-dspark-pp2-pp1"
-    run = cli("check", _rel(case, "prefill"), _rel(case, "decode"), "--json")
+    run = cli("check", _rel(case, "prefill"), _rel(case, "decode"), "--json", catch=False)
     (finding,) = json.loads(run.stdout)["findings"]
     assert finding["kind"] == "layer-names"
     assert "prefill stage 1 registers model.layers.46..50" in finding["message"]
@@ -81,7 +74,7 @@ def test_seed_replay_names_the_layers():
 
 def test_clean_deployment_says_so():
     case = Path(__file__).parent / "cases" / "clean-pp2-to-pp1"
-    run = cli("check", _rel(case, "prefill"), _rel(case, "decode"))
+    run = cli("check", _rel(case, "prefill"), _rel(case, "decode"), catch=False)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "p+d: no findings across" in run.stdout
     assert "agree on layer names, draft layers, taps, KV layout and the handoff counts" in run.stdout

@@ -8,14 +8,13 @@ counted consumers over TP only. Modelled as a rules strategy, the check names bo
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from specplan.deploy import handoff
 from specplan.deploy.rules import Pull, VllmNixlPull
 from specplan.verify.deployment import check_deployment
 from tests.deploy.pairs import deployment
+from tests.helpers import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,12 +43,10 @@ def test_compile_of_a_deployment_with_errors_writes_nothing(tmp_path):
     case = ROOT / "tests/deploy/cases/error-pull-pp"
     dep = tmp_path / "dep.yaml"
     dep.write_text(f"instances:\n  prefill: {case / 'prefill.yaml'}\n  decode: {case / 'decode.yaml'}\n")
-    run = subprocess.run([sys.executable, "-m", "specplan.cli", "compile", str(dep), "-o",
-                          str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    run = cli("compile", dep, "-o", tmp_path / "out", process=True)
     assert run.returncode == 3, run.stderr
     assert "no plan written" in run.stderr and "pull-pp" in run.stdout
     assert not (tmp_path / "out").exists()
-    check = subprocess.run([sys.executable, "-m", "specplan.cli", "check", str(dep), "--json"],
-                           cwd=ROOT, capture_output=True, text=True, timeout=180)
+    check = cli("check", dep, "--json", process=True)
     assert check.returncode == 3
     assert [f["kind"] for f in json.loads(check.stdout)["findings"]] == ["pull-pp"]

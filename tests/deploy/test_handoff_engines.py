@@ -61,15 +61,19 @@ def vllm():
     return SimpleNamespace(**ns)
 
 
+def _planned(engine: str, connector: str, prefill: dict, decode: dict, attention: str, kv_heads: int):
+    """The handoff specplan plans for the pair, and its prefill and decode sides."""
+    h = plan_handoff(deployment(engine, prefill, decode, connector, attention=attention, kv_heads=kv_heads))
+    return h, h.prefill, h.decode
+
+
 def _ids(pairs):
     return [f"{a}->{b}-{attn}{k}" for a, b, attn, k in pairs]
 
 
 @pytest.mark.parametrize("prefill,decode,attention,kv_heads", SGLANG_PAIRS, ids=_ids(SGLANG_PAIRS))
 def test_sglang_rank_mapping(sglang, prefill, decode, attention, kv_heads):
-    h = plan_handoff(deployment("sglang", prefill, decode, "mooncake", attention=attention,
-                                kv_heads=kv_heads))
-    p, d = h.prefill, h.decode
+    h, p, d = _planned("sglang", "mooncake", prefill, decode, attention, kv_heads)
     assert not h.refusals and len(h.entries) == d.num_ranks
     world = d.mesh.world_size
     for e in h.entries:
@@ -132,9 +136,7 @@ def _topology(v, tp_rank, tp_size, d_or_p, dcp_size=1):
 
 @pytest.mark.parametrize("prefill,decode,attention,kv_heads", NIXL_PAIRS, ids=_ids(NIXL_PAIRS))
 def test_vllm_nixl_pull_mapping(vllm, prefill, decode, attention, kv_heads):
-    h = plan_handoff(deployment("vllm", prefill, decode, "nixl", attention=attention,
-                                kv_heads=kv_heads))
-    p, d = h.prefill, h.decode
+    h, p, d = _planned("vllm", "nixl", prefill, decode, attention, kv_heads)
     assert not h.refusals
     for e in h.entries:
         topo = _topology(vllm, d.tp_of[e["decode_rank"]], d.attn_tp, d)
@@ -149,9 +151,7 @@ def test_vllm_nixl_pull_mapping(vllm, prefill, decode, attention, kv_heads):
 @pytest.mark.parametrize("prefill,decode,attention,kv_heads", VLLM_PAIRS + MOONCAKE_PP_PAIRS,
                          ids=_ids(VLLM_PAIRS + MOONCAKE_PP_PAIRS))
 def test_vllm_mooncake_plan(vllm, prefill, decode, attention, kv_heads):
-    h = plan_handoff(deployment("vllm", prefill, decode, "mooncake", attention=attention,
-                                kv_heads=kv_heads))
-    p, d = h.prefill, h.decode
+    h, p, d = _planned("vllm", "mooncake", prefill, decode, attention, kv_heads)
     assert not h.refusals
     for e in h.entries:
         tp = d.tp_of[e["decode_rank"]]
@@ -196,9 +196,7 @@ def test_vllm_nixl_prefill_context_parallel(vllm, connector, prefill, decode, at
     """Refusals as _validate_remote_parallel_config raises them; replicated PCP reads PCP rank 0
     by the TP mapping; sharded PCP reads compute_tp_mapping's sources over the PCP ranks
     (NixlBaseConnectorWorker: transfer_tp_size = pcp_size), with its local_consumers."""
-    h = plan_handoff(deployment("vllm", prefill, decode, connector, attention=attention,
-                                kv_heads=kv_heads))
-    p, d = h.prefill, h.decode
+    h, p, d = _planned("vllm", connector, prefill, decode, attention, kv_heads)
     me = SimpleNamespace(pcp_size=d.cp, dcp_size=d.dcp)
     try:
         vllm._validate_remote_parallel_config(me, SimpleNamespace(pcp_size=p.cp, dcp_size=p.dcp))
@@ -237,9 +235,7 @@ def test_sglang_dcp_pairs(prefill, decode, attention, kv_heads):
     wheel's words."""
     conn = engine_root("sglang") / "sglang/srt/disaggregation/common/conn.py"
     ns = compile_defs(conn, ["requires_dcp_relayout"], {}, cls="CommonKVManager")
-    h = plan_handoff(deployment("sglang", prefill, decode, "mooncake", attention=attention,
-                                kv_heads=kv_heads))
-    p, d = h.prefill, h.decode
+    h, p, d = _planned("sglang", "mooncake", prefill, decode, attention, kv_heads)
     me = SimpleNamespace(dcp_size=p.dcp, dcp_rank=0, is_mla_backend=p.is_mla, is_hybrid_mla_backend=False)
     try:
         ns["requires_dcp_relayout"](me, d.dcp, 0)
@@ -258,8 +254,7 @@ def test_sglang_dcp_pairs(prefill, decode, attention, kv_heads):
 @pytest.mark.parametrize("prefill,decode,attention,kv_heads", VLLM_DCP_PAIRS, ids=_ids(VLLM_DCP_PAIRS))
 def test_vllm_nixl_reads_a_dcp_sharded_prefill(vllm, prefill, decode, attention, kv_heads):
     """compute_tp_mapping's MLA DCP branch (remote_dcp_size > 1): the sources and consumers."""
-    h = plan_handoff(deployment("vllm", prefill, decode, "nixl", attention=attention, kv_heads=kv_heads))
-    p, d = h.prefill, h.decode
+    h, p, d = _planned("vllm", "nixl", prefill, decode, attention, kv_heads)
     assert not h.refusals
     for e in h.entries:
         topo = _topology(vllm, d.tp_of[e["decode_rank"]], d.attn_tp, d, dcp_size=d.dcp)
@@ -275,8 +270,7 @@ def test_vllm_nixl_refuses_replicated_kv_from_a_wider_prefill(vllm, prefill, dec
     """The pulling decode's _validate_remote_agent_handshake: `assert not (tp_ratio < 0 and
     is_kv_replicated)` for non-MLA KV, with the wheel's TransferTopology.tp_ratio and
     is_kv_replicated."""
-    h = plan_handoff(deployment("vllm", prefill, decode, "nixl", attention=attention, kv_heads=kv_heads))
-    p, d = h.prefill, h.decode
+    h, p, d = _planned("vllm", "nixl", prefill, decode, attention, kv_heads)
     topo = _topology(vllm, 0, d.attn_tp, d)
     topo._engines = {("p", 0): SimpleNamespace(remote_tp_size=p.attn_tp)}
     asserts = not d.is_mla and topo.tp_ratio(p.attn_tp) < 0 and topo.is_kv_replicated("p")

@@ -6,9 +6,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from specplan.cli import main
+from tests.helpers import cli
+
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIR = "specs/disagg/llama-eagle-prefill-tp2-pp2.yaml"
@@ -22,8 +22,8 @@ def _at_root(monkeypatch):
 
 def _draw(tmp_path: Path, fmt: str, target: str = PAIR):
     out = tmp_path / f"kv.{fmt}"
-    res = CliRunner().invoke(main, ["explain", target, "--picture", "kv", "--format", fmt,
-                                    "-o", str(out)], catch_exceptions=False)
+    res = cli("explain", target, "--picture", "kv", "--format", fmt,
+              "-o", str(out), catch=False)
     return res, out
 
 

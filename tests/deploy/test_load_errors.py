@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from specplan.cli import main
+from tests.helpers import cli
+
 
 BODY = "topology: {tp: 2}\nmodel: {num_layers: 12, hidden_size: 64, vocab_size: 128}\n"
 
@@ -98,7 +98,7 @@ def workdir(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("args,expected", CASES, ids=[" ".join(a) for a, _ in CASES])
 def test_bad_deployment_exits_2(workdir, args, expected, monkeypatch):
     monkeypatch.chdir(workdir)
-    run = CliRunner().invoke(main, args)  # the real CLI, in process: an exception is a failure
+    run = cli(*args)  # the real CLI, in process: an exception is a failure
     assert run.exception is None or isinstance(run.exception, SystemExit), run.exception
     assert run.exit_code == 2, run.stdout + run.stderr
     assert run.stderr.splitlines() == expected

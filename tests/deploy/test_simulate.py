@@ -7,8 +7,6 @@ pairs through the CLI, and the injected wrong layer mapping (wrong tokens, first
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ import pytest
 from specplan.deploy import load_target
 from specplan.deploy.simulate import DeployOutcome, prepare, simulate, transfers, verdict
 from specplan.sim.launch import Options
+from tests.helpers import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,11 +39,6 @@ def deployment_file(tmp_path: Path, name: str) -> Path:
                     f"instances:\n  prefill: {{name: p, topology: {pre}}}\n"
                     f"  decode: {{name: d, topology: {dec}}}\n")
     return path
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specplan.cli", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
 
 
 def test_transfers_follow_the_planned_handoff(tmp_path):
@@ -80,11 +74,11 @@ def test_layer_map_on_one_spec_is_bad_input(tmp_path):
     spec.write_text("name: one\nengine: sglang\ntopology: {tp: 1}\n"
                     "model: {num_layers: 4, hidden_size: 64, vocab_size: 512}\n"
                     "speculative: {method: eagle3, num_steps: 3}\n")
-    run = cli("simulate", str(spec), "--inject", "layer-map")
+    run = cli("simulate", str(spec), "--inject", "layer-map", process=True)
     assert run.returncode == 2, run.stderr
     assert run.stderr.startswith(f"{spec}: --inject layer-map breaks a deployment's KV handoff")
     dep = deployment_file(tmp_path, "tp1-to-tp2-dspark")
-    run = cli("simulate", str(dep), "--inject", "noise")
+    run = cli("simulate", str(dep), "--inject", "noise", process=True)
     assert run.returncode == 2 and "a deployment takes --inject layer-map" in run.stderr
 
 
@@ -95,7 +89,7 @@ def test_a_deployment_check_rejects_is_not_simulated(tmp_path):
                     "speculative: {method: eagle3, num_steps: 3}\n"
                     "instances:\n  prefill: {name: p, topology: {tp: 1, pp: 2}}\n"
                     "  decode: {name: d, topology: {tp: 1, pp: 3}}\n")
-    run = cli("simulate", str(path))
+    run = cli("simulate", str(path), process=True)
     assert run.returncode == 3
     assert "not simulated: `specplan check` predicts the failures above" in run.stdout
 
@@ -103,7 +97,7 @@ def test_a_deployment_check_rejects_is_not_simulated(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(PAIRS))
 def test_pairs_through_the_cli_are_token_identical(tmp_path, name):
-    run = cli("simulate", str(deployment_file(tmp_path, name)), "--rounds", "6")
+    run = cli("simulate", str(deployment_file(tmp_path, name)), "--rounds", "6", process=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "PASS: every replica's ranks agreed" in run.stdout
     assert "4 requests token-identical to plain greedy decoding" in run.stdout
@@ -113,7 +107,7 @@ def test_pairs_through_the_cli_are_token_identical(tmp_path, name):
 @pytest.mark.parametrize("name", ["tp2pp2-to-tp1-eagle", "tp1-to-tp2-dspark"])
 def test_a_wrong_layer_mapping_gives_wrong_tokens_and_names_the_layer(tmp_path, name):
     run = cli("simulate", str(deployment_file(tmp_path, name)), "--rounds", "6",
-              "--inject", "layer-map")
+              "--inject", "layer-map", process=True)
     assert run.returncode == 3, run.stdout + run.stderr
     assert "plain greedy decoding gives" in run.stdout  # wrong tokens
     assert ("decode rank 0: the KV received for target layer 0 differs from the prompt's KV "

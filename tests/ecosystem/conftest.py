@@ -1,4 +1,4 @@
-"""Helpers for the ecosystem tests: run the CLI in-process, write small spec files."""
+"""Helpers for the ecosystem tests: write small spec files (the `cli` fixture is tests/conftest.py's)."""
 
 from __future__ import annotations
 
@@ -6,21 +6,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
-from specplan.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = sorted((REPO / "specs").glob("*.yaml"))
-
-
-@pytest.fixture
-def cli(monkeypatch):
-    monkeypatch.chdir(REPO)  # goldens name specs by their path from the repository root
-
-    def run(*args: str, env: dict | None = None):
-        return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
-    return run
 
 
 @pytest.fixture

@@ -131,4 +131,4 @@ WARM_ENV = {"TRITON_INTERPRET": "1", "TORCHDYNAMO_DISABLE": "1"}
 
 def forkserver(root) -> tuple:
     """launch()'s `preload` for ranks running SGLang's code from the wheel at `root`."""
-    return ("torch", "triton", ("launch:warm", "sglang_harness", str(root)))
+    return ("torch", "triton", ("tests.ranks:warm", "sglang_harness", str(root)))

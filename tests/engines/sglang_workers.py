@@ -1,8 +1,7 @@
 """Rank programs for the SGLang plugin tests: SGLang's own code on gloo, the plugin loaded by
-SGLang's own loader. Run by tests/runtime/launch.py (one process per rank, torchrun's env).
-
-Each prints `RESULT <json>` (exit 0), `REFUSED <the one line>` (exit 4: the plugin refused the
-start) or a traceback and `ERROR internal` (exit 1).
+SGLang's own loader. Run by tests/ranks.py's launch (one process per rank, torchrun's env),
+each reporting by its protocol: `RESULT <json>`, `REFUSED <the one line>` (the plugin refused
+the start) or a traceback and `ERROR internal`.
 """
 
 from __future__ import annotations
@@ -10,29 +9,18 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
+
+from tests.ranks import serve
 
 
 def main(argv: list[str]) -> None:
+    """argv: the worker, the wheel's root, the worker's arguments (tests/ranks.py's protocol)."""
     worker, root, *args = argv
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import sglang_harness
 
     sglang_harness.install(root)
-    from specplan.plugins import EngineRefused
-
-    try:
-        result = WORKERS[worker](*args)
-    except EngineRefused as exc:
-        print(f"REFUSED {exc}", flush=True)
-        os._exit(4)
-    except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
-        print("ERROR internal", flush=True)
-        os._exit(1)
-    print("RESULT " + json.dumps(result), flush=True)
-    os._exit(0)
+    serve(WORKERS, [worker, *args])
 
 
 def start_engine(topology: dict, speculative: dict) -> dict:

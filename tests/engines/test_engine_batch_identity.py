@@ -12,20 +12,19 @@ another request in the state index request 3 takes.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from sglang_harness import forkserver
+from test_sglang_plugin import widths
+from test_sglang_sites import ENGINE, plan as sites_plan
+from test_vllm_plugin import fatal, ok, plan_for, run as vllm_run, version  # noqa: F401
+from wheels import engine_root
+
+from tests.ranks import launch
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "runtime"))
 
-from launch import launch  # noqa: E402
-from sglang_harness import forkserver  # noqa: E402
-from test_sglang_plugin import widths  # noqa: E402
-from test_sglang_sites import ENGINE, plan as sites_plan  # noqa: E402
-from test_vllm_plugin import fatal, ok, plan_for, run as vllm_run, version  # noqa: E402,F401
-from wheels import engine_root  # noqa: E402
 
 pytestmark = pytest.mark.engines
 

@@ -18,15 +18,14 @@ import types
 from types import SimpleNamespace
 
 import pytest
-from click.testing import CliRunner
 from real_code import function, source_of
 
-from specplan.cli import main
 from specplan.engines import convention
 from specplan.lower import build_plan
 from specplan.passes import plan as run_passes
 from specplan.schema.model import Spec
 from specplan.verify import has_errors, verify
+from tests.helpers import cli
 
 pytestmark = pytest.mark.engines
 
@@ -160,10 +159,10 @@ def test_sglang_import_plans_the_engines_npu_backend(tmp_path, zbal_mb):
     base = tmp_path / "base.yaml"
     base.write_text("name: b\nengine: sglang\ntopology: {tp: 2}\n"
                     "model: {num_layers: 8, hidden_size: 64, vocab_size: 128}\n")
-    res = CliRunner().invoke(main, ["import", "--engine", "sglang", "--base", str(base), "--",
-                                    f"SGLANG_ZBAL_LOCAL_MEM_SIZE={zbal_mb}", "python", "-m",
-                                    "sglang.launch_server", "--model-path", "m", "--tp-size", "2",
-                                    "--device", "npu"])
+    res = cli("import", "--engine", "sglang", "--base", str(base), "--",
+              f"SGLANG_ZBAL_LOCAL_MEM_SIZE={zbal_mb}", "python", "-m",
+              "sglang.launch_server", "--model-path", "m", "--tp-size", "2",
+              "--device", "npu")
     assert res.exit_code == 0, res.output
     planned = "zbal" if "backend: zbal" in res.output else "hccl"
     assert planned == _sglang_backend("npu", zbal_mb)

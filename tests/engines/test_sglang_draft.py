@@ -12,19 +12,19 @@ SGLang builds from it) and next top-k, one guarded collective per site and round
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from sglang_harness import forkserver
+from test_sglang_plugin import widths
+from test_sglang_sites import SOURCES, TOPOLOGY, hold_their_sources, replicas_differ
+from wheels import engine_root
+
+from tests.helpers import compile_spec
+from tests.ranks import launch
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "runtime"))
 
-from launch import compile_spec, launch  # noqa: E402
-from sglang_harness import forkserver  # noqa: E402
-from test_sglang_plugin import widths  # noqa: E402
-from test_sglang_sites import SOURCES, TOPOLOGY, hold_their_sources, replicas_differ  # noqa: E402
-from wheels import engine_root  # noqa: E402
 
 pytestmark = pytest.mark.engines
 
@@ -91,48 +91,52 @@ speculative: {method: dspark, num_steps: 3, sampling: sampling}
     assert targets(dspark) == []
 
 
+def through_the_plugin(outs, topo: str, site) -> None:
+    """The ranks of a replica drew their own values (they differ), every rank holds its
+    source's, and each round's one collective is the plugin's (SGLang broadcasts nothing)."""
+    assert replicas_differ(outs, topo, site)
+    hold_their_sources(outs, topo, site)
+    for out in outs:
+        assert [r["broadcasts"] for r in out["rounds"]] == [1, 1, 1]
+
+
+def without_the_plugin(outs, site) -> None:
+    """At tp 2 without the plugin, rank 1 keeps its own values from round 0 on."""
+    with pytest.raises(AssertionError, match="rank 1 round 0"):
+        hold_their_sources(outs, "tp2", site)
+
+
 @pytest.mark.parametrize("shape", ["chain", "tree"])
 @pytest.mark.parametrize("topo", ["tp2", pytest.param("dpattn", marks=pytest.mark.slow)])
 def test_draft_tree_is_the_sources_through_the_plugin(tmp_path, shape, topo):
     outs = run("draft", shape, topo, tmp_path)
-    assert replicas_differ(outs, topo, DRAFT)
-    hold_their_sources(outs, topo, DRAFT)
-    for out in outs:  # SGLang broadcasts nothing here: the one collective is the plugin's
-        assert [r["broadcasts"] for r in out["rounds"]] == [1, 1, 1]
+    through_the_plugin(outs, topo, DRAFT)
 
 
 def test_a_one_step_tree_is_one_guarded_collective_with_an_empty_parent_list(tmp_path):
     # num_steps 1: SGLang's parent_list is [bs, 0] (organize_draft_results keeps no parents),
     # and so is the plan's: the draft is still the plan's one boundary, the source's tree.
     outs = run("draft", "one_step", "tp2", tmp_path)
-    assert replicas_differ(outs, "tp2", DRAFT)
-    hold_their_sources(outs, "tp2", DRAFT)
-    for out in outs:
-        assert [r["broadcasts"] for r in out["rounds"]] == [1, 1, 1]
+    through_the_plugin(outs, "tp2", DRAFT)
 
 
 @pytest.mark.parametrize("shape", ["chain", "tree"])
 def test_draft_tree_without_the_plugin_differs_across_tp_ranks(shape):
     outs = run("draft", shape, "tp2", None)
     assert all(r["broadcasts"] == 0 for out in outs for r in out["rounds"])
-    with pytest.raises(AssertionError, match="rank 1 round 0"):
-        hold_their_sources(outs, "tp2", DRAFT)
+    without_the_plugin(outs, DRAFT)
 
 
 @pytest.mark.parametrize("shape", ["chain", "tree"])
 @pytest.mark.parametrize("topo", ["tp2", pytest.param("dpattn", marks=pytest.mark.slow)])
 def test_draft_extend_topk_is_the_sources_through_the_plugin(tmp_path, shape, topo):
     outs = run("draft_extend", shape, topo, tmp_path)
-    assert replicas_differ(outs, topo, EXTEND)
-    hold_their_sources(outs, topo, EXTEND)
-    for out in outs:
-        assert [r["broadcasts"] for r in out["rounds"]] == [1, 1, 1]
+    through_the_plugin(outs, topo, EXTEND)
 
 
 def test_draft_extend_without_the_plugin_differs_across_tp_ranks():
     outs = run("draft_extend", "tree", "tp2", None)
-    with pytest.raises(AssertionError, match="rank 1 round 0"):
-        hold_their_sources(outs, "tp2", EXTEND)
+    without_the_plugin(outs, EXTEND)
 
 
 @pytest.mark.parametrize("shape", ["chain", "tree"])
@@ -141,17 +145,13 @@ def test_first_token_is_the_sources_through_the_plugin(tmp_path, shape, topo):
     # Each rank's sampler drew its own first tokens; every rank of a replica commits its
     # source's, and feeds them to the draft extend (its tail tokens, the next bonus tokens).
     outs = run("target", shape, topo, tmp_path)
-    assert replicas_differ(outs, topo, FIRST)
-    hold_their_sources(outs, topo, FIRST)
-    for out in outs:  # each round's idle batch (called first) issues nothing
-        assert [r["broadcasts"] for r in out["rounds"]] == [1, 1, 1]
+    through_the_plugin(outs, topo, FIRST)  # each round's idle batch (called first) issues none
 
 
 def test_first_token_without_the_plugin_differs_across_tp_ranks():
     outs = run("target", "chain", "tp2", None)
     assert all(r["broadcasts"] == 0 for out in outs for r in out["rounds"])
-    with pytest.raises(AssertionError, match="rank 1 round 0"):
-        hold_their_sources(outs, "tp2", FIRST)
+    without_the_plugin(outs, FIRST)
 
 
 @pytest.mark.parametrize("worker", ["target", "draft", "draft_extend"])

@@ -12,20 +12,20 @@ numpy dtypes and shapes, from one guarded collective per round.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from sglang_harness import forkserver
+from test_sglang_draft import targets
+from test_sglang_plugin import widths
+from test_sglang_sites import SOURCES, TOPOLOGY, hold_their_sources, replicas_differ
+from wheels import engine_root
+
+from tests.helpers import compile_spec
+from tests.ranks import launch
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "runtime"))
 
-from launch import compile_spec, launch  # noqa: E402
-from sglang_harness import forkserver  # noqa: E402
-from test_sglang_draft import targets  # noqa: E402
-from test_sglang_plugin import widths  # noqa: E402
-from test_sglang_sites import SOURCES, TOPOLOGY, hold_their_sources, replicas_differ  # noqa: E402
-from wheels import engine_root  # noqa: E402
 
 pytestmark = pytest.mark.engines
 

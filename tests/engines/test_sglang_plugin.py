@@ -7,19 +7,18 @@ editable install) and builds the groups with SGLang's own initialize_model_paral
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from sglang_harness import forkserver
+from wheels import engine_root
 
 from specplan.plan import fingerprint
+from tests.helpers import compile_spec
+from tests.ranks import launch
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "runtime"))
 
-from launch import compile_spec, launch  # noqa: E402
-from sglang_harness import forkserver  # noqa: E402
-from wheels import engine_root  # noqa: E402
 
 pytestmark = pytest.mark.engines
 REFUSED = 4

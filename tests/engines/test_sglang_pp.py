@@ -11,18 +11,18 @@ checking the relay's header and the rows it answers."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from sglang_harness import forkserver
+from test_sglang_plugin import ok, widths
+from wheels import engine_root
+
+from tests.helpers import compile_spec
+from tests.ranks import launch
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "runtime"))
 
-from launch import compile_spec, launch  # noqa: E402
-from sglang_harness import forkserver  # noqa: E402
-from test_sglang_plugin import ok, widths  # noqa: E402
-from wheels import engine_root  # noqa: E402
 
 pytestmark = pytest.mark.engines
 

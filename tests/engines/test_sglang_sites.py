@@ -10,18 +10,18 @@ A rank that claims another round in its guard header is caught with a DesyncErro
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from sglang_harness import forkserver
+from test_sglang_plugin import widths
+from wheels import engine_root
+
+from tests.helpers import compile_spec
+from tests.ranks import launch
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "runtime"))
 
-from launch import compile_spec, launch  # noqa: E402
-from sglang_harness import forkserver  # noqa: E402
-from test_sglang_plugin import widths  # noqa: E402
-from wheels import engine_root  # noqa: E402
 
 pytestmark = pytest.mark.engines
 

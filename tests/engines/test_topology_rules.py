@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 from topologies import CASES, Case
 
-from specplan.cli import main
 from specplan.engines import convention
 from specplan.errors import SpecError
 from specplan.passes import plan
 from specplan.schema import load_spec
+from tests.helpers import cli
 
 CITES = {"sglang": "(SGLang 0.5.23 ", "vllm": "(vLLM 0.33.0 "}
 SPEC_ONLY = ("need a mixture-of-experts model", "needs a mixture-of-experts model",
@@ -48,7 +47,7 @@ def test_specplan_refuses_what_the_engine_refuses(tmp_path, case: Case):
 
 def test_a_refusal_is_exit_2_with_the_engine_function(tmp_path):
     case = next(c for c in CASES if c.id == "issue-tp8-pcp2-dcp4")
-    result = CliRunner().invoke(main, ["check", str(write(tmp_path, case))])
+    result = cli("check", str(write(tmp_path, case)))
     assert result.exit_code == 2
     assert ("topology.dcp: dcp=4 with cp=2, tp=8: DCP must be off, span the PCP axis or span the "
             "whole TP x PCP axis, valid dcp: 1, 2, 16 (vLLM 0.33.0 "
@@ -62,12 +61,11 @@ WARN = ("dp=2 without dp_attention starts 2 independent worlds of tp*pp = 4 rank
 def test_independent_worlds_warn_in_explain_and_check(tmp_path):
     case = next(c for c in CASES if c.id == "dp-replicas-on-one-node")
     path = str(write(tmp_path, case))
-    runner = CliRunner()
-    explained = runner.invoke(main, ["explain", path, "--json"])
+    explained = cli("explain", path, "--json")
     assert explained.exit_code == 0
     assert json.loads(explained.output)["warnings"][0].startswith(WARN)
-    assert "WARN " + WARN in runner.invoke(main, ["explain", path]).output.replace("\n", " ")
-    checked = runner.invoke(main, ["check", path, "--json"])
+    assert "WARN " + WARN in cli("explain", path).output.replace("\n", " ")
+    checked = cli("check", path, "--json")
     assert checked.exit_code == 0
     warns = [f["message"] for f in json.loads(checked.output)["findings"] if f["severity"] == "WARN"]
     assert any(m.startswith(WARN) for m in warns), warns
@@ -75,5 +73,5 @@ def test_independent_worlds_warn_in_explain_and_check(tmp_path):
 
 def test_one_world_has_no_world_warning(tmp_path):
     case = next(c for c in CASES if c.id == "issue-tp16-dpattn4-cp2-dcp8")
-    result = CliRunner().invoke(main, ["explain", str(write(tmp_path, case)), "--json"])
+    result = cli("explain", str(write(tmp_path, case)), "--json")
     assert json.loads(result.output)["warnings"] == []

@@ -10,17 +10,17 @@ Ranks draw different coins, so the accepted tokens differ unless the plugin conv
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from vllm_harness import forkserver
+from wheels import PLUGIN_RELEASES, engine_root
+
+from tests.helpers import compile_spec
+from tests.ranks import launch
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "runtime"))
 
-from launch import compile_spec, launch  # noqa: E402
-from vllm_harness import forkserver  # noqa: E402
-from wheels import PLUGIN_RELEASES, engine_root  # noqa: E402
 
 pytestmark = pytest.mark.engines
 REFUSED = 4

@@ -2,7 +2,7 @@
 every hook's target checked against its release's table, an exception in any hook ending the
 process, and the run-time checks of the seed's two silent corruptions (plugins/vllm_pp.py).
 
-Run by tests/runtime/launch.py through vllm_workers.main (the same RESULT / REFUSED / ERROR
+Run by tests/ranks.py's launch through vllm_workers.main (the same RESULT / REFUSED / ERROR
 protocol); the stand-ins are vllm_workers' (batch, sampler state, PPHandler without streams).
 """
 

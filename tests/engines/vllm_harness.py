@@ -132,4 +132,4 @@ WARM_ENV = {"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "VLLM_USE_V2_MO
 
 def forkserver(root) -> tuple:
     """launch()'s `preload` for ranks running vLLM's code from the wheel at `root`."""
-    return ("torch", "triton", ("launch:warm", "vllm_harness", str(root)))
+    return ("torch", "triton", ("tests.ranks:warm", "vllm_harness", str(root)))

@@ -1,5 +1,5 @@
 """Rank programs for the vLLM plugin tests: vLLM's own code on gloo, the plugin loaded by vLLM's
-own loader. Run by tests/runtime/launch.py (one process per rank, torchrun's env).
+own loader. Run by tests/ranks.py's launch (one process per rank, torchrun's env).
 
 One launch runs one step of a V2 runner on every rank: the real initialize_model_parallel
 (through the plugin's start-up check), then on the last stage vLLM's real RejectionSampler
@@ -11,7 +11,7 @@ Stand-ins, for what needs a GPU or a loaded model only: the sampler state the re
 sampler reads (temperature and seed per request, logits unchanged by sampling params), the
 step's InputBatch fields, the speculative config (SpeculativeConfig's own field names, no
 draft model), and PPHandler's CUDA streams (the handler is made without its __init__).
-Each rank prints `RESULT <json>` (exit 0), `REFUSED <line>` (exit 4) or `ERROR internal` (exit 1).
+Each rank reports by tests/ranks.py's protocol: `RESULT <json>`, `REFUSED <line>` or `ERROR internal`.
 """
 
 from __future__ import annotations
@@ -19,33 +19,22 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from collections import deque
 from types import SimpleNamespace as NS
+
+from tests.ranks import serve
 
 R, K, V = 3, 3, 64  # requests, speculative tokens, vocabulary
 
 
 def main(argv: list[str]) -> None:
+    """argv: the worker, the wheel's root, the worker's arguments (tests/ranks.py's protocol)."""
     worker, root, *args = argv
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import vllm_harness
 
     vllm_harness.install(root)
-    from specplan.plugins import EngineRefused
-
-    try:
-        result = WORKERS[worker](*args)
-    except EngineRefused as exc:
-        print(f"REFUSED {exc}", flush=True)
-        os._exit(4)
-    except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
-        print("ERROR internal", flush=True)
-        os._exit(1)
-    print("RESULT " + json.dumps(result), flush=True)
-    os._exit(0)
+    serve(WORKERS, [worker, *args])
 
 
 def step(tp: str, pp: str, dp: str, speculative: str, fault: str = "") -> dict:

@@ -14,8 +14,7 @@ import zlib
 import torch
 
 from specplan.runtime.runtime import DTYPES
-
-from launch import serve  # tests/runtime/launch.py: the worker protocol
+from tests.ranks import serve
 
 
 def gen(rank: int, rnd: int, decision: str, shape, dtype: str, num_steps: int) -> torch.Tensor:

@@ -12,16 +12,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from click.testing import CliRunner
 
-from specplan.cli import main
 from specplan.lower.fx_module import build_graphs, module_name, render_module
 from specplan.runtime import FingerprintMismatch
+from tests.helpers import cli
+from tests.ranks import launch
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "runtime"))
-from launch import launch  # noqa: E402
 import specs_rt  # noqa: E402
 
 PP2_COLUMN = specs_rt.PP2_EAGLE3.replace("rt-pp2-eagle3", "rt-pp2-eagle3-column") + \
@@ -42,7 +41,7 @@ STEP_OPS = {"converge_boundary", "relay_site", "exchange_token_counts"}
 def compile_cli(tmp: Path, text: str, out: str = "out") -> tuple[dict, Path, str]:
     spec = tmp / "spec.yaml"
     spec.write_text(text)
-    res = CliRunner().invoke(main, ["compile", str(spec), "-o", str(tmp / out)])
+    res = cli("compile", str(spec), "-o", str(tmp / out))
     assert res.exit_code == 0, res.output
     plan = json.loads((tmp / out / "plan.json").read_text())
     return plan, tmp / out / f"{module_name(plan)}.py", res.output

@@ -6,11 +6,10 @@ carries only what vLLM's tensors compute, so the plugin's load accepts it (it wa
 from __future__ import annotations
 
 import pytest
-from click.testing import CliRunner
 
-from specplan.cli import main
 from specplan.methods import get_method
 from specplan.plan import load_plan
+from tests.helpers import cli
 
 SPEC = """name: ngram-{engine}
 engine: {engine}
@@ -19,11 +18,6 @@ model: {{num_layers: 8, hidden_size: 64, vocab_size: 1000}}
 speculative: {{method: ngram, num_steps: 3, sampling: sampling}}
 runtime: {{max_batch: 8}}
 """
-
-
-@pytest.fixture
-def cli():
-    return lambda *args: CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def _draft_site(build):
@@ -40,12 +34,12 @@ def test_each_engine_has_its_own_ngram_decisions():
 
 
 @pytest.mark.parametrize("pp", [1, 2])
-def test_vllm_ngram_checks_compiles_and_loads(cli, tmp_path, pp):
+def test_vllm_ngram_checks_compiles_and_loads(tmp_path, pp):
     spec = tmp_path / "ngram.yaml"
     spec.write_text(SPEC.format(engine="vllm", pp=pp))
-    checked = cli("check", str(spec))
+    checked = cli("check", str(spec), catch=False)
     assert checked.exit_code == 0, checked.stdout + checked.stderr
-    assert cli("compile", str(spec), "-o", str(tmp_path / "build")).exit_code == 0
+    assert cli("compile", str(spec), "-o", str(tmp_path / "build"), catch=False).exit_code == 0
     assert _draft_site(tmp_path / "build") == ["draft_tokens"]
     pytest.importorskip("torch")
     from specplan.plugins.vllm_codec import plan_sites
@@ -55,8 +49,8 @@ def test_vllm_ngram_checks_compiles_and_loads(cli, tmp_path, pp):
         "accept": "ngram_accept", "target": "ngram_target", "draft": "ngram_draft"}
 
 
-def test_sglang_ngram_keeps_its_tree_mask(cli, tmp_path):
+def test_sglang_ngram_keeps_its_tree_mask(tmp_path):
     spec = tmp_path / "ngram.yaml"
     spec.write_text(SPEC.format(engine="sglang", pp=1))
-    assert cli("compile", str(spec), "-o", str(tmp_path / "build")).exit_code == 0
+    assert cli("compile", str(spec), "-o", str(tmp_path / "build"), catch=False).exit_code == 0
     assert _draft_site(tmp_path / "build") == ["draft_tokens", "tree_mask"]

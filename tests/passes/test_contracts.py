@@ -11,22 +11,13 @@ from specplan.mesh import build_mesh
 from specplan.methods import get_method
 from specplan.passes import NAMES, PASSES, Planning, contracts, plan, run_pass
 from specplan.schema import load_spec
-
-SPEC = """
-name: contracts
-engine: vllm
-topology: {tp: 2, pp: 2}
-model: {num_layers: 8, hidden_size: 256, vocab_size: 1024}
-speculative: {method: dspark, num_steps: 5, sampling: greedy}
-pipeline: {relay: column}
-runtime: {max_batch: 8}
-"""
+from tests.helpers import COLUMN_SPEC
 
 
 @pytest.fixture
 def spec(tmp_path):
     path = tmp_path / "spec.yaml"
-    path.write_text(SPEC)
+    path.write_text(COLUMN_SPEC)
     return load_spec(path)
 
 

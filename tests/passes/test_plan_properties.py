@@ -21,6 +21,7 @@ from specplan.mesh.family import from_rule
 from specplan.methods import METHODS
 from specplan.passes import plan
 from specplan.schema import load_spec
+from tests.helpers import cli, draw_dp_attention_and_ep
 
 METHOD_SETTINGS = {
     "none": {}, "eagle": {"num_steps": 3, "topk": 2, "num_draft_tokens": 5},
@@ -41,11 +42,7 @@ def specs(draw) -> dict:
     cp = draw(st.sampled_from([1, 2]))
     moe = draw(st.booleans())
     topo = {"tp": tp, "pp": pp, "dp": dp, "cp": cp}
-    if engine == "sglang":
-        topo["dp_attention"] = dp > 1 and draw(st.booleans())
-        topo["ep"] = draw(st.sampled_from([1, 2])) if moe else 1
-    else:
-        topo["ep"] = draw(st.sampled_from([1, dp * cp * tp])) if moe else 1
+    draw_dp_attention_and_ep(draw, engine, topo, moe)
     method = draw(st.sampled_from(sorted(METHODS)))
     speculative = {"method": method, **METHOD_SETTINGS[method]}
     if method not in ("eagle",) and "topk" in speculative:
@@ -183,16 +180,12 @@ def test_unknown_site_is_a_plan_error(tmp_path):
 
 
 def test_unknown_site_exits_2_from_the_cli(tmp_path):
-    from click.testing import CliRunner
-
-    from specplan.cli import main
-
     path = tmp_path / "bad.yaml"
     path.write_text("name: bad\nengine: sglang\ntopology: {tp: 2}\n"
                     "model: {num_layers: 8, hidden_size: 64, vocab_size: 128}\n"
                     "speculative: {method: eagle, num_steps: 2}\n"
                     "sync:\n  sites:\n    nope: off\n")
-    result = CliRunner().invoke(main, ["compile", str(path), "-o", str(tmp_path / "out")])
+    result = cli("compile", str(path), "-o", str(tmp_path / "out"))
     assert result.exit_code == 2
     assert f"{path}:8:" in result.output
     assert "sync.sites.nope: unknown site 'nope' for method 'eagle'; sites: " in result.output

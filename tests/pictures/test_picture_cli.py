@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from click.testing import CliRunner
+from tests.helpers import cli
 
-from specplan.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = str(ROOT / "specs" / "deepseek-v4-dspark-tp16-dp8.yaml")
@@ -20,7 +19,7 @@ SPEC = str(ROOT / "specs" / "deepseek-v4-dspark-tp16-dp8.yaml")
 
 def test_picture_writes_file_and_prints_path(tmp_path):
     out = tmp_path / "sub" / "ranks.svg"
-    res = CliRunner().invoke(main, ["explain", SPEC, "--picture", "ranks", "-o", str(out)])
+    res = cli("explain", SPEC, "--picture", "ranks", "-o", str(out))
     assert res.exit_code == 0, res.output
     assert res.output.strip() == str(out)
     ET.parse(out)
@@ -30,15 +29,15 @@ def test_picture_writes_file_and_prints_path(tmp_path):
 def test_picture_formats(tmp_path):
     for fmt, head in (("mermaid", "flowchart"), ("dot", "digraph")):
         out = tmp_path / f"round.{fmt}"
-        res = CliRunner().invoke(main, ["explain", SPEC, "--picture", "round", "--format", fmt,
-                                        "-o", str(out)])
+        res = cli("explain", SPEC, "--picture", "round", "--format", fmt,
+                  "-o", str(out))
         assert res.exit_code == 0, res.output
         assert out.read_text().startswith(head)
 
 
 def test_unknown_family_exits_2_with_the_choices(tmp_path):
-    res = CliRunner().invoke(main, ["explain", SPEC, "--picture", "ranks", "--family", "dp",
-                                    "-o", str(tmp_path / "x.svg")])
+    res = cli("explain", SPEC, "--picture", "ranks", "--family", "dp",
+              "-o", str(tmp_path / "x.svg"))
     assert res.exit_code == 2
     assert f"{SPEC}: --family 'dp' is not a group family of this mesh: expected one of " \
            "tp, attn_cp, attn_tp, moe_dp, moe_ep, moe_tp, pp, dcp, replica" in res.output
@@ -47,7 +46,7 @@ def test_unknown_family_exits_2_with_the_choices(tmp_path):
 
 def test_picture_without_out_goes_to_stdout():
     for fmt, head in (("svg", "<?xml"), ("mermaid", "flowchart"), ("dot", "digraph")):
-        res = CliRunner().invoke(main, ["explain", SPEC, "--picture", "round", "--format", fmt])
+        res = cli("explain", SPEC, "--picture", "round", "--format", fmt)
         assert res.exit_code == 0, res.output
         assert res.output.startswith(head)
         if fmt == "svg":
@@ -56,7 +55,7 @@ def test_picture_without_out_goes_to_stdout():
 
 def test_deployment_kv_picture_without_out_goes_to_stdout():
     dep = str(ROOT / "specs" / "disagg" / "kimi-k3-dspark-pd.yaml")
-    res = CliRunner().invoke(main, ["explain", dep, "--picture", "kv"])
+    res = cli("explain", dep, "--picture", "kv")
     assert res.exit_code == 0, res.output
     assert ET.fromstring(res.output).tag.endswith("svg")
 
@@ -74,7 +73,7 @@ def _has_renderer() -> bool:
 @pytest.mark.skipif(not _has_renderer(), reason="no SVG renderer installed (pip install cairosvg)")
 def test_png_through_an_installed_renderer(tmp_path):
     out = tmp_path / "round.png"
-    res = CliRunner().invoke(main, ["explain", SPEC, "--picture", "round", "--format", "png", "-o", str(out)])
+    res = cli("explain", SPEC, "--picture", "round", "--format", "png", "-o", str(out))
     assert res.exit_code == 0, res.output
     assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     piped = subprocess.run([sys.executable, "-m", "specplan.cli", "explain", SPEC, "--picture", "ranks",
@@ -91,10 +90,8 @@ def test_png_without_a_renderer_exits_2_naming_the_package(tmp_path):
     for name in ("cairosvg", "vl_convert"):
         (blocked / f"{name}.py").write_text("raise ImportError('not installed')\n")
     out = tmp_path / "round.png"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocked), str(ROOT)])}
-    done = subprocess.run([sys.executable, "-m", "specplan.cli", "explain", SPEC, "--picture", "round",
-                           "--format", "png", "-o", str(out)], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, env=env)
+    env = {"PYTHONPATH": os.pathsep.join([str(blocked), str(ROOT)])}
+    done = cli("explain", SPEC, "--picture", "round", "--format", "png", "-o", out, process=True, env=env)
     assert done.returncode == 2, done.stderr
     assert done.stderr == (f"{SPEC}: --format png needs an SVG renderer, and none is installed: "
                            "pip install cairosvg (or vl-convert-python); or write --format svg\n")

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from specplan.plan import PlanFileError, load_plan
+from tests.helpers import COLUMN_SPEC, cli
 
 ROOT = Path(__file__).parents[2]
 GOLDEN = sorted((ROOT / "tests" / "golden" / "plans").glob("*.json"))
@@ -122,24 +121,20 @@ def test_the_schema_and_the_loader_agree_on_trusted_edits():
             load_plan(plan, trusted=True)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
-
-
 @pytest.mark.parametrize("command", [("specplan.cli", "check"), ("specplan.runtime.preflight",)],
                          ids=["check", "preflight"])
 def test_commands_exit_2_without_a_traceback(tmp_path, command):
+    program, *verb = command
     plan = base()
     del plan["boundaries"]
     path = _write(tmp_path, plan)
-    run = _cli(*command, path)
+    run = cli(*verb, path, process=True, program=program)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "Traceback" not in run.stderr
     assert f"{path}: boundaries: missing key" in run.stderr
     edited = base()
     edited["sites"][0]["source_member"] = 99
-    run = _cli(*command, _write(tmp_path, edited))
+    run = cli(*verb, _write(tmp_path, edited), process=True, program=program)
     assert run.returncode == 2 and EDITED in run.stderr and "Traceback" not in run.stderr
 
 
@@ -154,17 +149,6 @@ def test_bind_refuses_before_any_process_group(tmp_path):
     assert not torch_distributed.is_initialized()
 
 
-COLUMN = """
-name: tp2-pp2-column
-engine: vllm
-topology: {tp: 2, pp: 2}
-model: {num_layers: 8, hidden_size: 256, vocab_size: 1024}
-speculative: {method: dspark, num_steps: 5, sampling: greedy}
-pipeline: {relay: column}
-runtime: {max_batch: 8}
-"""
-
-
 def test_a_plan_with_relays_states_their_wire_layout(tmp_path):
     """tp 2 x pp 2 with relay: column (issue 13): each relay has its header id, packed layout
     and the pp buffer it sends; the planner, plan.json and the runtime's view agree."""
@@ -174,7 +158,7 @@ def test_a_plan_with_relays_states_their_wire_layout(tmp_path):
     from specplan.schema import load_spec
 
     spec = tmp_path / "spec.yaml"
-    spec.write_text(COLUMN)
+    spec.write_text(COLUMN_SPEC)
     plan = build_plan(run_passes(load_spec(spec)))
     data = plan.to_json()
     assert VALIDATOR.is_valid(data), [e.message for e in VALIDATOR.iter_errors(data)]

@@ -8,10 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from specplan.cli import main
 from specplan.plan.artifact import fingerprint
+from tests.helpers import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "qwen3-32b-eagle3-dp2-pp2-cp2.yaml"
@@ -20,7 +19,7 @@ SPEC = ROOT / "specs" / "qwen3-32b-eagle3-dp2-pp2-cp2.yaml"
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("plan")
-    res = CliRunner().invoke(main, ["compile", str(SPEC), "-o", str(out)])
+    res = cli("compile", str(SPEC), "-o", str(out))
     assert res.exit_code == 0, res.output
     return json.loads((out / "plan.json").read_text())
 
@@ -65,7 +64,7 @@ def test_a_refingerprinted_inconsistent_plan_is_refused(tmp_path, compiled, case
     plan["fingerprint"] = fingerprint(plan)
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan, indent=1))
-    res = CliRunner().invoke(main, ["check", str(path)])
+    res = cli("check", str(path))
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     assert res.exit_code == 2, res.output
     assert f"{path}: " in res.output and expected in res.output, res.output
@@ -74,4 +73,4 @@ def test_a_refingerprinted_inconsistent_plan_is_refused(tmp_path, compiled, case
 def test_the_plan_compile_wrote_passes(tmp_path, compiled):
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(compiled, indent=1))
-    assert CliRunner().invoke(main, ["check", str(path)]).exit_code == 0
+    assert cli("check", str(path)).exit_code == 0

@@ -15,13 +15,14 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from tests.helpers import cli
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -187,12 +188,9 @@ def spec(name: str, *, tp: int = 1, pp: int = 1, method: str = "standalone", tra
     return body
 
 
-def specplan_cli(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def specplan_cli(*argv: str, timeout: float = 300):
     """This checkout's `specplan` command, as a subprocess of the test's own Python."""
-    code = "import sys; from specplan.cli import main; sys.exit(main())"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", code, *argv], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return cli(*argv, process=True, env={"PYTHONPATH": str(ROOT)}, timeout=timeout)
 
 
 def compile_plan(body: dict, out: Path) -> Path:

@@ -11,10 +11,10 @@ import os
 
 import torch
 
-from launch import serve
 from rt_workers import gen
 from specplan.runtime import bind
 from specplan.runtime.batch import Batch, BatchHistory
+from tests.ranks import serve
 
 REQUESTS = [10, 11, 12, 13]
 ODD = {  # variant -> (requests, generations) one rank holds at the odd round

@@ -7,10 +7,10 @@ shows that no converge or relay reads a value back to the host.
 
 from __future__ import annotations
 
-from launch import serve
 from rt_workers import run_rounds
 from specplan.runtime import bind
 from specplan.runtime.host_sync import HostSyncRecorder
+from tests.ranks import serve
 
 
 def engine(plan_path: str, rounds: str, fault: str = "") -> dict:

@@ -1,4 +1,4 @@
-"""Rank programs the runtime tests launch (see launch.py): each an engine in miniature.
+"""Rank programs the runtime tests launch (see tests/ranks.py): each an engine in miniature.
 
 Every value a rank hands to a converge is generated from (rank, round, decision), so a rank can
 recompute what the source must have sent and check the converged value against it. Faults are
@@ -19,8 +19,8 @@ import torch
 
 from specplan.runtime import bind
 
-from launch import serve
 from specplan.runtime.runtime import DTYPES
+from tests.ranks import serve
 
 
 def gen(seed_rank: int, rnd: int, decision: str, shape, dtype: str) -> torch.Tensor:

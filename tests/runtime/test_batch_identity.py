@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from launch import compile_spec, launch
 from specplan.runtime.batch import Batch, digest_host
 from specplan.runtime.plan_view import PlanView
+from tests.helpers import compile_spec
+from tests.ranks import launch
 import specs_rt
 
 TP4_DSPARK = specs_rt.TP2_DSPARK.replace("rt-tp2-dspark", "rt-tp4-dspark").replace("tp: 2", "tp: 4")
@@ -163,7 +164,6 @@ def test_traces_of_the_silent_run_make_diff_name_the_batch_disagreement(tmp_path
     assert out.stdout.splitlines()[0] == (
         f"batch disagreement: round 2, site {first}, decision {decision}, replica 0, row 1: "
         f"rank 1 holds request 11 gen 1 where rank 0 holds request 11 gen 0")
-
 
 
 @pytest.mark.parametrize("pp, odd", [(2, "none"), (2, "gen"), pytest.param(3, "none", marks=pytest.mark.slow),

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from launch import compile_spec, launch
 import specs_rt
+
+from tests.helpers import compile_spec
+from tests.ranks import launch
 
 CASES = [  # (spec, world, families the engine hands over, families that must share its group)
     pytest.param(specs_rt.TP2_DSPARK, 2, "tp",

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from launch import compile_spec, launch
 from specplan.runtime.guard import DeviceFlag, DeviceGuard, header_slot, words_header
 from specplan.runtime.host_sync import HostSyncRecorder
+from tests.helpers import compile_spec
+from tests.ranks import launch
 import specs_rt
 
 WORLDS = [pytest.param(specs_rt.TP2_DSPARK, 2, id="tp2-dspark"),

@@ -8,14 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from launch import ROOT, free_port
-from specplan.cli import main
+from tests.helpers import ROOT
+from tests.ranks import free_port
+from tests.helpers import cli
 
 
 def test_gloo_engine_example_commits_the_same_tokens_on_every_rank(tmp_path):
-    out = CliRunner().invoke(main, ["compile", str(ROOT / "examples/tp2-dspark-cpu.yaml"), "-o", str(tmp_path)])
+    out = cli("compile", str(ROOT / "examples/tp2-dspark-cpu.yaml"), "-o", str(tmp_path))
     assert out.exit_code == 0, out.output
     torchrun = Path(sys.executable).with_name("torchrun")
     run = subprocess.run([str(torchrun), "--nproc-per-node", "2", "--master-addr", "127.0.0.1",

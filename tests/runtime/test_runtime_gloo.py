@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from launch import compile_spec, launch
 from specplan.mesh.family import from_rule
+from tests.helpers import compile_spec
+from tests.ranks import launch
 import specs_rt
 
 ENGINES = [  # (spec, world): tp 2; tp 4 DP-attention dp 2 MoE; pp 2; tp 4 x pp 2 with ring relays
@@ -120,15 +121,14 @@ def test_the_probe_checks_unconverged_decisions_and_catches_a_plant(tmp_path):
 
 
 def test_trace_and_diff_find_a_planted_divergence(tmp_path):
-    from click.testing import CliRunner
 
-    from specplan.cli import main
+    from tests.helpers import cli
 
     path, trace = _local_plan(tmp_path)
     launch(2, "local", path, 4, "plant:1:3")
     files = sorted(str(p) for p in trace.glob("rank*.jsonl"))
     assert len(files) == 2
-    out = CliRunner().invoke(main, ["diff", *files])
+    out = cli("diff", *files)
     assert out.exit_code == 3, out.output
     assert out.output.startswith("first divergence: round 3, site dspark_draft, decision draft_tokens, "
                                  "replica 0, requests ['req0', 'req1', 'req2', 'req3']")

@@ -8,10 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from launch import ROOT, compile_spec, free_port, launch
 import specs_rt
 
 from specplan.plan import fingerprint
+from tests.helpers import ROOT, compile_spec
+from tests.ranks import free_port, launch
 
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 

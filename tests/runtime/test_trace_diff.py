@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from launch import ROOT
+from tests.helpers import ROOT
 
 
 def _write(path, records):

@@ -9,11 +9,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from specplan.cli import main
 from specplan.schema.model import Spec
 from specplan.schema.reference import END, START, readme_section, schema_text
+from tests.helpers import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted((ROOT / "specs").glob("*.yaml"))
@@ -22,7 +21,7 @@ REGEN = "regenerate with: python -m specplan.schema.reference --write"
 
 @pytest.fixture(scope="module")
 def schema() -> dict:
-    res = CliRunner().invoke(main, ["schema"])
+    res = cli("schema")
     assert res.exit_code == 0, res.output
     return json.loads(res.output)
 

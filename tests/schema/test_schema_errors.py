@@ -7,20 +7,15 @@ directory.yaml is a directory.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import cli
+
 ROOT = Path(__file__).parents[2]
 BAD = ROOT / "tests" / "specs_bad"
 CASES = sorted(p.stem for p in BAD.glob("*.expected"))
-
-
-def run_explain(rel: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specplan.cli", "explain", rel],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 
 def test_enough_bad_specs():
@@ -31,7 +26,7 @@ def test_enough_bad_specs():
 
 @pytest.mark.parametrize("name", CASES)
 def test_bad_spec_message(name: str):
-    proc = run_explain(f"tests/specs_bad/{name}.yaml")
+    proc = cli("explain", f"tests/specs_bad/{name}.yaml", process=True)
     expected = (BAD / f"{name}.expected").read_text()
     assert "Traceback" not in proc.stderr
     assert proc.stderr == expected
@@ -40,7 +35,7 @@ def test_bad_spec_message(name: str):
 
 
 def test_python_tag_is_never_executed():
-    proc = run_explain("tests/specs_bad/python-object-tag.yaml")
+    proc = cli("explain", "tests/specs_bad/python-object-tag.yaml", process=True)
     assert proc.returncode == 2
     assert "PWNED" not in proc.stdout + proc.stderr.replace('["echo PWNED"]', "")
     assert "YAML tag '!!python/object/apply:os.system' is not allowed" in proc.stderr

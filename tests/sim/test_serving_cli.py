@@ -6,14 +6,13 @@ raises BatchMismatch at the first affected entry, rows and ranks named)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import cli
+
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _spec(tmp_path: Path, pp: int, identity: bool, discount: str = "bound", relay: str = "",
@@ -27,10 +26,10 @@ def _spec(tmp_path: Path, pp: int, identity: bool, discount: str = "bound", rela
     return str(path)
 
 
-def _simulate(spec: str, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specplan.cli", "simulate", spec, "--chunked-prefill", "4",
-                           "--requests", "12", *extra], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+def _simulate(spec: str, *extra: str, code: int | None = None):
+    """12 requests in chunks of 4 through the real CLI; `code`: the exit it must end with."""
+    return cli("simulate", spec, "--chunked-prefill", "4", "--requests", "12", *extra, process=True,
+               code=code)
 
 
 def _flat(text: str) -> str:
@@ -40,9 +39,7 @@ def _flat(text: str) -> str:
 @pytest.mark.parametrize("pp", [2, 3])
 @pytest.mark.parametrize("identity", [True, False])
 def test_greedy_output_is_token_identical(tmp_path, pp, identity):
-    run = _simulate(_spec(tmp_path, pp, identity))
-    assert run.returncode == 0, run.stdout + run.stderr
-    out = _flat(run.stdout)
+    out = _flat(_simulate(_spec(tmp_path, pp, identity), code=0).stdout)
     assert "token-identical to plain greedy decoding: 12 requests" in out
     mixed = re.search(r"mixing prefill chunks and decode rows: (\d+)", out).group(1)
     reused = re.search(r"rows reused while an entry of their last request was in flight: (\d+)", out).group(1)
@@ -53,9 +50,7 @@ def test_greedy_output_is_token_identical(tmp_path, pp, identity):
 @pytest.mark.parametrize("pp", [2, 3])
 @pytest.mark.parametrize("inject", ["stale-slot", "early-stop"])
 def test_injection_without_identity_finishes_with_wrong_tokens(tmp_path, pp, inject):
-    run = _simulate(_spec(tmp_path, pp, False), "--inject", inject)
-    assert run.returncode == 3, run.stdout + run.stderr
-    out = _flat(run.stdout)
+    out = _flat(_simulate(_spec(tmp_path, pp, False), "--inject", inject, code=3).stdout)
     assert re.search(r"wrong tokens: the first is request \d+ token \d+: \d+ where plain greedy "
                      r"decoding gives \d+", out), out
     assert "BatchMismatch" not in out
@@ -70,9 +65,7 @@ ROWS = {  # what stage 0 (rank 0) holds in the first differing row, and what the
 @pytest.mark.parametrize("pp", [2, 3])
 @pytest.mark.parametrize("inject", ["stale-slot", "early-stop"])
 def test_injection_with_identity_raises_batch_mismatch_in_the_runtime(tmp_path, pp, inject):
-    run = _simulate(_spec(tmp_path, pp, True), "--inject", inject)
-    assert run.returncode == 3, run.stdout + run.stderr
-    out = _flat(run.stdout)
+    out = _flat(_simulate(_spec(tmp_path, pp, True), "--inject", inject, code=3).stdout)
     mine, theirs = ROWS[inject]
     # The runtime's text (specplan/runtime/identity.py): the accept converge that carries the
     # entry, the round it was sent for, the two processes by rank, their digests.
@@ -91,9 +84,7 @@ def test_a_plan_with_a_ring_relay_carries_the_entry_in_rt_relay(tmp_path, inject
     crosses in `rt.relay`, and the mismatch names the relay and the pp group."""
     clean = _simulate(_spec(tmp_path, 3, True, relay="ring"))
     assert clean.returncode == 0 and "token-identical" in clean.stdout, clean.stdout + clean.stderr
-    run = _simulate(_spec(tmp_path, 3, True, relay="ring"), "--inject", inject)
-    assert run.returncode == 3, run.stdout + run.stderr
-    out = _flat(run.stdout)
+    out = _flat(_simulate(_spec(tmp_path, 3, True, relay="ring"), "--inject", inject, code=3).stdout)
     assert re.search(r"BatchMismatch: batch mismatch at site eagle3_accept \(relay 655\d\d\), round \d+: "
                      r"row \d+: rank 0 holds .* where rank 2 \(the source\) holds .*; the ranks of group pp "
                      r"disagree", out), out

@@ -7,12 +7,11 @@ import io
 import json
 import os
 import pty
-import subprocess
-import sys
 from pathlib import Path
 
 from specplan.sim.matrix import spec_text
 from specplan.sim.progress import RoundProgress
+from tests.helpers import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = {"name", "world_size", "replicas", "method", "sampling", "behaviour", "policy", "unconverged",
@@ -23,8 +22,7 @@ KEYS = {"name", "world_size", "replicas", "method", "sampling", "behaviour", "po
 def test_json_report_and_one_progress_line_per_round_when_piped(tmp_path):
     spec = tmp_path / "tp2.yaml"
     spec.write_text(spec_text("tp2", "eagle-chain"))
-    done = subprocess.run([sys.executable, "-m", "specplan.cli", "simulate", str(spec), "--rounds", "3",
-                           "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = cli("simulate", spec, "--rounds", "3", "--json", process=True)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)  # stdout is the object alone: progress went to stderr
     assert set(report) == KEYS

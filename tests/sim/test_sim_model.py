@@ -131,9 +131,9 @@ def _pairs_per_owner(n: int, ep: int) -> list[int]:
     return [int((experts % ep == i).sum()) for i in range(ep)]
 
 
-def test_moe_dispatch_moves_each_row_to_its_experts_owner_only(tmp_path):
-    """2 ranks, ep 2: each computes only the (row, expert) pairs routed to its experts."""
-    results = _run_moe_ranks(tmp_path, world=2, ep=2)
+def _match_the_full_layer(results: list, ep_rank) -> None:
+    """Every rank's output is the full layer's, and it computed exactly the (row, expert) pairs
+    routed to the experts of its EP rank `ep_rank(rank)` (ep 2), for 7 rows and for 1."""
     w = init_weights(MOE)
     for n in (7, 1):
         full = mlp(_x(n, seed=n), Shard().local(w, MOE, 0), MOE, Shard())
@@ -141,9 +141,16 @@ def test_moe_dispatch_moves_each_row_to_its_experts_owner_only(tmp_path):
         for rank, res in enumerate(results):
             y, computed = res[n]
             assert torch.allclose(y, full, atol=1e-12)
-            assert computed == pairs[rank]
-        # every pair is computed once, on its owner; each rank shares out only ceil(n/2) rows
-        assert sum(pairs) == n * MOE.top_k
+            assert computed == pairs[ep_rank(rank)]
+
+
+def test_moe_dispatch_moves_each_row_to_its_experts_owner_only(tmp_path):
+    """2 ranks, ep 2: each computes only the (row, expert) pairs routed to its experts."""
+    results = _run_moe_ranks(tmp_path, world=2, ep=2)
+    _match_the_full_layer(results, lambda rank: rank)
+    # every pair is computed once, on its owner; each rank shares out only ceil(n/2) rows
+    for n in (7, 1):
+        assert sum(_pairs_per_owner(n, 2)) == n * MOE.top_k
     pairs = _pairs_per_owner(7, 2)
     assert 0 < min(pairs) and max(pairs) < 7 * 2  # not every row on every local expert
     # per mlp call: counts all_to_all, rows out, rows back, all_gather of the shares
@@ -152,14 +159,7 @@ def test_moe_dispatch_moves_each_row_to_its_experts_owner_only(tmp_path):
 
 def test_moe_dispatch_over_ep_2_with_moe_tp_2_matches_the_full_layer(tmp_path):
     results = _run_moe_ranks(tmp_path, world=4, ep=2)
-    w = init_weights(MOE)
-    for n in (7, 1):
-        full = mlp(_x(n, seed=n), Shard().local(w, MOE, 0), MOE, Shard())
-        pairs = _pairs_per_owner(n, 2)
-        for rank, res in enumerate(results):
-            y, computed = res[n]
-            assert torch.allclose(y, full, atol=1e-12)
-            assert computed == pairs[rank // 2]
+    _match_the_full_layer(results, lambda rank: rank // 2)
 
 
 def test_a_verify_forward_over_a_cached_prefix_equals_decoding_one_token_at_a_time():

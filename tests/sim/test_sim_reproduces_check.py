@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from specplan.cli import main
+from tests.helpers import cli
+
 
 SPECS = Path(__file__).resolve().parents[1] / "verify" / "specs"
 CASES = {  # class -> (variant of the spec text, simulate options, what the report must show)
@@ -56,10 +56,10 @@ def spec_file(tmp: Path, name: str) -> str:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_simulate_shows_the_predicted_failure(tmp_path, name):
     spec = spec_file(tmp_path, name)
-    assert CliRunner().invoke(main, ["check", spec]).exit_code == 3  # the variant is still an ERROR
-    refused = CliRunner().invoke(main, ["simulate", spec, "--rounds", "3", "--requests", "2"])
+    assert cli("check", spec).exit_code == 3  # the variant is still an ERROR
+    refused = cli("simulate", spec, "--rounds", "3", "--requests", "2")
     assert refused.exit_code == 3 and "not simulated" in refused.output
-    res = CliRunner().invoke(main, ["simulate", spec, "--rounds", "3", "--requests", "2",
-                                    "--allow-errors", *CASES[name][1]])
+    res = cli("simulate", spec, "--rounds", "3", "--requests", "2",
+              "--allow-errors", *CASES[name][1])
     assert res.exit_code == 3, res.output[-3000:]
     assert "FAIL" in res.output and CASES[name][2] in res.output, res.output[-3000:]

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from specplan.cli import main
+from tests.helpers import cli
+
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "model: {num_layers: 4, hidden_size: 64, vocab_size: 512}\n"
@@ -29,12 +29,8 @@ def spec(tmp: Path, body: str, name: str = "case") -> str:
     return str(path)
 
 
-def run(*args: str):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
 def simulate(path: str, *extra: str, rounds: int = 3, requests: int = 2):
-    return run("simulate", path, "--rounds", rounds, "--requests", requests, *extra)
+    return cli("simulate", path, "--rounds", rounds, "--requests", requests, *extra)
 
 
 CLEAN = {  # check calls these clean; simulate crashed on each (issue 21)
@@ -78,7 +74,7 @@ CLEAN = {  # check calls these clean; simulate crashed on each (issue 21)
 @pytest.mark.parametrize("name", sorted(CLEAN))
 def test_a_clean_spec_simulates_to_pass(tmp_path, name):
     path = spec(tmp_path, CLEAN[name])
-    assert run("check", path).exit_code == 0
+    assert cli("check", path).exit_code == 0
     res = simulate(path)
     assert res.exit_code == 0 and "PASS" in res.output, res.output[-3000:]
 
@@ -132,7 +128,7 @@ NAMED = {  # check ERROR -> simulate --allow-errors fails by name, exit 3 (never
 def test_an_error_spec_fails_by_name(tmp_path, name):
     body, extra, shows = NAMED[name]
     path = spec(tmp_path, body)
-    assert run("check", path).exit_code == 3
+    assert cli("check", path).exit_code == 3
     res = simulate(path, "--allow-errors", *extra)
     assert res.exit_code == 3 and "FAIL" in res.output and shows in res.output, res.output[-3000:]
 
@@ -164,13 +160,13 @@ def test_options_are_bounded_by_name(tmp_path, monkeypatch, option, value):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp))  # where a run's folder would be left
-    res = run("simulate", path, option, value)
+    res = cli("simulate", path, option, value)
     assert res.exit_code == 2 and f"'{option}'" in res.output and "Traceback" not in res.output
     assert list(tmp.iterdir()) == []
 
 
 def test_rounds_times_requests_is_bounded_by_the_kv_cache(tmp_path):
-    res = run("simulate", spec(tmp_path, CLEAN["none-tp1"]), "--rounds", 4096, "--requests", 1000)
+    res = cli("simulate", spec(tmp_path, CLEAN["none-tp1"]), "--rounds", 4096, "--requests", 1000)
     assert res.exit_code == 2 and "--rounds 4096 with --requests 1000" in res.output
 
 
@@ -196,7 +192,7 @@ def test_a_slow_rendezvous_names_the_slow_machine(monkeypatch):
 def test_chunked_prefill_runs_on_the_cpu_whatever_the_device(tmp_path, device):
     path = spec(tmp_path, f"engine: sglang\ntopology: {{tp: 1, pp: 2, device: {device}}}\n"
                           "speculative: {method: eagle, num_steps: 2}\n")
-    res = run("simulate", path, "--chunked-prefill", 4, "--requests", 3)
+    res = cli("simulate", path, "--chunked-prefill", 4, "--requests", 3)
     assert res.exit_code == 0 and "PASS" in res.output, res.output[-3000:]
     assert f"runs on the CPU (gloo), one process per stage: topology.device {device}" in res.output
 

@@ -7,8 +7,6 @@ MoE, and the faults (noise under safe for 200 rounds and under off, kill, foreig
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import pytest
 from specplan.sim.launch import Options, simulate
 from specplan.sim.matrix import METHODS, TOPOLOGIES, spec_text
 from specplan.sim.report import summary, verdict
+from tests.helpers import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -58,8 +57,7 @@ def test_dp_attention_replicas_serve_different_requests(tmp_path):
 def test_the_cli_runs_pp2_eagle3_and_exits_0(tmp_path):
     spec = tmp_path / "pp2.yaml"
     spec.write_text(spec_text("pp2", "eagle3"))
-    done = subprocess.run([sys.executable, "-m", "specplan.cli", "simulate", str(spec),
-                           "--rounds", "4"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = cli("simulate", spec, "--rounds", "4", process=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS" in done.stdout and "token-identical to plain greedy decoding" in done.stdout
     assert "tokens/round" in done.stdout and "converge" in done.stdout
@@ -68,9 +66,7 @@ def test_the_cli_runs_pp2_eagle3_and_exits_0(tmp_path):
 def test_noise_under_policy_off_is_stopped_by_the_probe_with_exit_3(tmp_path):
     spec = tmp_path / "off.yaml"
     spec.write_text(spec_text("tp2", "eagle-chain", policy="off"))
-    done = subprocess.run([sys.executable, "-m", "specplan.cli", "simulate", str(spec),
-                           "--rounds", "4", "--inject", "noise"],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = cli("simulate", spec, "--rounds", "4", "--inject", "noise", process=True)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "agreement probe: decision" in done.stdout and "at round 0" in done.stdout
 

@@ -20,12 +20,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specplan.cli import main
 from specplan.methods import get_method
+from tests.helpers import cli
 
 METHODS = ("none", "eagle", "eagle3", "mtp", "standalone", "ngram", "dflash", "dspark")
 TREES = ("eagle", "eagle3", "mtp", "standalone", "ngram")
@@ -89,14 +88,14 @@ def world(spec: dict) -> int:
 
 
 def check(path: Path) -> tuple[int, str]:
-    res = CliRunner().invoke(main, ["check", str(path), "--format", "json"])
+    res = cli("check", str(path), "--format", "json")
     assert res.exit_code in (0, 2, 3), (path.read_text(), res.output[-3000:])
     return res.exit_code, res.output
 
 
 def simulate(path: Path, allow_errors: bool) -> tuple[int, str]:
     args = ["simulate", str(path), "--rounds", "3", "--requests", "2"]
-    res = CliRunner().invoke(main, args + (["--allow-errors"] if allow_errors else []))
+    res = cli(*args, *(["--allow-errors"] if allow_errors else []))
     return res.exit_code, res.output
 
 

@@ -44,12 +44,17 @@ def test_the_sweep_holds_sites_with_and_without_findings():
     assert len(views) >= 40 and proved.count(True) > 100 and proved.count(False) > 10
 
 
-@pytest.mark.parametrize("path", SPECS, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_agreement_proof_matches_following_every_rank(path):
-    view = view_of(path)
+@pytest.fixture(params=SPECS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def planned(request):
+    """A spec of the sweep planned: its view and the digits of its families."""
+    view = view_of(request.param)
     if view is None:
         pytest.skip("not a plannable single-instance spec")
-    digits = Digits.of(view.families, view.world_size)
+    return view, Digits.of(view.families, view.world_size)
+
+
+def test_agreement_proof_matches_following_every_rank(planned):
+    view, digits = planned
     assert digits is not None, "planner families always share digits"
     for site in view.plan.sites:
         if site.kind != "broadcast":
@@ -59,12 +64,8 @@ def test_agreement_proof_matches_following_every_rank(path):
         assert agreement._proved(view, digits, site, relay) == (not listed), (site.name, listed)
 
 
-@pytest.mark.parametrize("path", SPECS, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_stages_sharing_a_group_match_the_rank_lists(path):
-    view = view_of(path)
-    if view is None:
-        pytest.skip("not a plannable single-instance spec")
-    digits = Digits.of(view.families, view.world_size)
+def test_stages_sharing_a_group_match_the_rank_lists(planned):
+    view, digits = planned
     for name in view.families:
         replicas = {view.replicas[r] for g in view.groups(name) for r in g[:1]}
         spans = any(len({view.replicas[r] for r in g}) > 1 for g in view.groups(name))

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(__file__).parent / "specs"
@@ -21,13 +21,8 @@ UPDATE = os.environ.get("SPECPLAN_UPDATE_GOLDEN") == "1"
 CASES = sorted(SPECS.glob("*.yaml"))
 
 
-def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specplan.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
-
-
 def _check(target: str) -> tuple[int, list[dict]]:
-    run = _cli("check", target, "--json")
+    run = cli("check", target, "--json", process=True)
     assert run.returncode in (0, 3), run.stderr
     return run.returncode, json.loads(run.stdout)["findings"]
 
@@ -54,7 +49,7 @@ def test_check_finds_exactly(spec: Path):
 
 def test_compile_refuses_an_error_spec(tmp_path):
     spec = SPECS / "error-drafts-not-relayed.yaml"
-    run = _cli("compile", str(spec), "--out", str(tmp_path / "out"))
+    run = cli("compile", str(spec), "--out", str(tmp_path / "out"), process=True)
     assert run.returncode == 3
     assert "no plan written" in run.stderr
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
@@ -62,7 +57,7 @@ def test_compile_refuses_an_error_spec(tmp_path):
 
 def test_check_reads_a_compiled_plan(tmp_path):
     spec = SPECS / "warn-sglang-eagle-greedy-cuda.yaml"
-    run = _cli("compile", str(spec), "--out", str(tmp_path))
+    run = cli("compile", str(spec), "--out", str(tmp_path), process=True)
     assert run.returncode == 0, run.stderr
     plan = tmp_path / "plan.json"
     rc, findings = _check(str(plan))
@@ -77,14 +72,14 @@ def _bad(tmp_path: Path, name: str, text: str) -> str:
 
 def test_malformed_plan_json(tmp_path):
     path = _bad(tmp_path, "plan.json", '{"schema_version": 1,\n  "name": }\n')
-    run = _cli("check", path)
+    run = cli("check", path, process=True)
     assert run.returncode == 2
     assert run.stderr.strip() == f"{path}:2:11: malformed JSON: Expecting value"
 
 
 def test_wrong_schema_version(tmp_path):
     path = _bad(tmp_path, "plan.json", '{"schema_version": 7}')
-    run = _cli("check", path)
+    run = cli("check", path, process=True)
     assert run.returncode == 2
     assert run.stderr.strip() == (f"{path}: not a specplan plan: expected schema_version 2, "
                                   "found 7")
@@ -92,6 +87,6 @@ def test_wrong_schema_version(tmp_path):
 
 def test_missing_plan_file(tmp_path):
     path = str(tmp_path / "nowhere.json")
-    run = _cli("check", path)
+    run = cli("check", path, process=True)
     assert run.returncode == 2
     assert run.stderr.strip() == f"{path}: no such file"

@@ -4,28 +4,22 @@ and fixes said in the engine's own terms for `behaviour: engine` specs."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from importlib import resources
-from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import jsonschema
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import cli
+
 PRE_50514 = "specs/engine/llama-3.2-1b-eagle3-pp2-vllm-pre-50514.yaml"  # 8 ERROR
 KIMI = "specs/engine/kimi-k3-dspark-tp8-pp2-vllm-engine.yaml"  # 7 WARN, 5 INFO
 CLEAN = "specs/deepseek-v4-dspark-tp8-dp8.yaml"
 
 
-def _check(*args: str, columns: str | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    if columns:
-        env["COLUMNS"] = columns
-    return subprocess.run([sys.executable, "-m", "specplan.cli", "check", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+def _check(*args: str, columns: str | None = None):
+    """`specplan check` in a fresh process, as on a terminal `columns` wide (none: COLUMNS unset)."""
+    return cli("check", *args, process=True, env={"COLUMNS": columns or None})
 
 
 def _json_findings(target: str) -> list[dict]:

@@ -130,14 +130,19 @@ def _pick(data, items, label):
     return data.draw(st.sampled_from(items), label=label)
 
 
+def _base(data) -> tuple[str, dict]:
+    """A base plan the test draws: its name and its plan.json."""
+    bases = _bases()
+    name = _pick(data, sorted(bases), "base")
+    return name, bases[name]
+
+
 # --- drop a converge -------------------------------------------------------------------------
 
 @QUICK
 @given(data=st.data())
 def test_drop_a_converge(data):
-    bases = _bases()
-    name = data.draw(st.sampled_from(sorted(bases)), label="base")
-    plan = bases[name]
+    name, plan = _base(data)
     sites = [s["name"] for s in plan["sites"] if s["converge"] and not s["trivial"]
              and s["kind"] == "broadcast" and _stage_spread(plan, s)]
     if not sites:
@@ -192,9 +197,7 @@ def _crosses(view: PlanView, op: dict) -> bool:
 @QUICK
 @given(data=st.data(), delta=st.sampled_from([8, -8, 4096]))
 def test_change_an_op_width(data, delta):
-    bases = _bases()
-    name = data.draw(st.sampled_from(sorted(bases)), label="base")
-    plan = bases[name]
+    name, plan = _base(data)
     ops = [(c, r, i) for c, r, i in _shared_ops(plan)
            if plan["rank_classes"][c]["program"][r][i].get("bytes")]
     if not ops:
@@ -208,9 +211,7 @@ def test_change_an_op_width(data, delta):
 @QUICK
 @given(data=st.data())
 def test_change_a_boundary_buffer(data):
-    bases = _bases()
-    name = data.draw(st.sampled_from(sorted(bases)), label="base")
-    plan = bases[name]
+    name, plan = _base(data)
     bounds = [b["id"] for b in plan["boundaries"] if b["op"] == "broadcast"]
     if not bounds:
         return
@@ -241,9 +242,7 @@ def _sig(op: dict) -> tuple:
 @QUICK
 @given(data=st.data())
 def test_reorder_two_collectives(data):
-    bases = _bases()
-    name = data.draw(st.sampled_from(sorted(bases)), label="base")
-    plan = bases[name]
+    name, plan = _base(data)
     pairs = _swappable(plan)
     if not pairs:
         return
@@ -259,9 +258,7 @@ def test_reorder_two_collectives(data):
 @QUICK
 @given(data=st.data())
 def test_remove_a_relay(data):
-    bases = _bases()
-    name = data.draw(st.sampled_from(sorted(bases)), label="base")
-    plan = bases[name]
+    name, plan = _base(data)
     relays = [i for i, r in enumerate(plan["pipeline"]["relay"]["sites"])
               if view_of(plan).sites[r["site"]]["readers"] == "all_stages"]
     if not relays:
@@ -277,9 +274,7 @@ def test_remove_a_relay(data):
 @QUICK
 @given(data=st.data(), how=st.sampled_from(["other", "none", "twice"]))
 def test_move_a_tap(data, how):
-    bases = _bases()
-    name = data.draw(st.sampled_from(sorted(bases)), label="base")
-    plan = bases[name]
+    name, plan = _base(data)
     taps = list(range(len(plan["pipeline"]["taps"])))
     pp = plan["widths"]["pp"]
     if not taps or (pp == 1 and how != "none"):
@@ -298,9 +293,7 @@ def test_move_a_tap(data, how):
 @QUICK
 @given(data=st.data())
 def test_widen_a_group(data):
-    bases = _bases()
-    name = data.draw(st.sampled_from(sorted(bases)), label="base")
-    plan = bases[name]
+    name, plan = _base(data)
     view = view_of(plan)
     wide = [f["name"] for f in plan["families"] if view.spans_replicas(f["name"])]
     sites = [s["name"] for s in plan["sites"] if s["converge"] and s["kind"] == "broadcast"]

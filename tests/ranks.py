@@ -1,9 +1,22 @@
-"""Launch real gloo ranks as subprocesses over loopback, as torchrun would, and reap them all.
+"""The rank-worker protocol of the multi-rank tests: how a rank is started, what it is given and
+how it reports, in one place for the runtime's, the lowering's and the engines' workers.
 
-`launch(world, worker, *args)` runs `rt_workers.<worker>(*args)` in `world` processes with
-MASTER_ADDR/MASTER_PORT/RANK/WORLD_SIZE/LOCAL_RANK set, each in its own session, and returns
-one `Result` per rank. Past `timeout` every rank still alive is killed; in every case every
-child is waited for, so no test leaves a process behind.
+The test's side: `launch(world, worker, *args, module=...)` forks `world` ranks from a warm
+server (specplan's ForkServer), each with torchrun's environment (MASTER_ADDR, MASTER_PORT,
+RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE), its own session and its own output files, and
+calls `<module>.main([worker, *args])` there. Past `timeout` every rank still alive is killed;
+in every case every child is waited for, so no test leaves a process behind. It returns one
+`Result` per rank.
+
+The rank's side: `main` hands its table of workers to `serve`, which runs
+`workers[worker](*args)` and reports on stdout how it ended, the last line and the exit code:
+
+    RESULT <json>                  0  the worker's return value
+    ERROR <Type>: <message>        3  a RuntimeDivergence (what the runtime tests look for)
+    REFUSED <message>              4  an engine plugin refused the start (EngineRefused)
+    <traceback> ERROR internal     1  anything else
+
+A worker reads its rank and world from the environment (`RANK`, `WORLD_SIZE`), as an engine does.
 """
 
 from __future__ import annotations
@@ -18,30 +31,42 @@ import socket
 import sys
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 from specplan.sim.forkserver import ForkServer
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+ROOT = Path(__file__).resolve().parents[1]
+RUNTIME = ROOT / "tests" / "runtime"  # the runtime's workers (rt_workers, the default module)
+DIVERGED, REFUSED = 3, 4
 
 
 @dataclass
 class Result:
+    """What one rank left: its exit code and its output."""
+
     rank: int
     returncode: int
     stdout: str
     stderr: str
 
+    def _line(self, prefix: str) -> str | None:
+        return next((l for l in self.stdout.splitlines() if l.startswith(prefix)), None)
+
     @property
     def error(self) -> str:
         """The `ERROR <type>: <message>` line a worker printed, or ''."""
-        return next((l for l in self.stdout.splitlines() if l.startswith("ERROR ")), "")
+        return self._line("ERROR ") or ""
+
+    @property
+    def refused(self) -> str:
+        """The `REFUSED <message>` line a worker printed, or ''."""
+        return self._line("REFUSED ") or ""
 
     @property
     def result(self):
-        line = next((l for l in self.stdout.splitlines() if l.startswith("RESULT ")), None)
+        line = self._line("RESULT ")
         return json.loads(line[7:]) if line else None
 
 
@@ -62,7 +87,7 @@ def launch(world: int, worker: str, *args, timeout: float = 90, env: dict | None
     which dominated every multi-rank test."""
     port = free_port()
     out = Path(tempfile.mkdtemp(prefix="specplan-launch-"))
-    search = [str(x) for x in (*path, HERE, ROOT)]
+    search = [str(x) for x in (*path, RUNTIME, ROOT)]
     server = ForkServer.shared(preload, search)
     try:
         procs = []
@@ -70,7 +95,7 @@ def launch(world: int, worker: str, *args, timeout: float = 90, env: dict | None
             e = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                      WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
                      OMP_NUM_THREADS="1", **(env or {}))
-            procs.append(server.spawn("launch:_rank", (
+            procs.append(server.spawn("tests.ranks:_rank", (
                 e, module, [worker, *map(str, args)], str(out / f"{rank}.out"),
                 str(out / f"{rank}.err"))))
         return reap(procs, timeout, out)
@@ -95,6 +120,31 @@ def _rank(env: dict, module: str, argv: list[str], out: str, err: str) -> None:
     importlib.import_module(module).main(argv)
     sys.stdout.flush()
     sys.stderr.flush()
+
+
+def serve(workers: dict, argv: list[str]) -> None:
+    """A rank's side: run `workers[argv[0]](*argv[1:])`, report how it ended (the module's
+    table) and exit the process."""
+    from specplan.plugins import EngineRefused
+    from specplan.runtime import RuntimeDivergence
+
+    worker, *args = argv
+    try:
+        result = workers[worker](*args)
+    except EngineRefused as exc:
+        _end(f"REFUSED {exc}", REFUSED)
+    except RuntimeDivergence as exc:
+        _end(f"ERROR {type(exc).__name__}: {exc}", DIVERGED)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        _end("ERROR internal", 1)
+    _end("RESULT " + json.dumps(result), 0)
+
+
+def _end(line: str, code: int) -> None:
+    print(line, flush=True)
+    os._exit(code)
 
 
 def warm(harness: str, root: str) -> None:
@@ -134,41 +184,3 @@ def kill_all(procs) -> None:
             except (ProcessLookupError, PermissionError):  # not yet its own group, or gone
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(p.pid, signal.SIGKILL)
-
-
-def compile_spec(tmp: Path, text: str) -> Path:
-    """Compile a spec written as YAML text into tmp/<name>/plan.json; returns the plan path."""
-    from specplan.lower import build_plan, write_plan
-    from specplan.passes import plan as run_passes
-    from specplan.schema import load_spec
-
-    tmp.mkdir(parents=True, exist_ok=True)
-    src = tmp / "spec.yaml"
-    src.write_text(text)
-    spec = load_spec(str(src))
-    return write_plan(build_plan(run_passes(spec)), tmp / spec.name)
-
-
-def serve(workers: dict, argv: list[str]) -> None:
-    """A worker process's side: run `workers[argv[0]](*argv[1:])` and report on stdout.
-
-    `RESULT <json>` and exit 0; `ERROR <type>: <message>` and exit 3 for a runtime divergence
-    (what the test looks for); `ERROR internal` with a traceback and exit 1 otherwise.
-    """
-    import traceback
-
-    from specplan.runtime import RuntimeDivergence
-
-    worker, *args = argv
-    try:
-        result = workers[worker](*args)
-    except RuntimeDivergence as exc:
-        print(f"ERROR {type(exc).__name__}: {exc}", flush=True)
-        os._exit(3)
-    except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
-        print("ERROR internal", flush=True)
-        os._exit(1)
-    print("RESULT " + json.dumps(result), flush=True)
-    os._exit(0)
