@@ -13,10 +13,11 @@ import shlex
 from pathlib import Path
 from dataclasses import dataclass, field
 
-from specplan.ecosystem import spec_tp_sync
-from specplan.ecosystem.flags import (DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER,
-                                      SGLANG_ALGORITHMS, SITE_SLUGS, VLLM_METHODS)
+from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER, SGLANG_ALGORITHMS
 from specplan.ecosystem.translate import Refusal, refusal, translate
+from specplan.engines import spec_tp_sync
+from specplan.engines.spec_tp_sync import SITE_SLUGS
+from specplan.engines.vllm import VLLM_METHODS
 from specplan.schema import Spec
 
 PROGRAMS = {"sglang": "python -m sglang.launch_server", "vllm": "vllm serve"}
