@@ -20,7 +20,8 @@ from specplan.runtime.errors import RuntimeDivergence
 from specplan.sim import faults
 from specplan.sim.comm import Comm, make_shard
 from specplan.sim.drafter import Head
-from specplan.sim.model import F64, KVCache, ModelConfig, Segment, init_weights, logits_of, run_layers
+from specplan.sim.model import F64, KVCache, ModelConfig, Segment, logits_of, run_layers
+from specplan.sim.weights import init_weights
 
 EAGLE_LIKE = ("eagle", "eagle3", "mtp", "standalone")
 
