@@ -230,3 +230,18 @@ def test_the_checks_see_function_level_and_relative_imports():
     node = next(n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom))
     assert _targets("specplan.verify.report", node) == ["specplan.plan"]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_only_runtime_comm_starts_worlds_and_creates_groups():
+    """runtime/comm.py is the one home of process-group creation (DESIGN.md §7.4: every rank
+    creates every group in one order); the runtime, simulate and the deployment simulator ask it."""
+    home = PACKAGE / "runtime" / "comm.py"
+    found = []
+    for path in MODULES.values():
+        if path == home:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("new_group", "init_process_group")):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.func.attr}")
+    assert not found, "process groups made outside specplan/runtime/comm.py:\n" + "\n".join(found)
