@@ -1,6 +1,6 @@
 """specplan: plan, prove and run rank agreement for speculative decoding on many GPUs."""
 
-__version__ = "0.1.0"
+from specplan.version import __version__
 
 
 def __getattr__(name: str):

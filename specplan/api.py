@@ -165,7 +165,7 @@ class Deployment:
         from specplan.ecosystem.export import export, render
 
         if self.pair is not None:
-            from specplan.deploy.commands import export as export_pair
+            from specplan.commands.deployment import export as export_pair
 
             if engine is not None:
                 raise ValueError("a disaggregated deployment exports each instance on its own "
@@ -199,14 +199,14 @@ class Deployment:
     @cached_property
     def _checked(self) -> tuple[list, dict]:
         from specplan.deploy.handoff import plan_handoff
-        from specplan.verify.cross_report import check_instances
-        from specplan.verify.deployment import check_deployment
+        from specplan.deploy.cross_report import check_instances
+        from specplan.deploy.cross_checks import check_deployment
 
         self._handoff = plan_handoff(self.pair)
         return check_deployment(self._handoff), check_instances(self.pair)
 
     def _compile_pair(self, out_dir) -> dict[str, Any]:
-        from specplan.deploy.commands import handoff_data, write_plans
+        from specplan.commands.deployment import handoff_data, write_plans
 
         _, own = self._checked
         if out_dir is not None:

@@ -5,38 +5,20 @@ what the named engine does by default for the method (SGLang 0.5.23, vLLM 0.33.0
 runner V2; reference/decisions.md), so `specplan check` reports that engine's risks. Knobs
 the user writes in the YAML (sync.policy, sync.group, pipeline.*) override single choices
 either way. The engine profiles themselves live with each engine's conventions
-(specplan/engines/, Convention.behaviour); this module owns the choices and the knobs.
+(specplan/engines/, Convention.behaviour, which builds the `Choices` type engines/base.py
+declares); this module owns specplan's own choices and the knobs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
+from specplan.engines import Choices, convention
 from specplan.methods.base import Method
 from specplan.schema import Spec
 
 
-@dataclass(frozen=True)
-class Choices:
-    behaviour: str
-    engine_sites: dict[str, bool] | None  # per-site convergence of the engine model, or None
-    group: str  # replica | attn_tp | tp
-    relay: str  # broadcast | column | ring
-    relay_drafts: bool
-    payload_width: str  # pinned | agreed | dynamic
-    draft_layer_ids: str  # global | stage_local
-    tap_ids: str  # global | stage_local
-    aux_routing: str  # chain | direct | dropped
-    idle_ranks: str  # dummy | skip
-    rng_is_float: str | None  # why rng decisions are rank-deterministic here, if they are
-    lockstep_sites: frozenset[str] = frozenset()  # sites whose draws share one seed on every rank
-    notes: tuple[str, ...] = field(default=())
-    policy_modelled: bool = False  # a written sync.policy is the engine's own knob (SGLang presets)
-
-
 def resolve(spec: Spec, method: Method) -> Choices:
-    from specplan.engines import convention  # the engines' profiles build Choices
-
     engine = convention(spec.engine, spec.engine_version)
     if spec.behaviour == "specplan":
         relay = engine.pipeline_relay if spec.topology.pp > 1 else "broadcast"  # pp 1: none runs

@@ -23,7 +23,7 @@ SHOW_RANKS = 64
 
 
 def explain_data(spec: Spec, mesh: Mesh, lazy: bool = False) -> dict[str, Any]:
-    from specplan.engines import shown_version
+    from specplan.engines import convention, shown_version
     from specplan.explain_stream import Groups, Replicas, Rows
 
     ranks = Rows(mesh) if lazy else _rank_rows(mesh)
@@ -37,7 +37,7 @@ def explain_data(spec: Spec, mesh: Mesh, lazy: bool = False) -> dict[str, Any]:
         "num_worlds": mesh.num_worlds,
         "nodes": spec.topology.nodes,
         "gpus_per_node": mesh.gpus_per_node,
-        "warnings": [w for w in (mesh.convention.world_warning(mesh.world_size, mesh.num_worlds),) if w],
+        "warnings": [w for w in (convention(mesh.engine).world_warning(mesh.world_size, mesh.num_worlds),) if w],
         "widths": mesh.widths,
         "derived": mesh.derived,
         "groups": {fam.name: Groups(fam) if lazy else fam.groups() for fam in mesh.families},

@@ -18,14 +18,15 @@ def run(targets: tuple[str, ...], *, as_json: bool, fmt: str, severity: str, ver
         raise click.UsageError("check takes one spec, deployment or plan.json, or two instance specs")
     loaded = None
     if len(targets) == 2 or not is_plan_file(targets[0]):
-        from specplan.deploy import InstancePair, commands, load_pair, load_target
+        from specplan.commands import deployment
+        from specplan.deploy import InstancePair, load_pair, load_target
 
         loaded = load_pair(*targets) if len(targets) == 2 else load_target(targets[0])
         if isinstance(loaded, InstancePair):
             if fmt in ("sarif", "junit"):
                 raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints "
                                        "text or json")
-            return commands.check(loaded, as_json or fmt == "json", console())
+            return deployment.check(loaded, as_json or fmt == "json", console())
     if loaded is None:
         from specplan.plan import load_plan
 

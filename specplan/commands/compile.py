@@ -11,7 +11,8 @@ from specplan.commands.common import EXIT_FOUND_PROBLEM, console, load_spec_arg
 
 
 def run(spec: str, out_dir: str | None) -> int:
-    from specplan.deploy import InstancePair, commands
+    from specplan.commands import deployment
+    from specplan.deploy import InstancePair
     from specplan.files import staged_dir
     from specplan.lower import build_plan, write_plan
     from specplan.passes import plan as run_passes
@@ -20,7 +21,7 @@ def run(spec: str, out_dir: str | None) -> int:
 
     loaded = load_spec_arg(spec)
     if isinstance(loaded, InstancePair):
-        return commands.compile_(loaded, out_dir, console(), write_runtime_module)
+        return deployment.compile_(loaded, out_dir, console(), write_runtime_module)
     plan = build_plan(run_passes(loaded))
     findings = verify(plan)
     if has_errors(findings):

@@ -19,11 +19,11 @@ def run(spec: str, *, rank: int | None, as_json: bool, picture: str | None, fmt:
         raise click.UsageError("--format png is binary: write it with -o FILE or redirect stdout")
     loaded = load_spec_arg(spec)  # bad input fails here, before the planner is even imported
     if isinstance(loaded, InstancePair):
-        from specplan.deploy import commands
+        from specplan.commands import deployment
 
         if rank is not None:
             raise click.UsageError("--rank shows one rank of a spec; explain an instance's spec")
-        return _pictured(spec, lambda: commands.explain(loaded, as_json, console(), picture, fmt, out))
+        return _pictured(spec, lambda: deployment.explain(loaded, as_json, console(), picture, fmt, out))
     if picture == "kv":
         raise SpecError([Diagnostic(spec, None, None, "", "--picture kv draws a deployment's KV "
                                     "handoff; this spec has no peer (see disaggregation)")])

@@ -9,7 +9,8 @@ from specplan.commands.common import EXIT_FOUND_PROBLEM, load_spec_arg
 
 
 def run(spec: str, engine: str | None, version: str | None) -> int:
-    from specplan.deploy import InstancePair, commands
+    from specplan.commands import deployment
+    from specplan.deploy import InstancePair
     from specplan.ecosystem.export import export, render
     from specplan.ecosystem.translate import Refusal
 
@@ -20,7 +21,7 @@ def run(spec: str, engine: str | None, version: str | None) -> int:
     if version:
         check_release(engine or loaded.engine, version)
     try:
-        text = commands.export(loaded) if isinstance(loaded, InstancePair) else render(export(loaded, engine, version))
+        text = deployment.export(loaded) if isinstance(loaded, InstancePair) else render(export(loaded, engine, version))
     except Refusal as exc:
         click.echo(f"specplan export: {exc}", err=True)
         return EXIT_FOUND_PROBLEM

@@ -13,7 +13,8 @@ from specplan.commands.common import EXIT_FOUND_PROBLEM, console, load_spec_arg
 def run(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int, inject: str | None,
         chunk: int | None, allow_errors: bool, as_json: bool, trace_dir: str | None,
         timeout_s: float | None = None) -> int:
-    from specplan.deploy.simulate import InstancePair, command as simulate_deployment
+    from specplan.commands.deployment import simulate as simulate_deployment
+    from specplan.deploy import InstancePair
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
     from specplan.sim.command import check_options, refused_launch, run_simulate

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from specplan.behaviour import resolve
-from specplan.mesh import Mesh, build_mesh
+from specplan.engines import build_mesh
+from specplan.mesh import Mesh
 from specplan.mesh.pipeline import draft_layer_ids
 from specplan.methods import get_method
 from specplan.schema import Spec

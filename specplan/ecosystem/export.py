@@ -13,10 +13,12 @@ import shlex
 from pathlib import Path
 from dataclasses import dataclass, field
 
-from specplan.ecosystem import spec_tp_sync
-from specplan.ecosystem.flags import (DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER,
-                                      SGLANG_ALGORITHMS, SITE_SLUGS, VLLM_METHODS)
+from specplan.ecosystem.faithful import dp_attention_note, plan_comment, render_faithful, restated
+from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER, SGLANG_ALGORITHMS
 from specplan.ecosystem.translate import Refusal, refusal, translate
+from specplan.engines import spec_tp_sync
+from specplan.engines.spec_tp_sync import SITE_SLUGS
+from specplan.engines.vllm import VLLM_METHODS
 from specplan.schema import Spec
 
 PROGRAMS = {"sglang": "python -m sglang.launch_server", "vllm": "vllm serve"}
@@ -102,8 +104,6 @@ def _at_release(spec: Spec, version: str | None) -> Spec:
 
 def _engine_args(spec: Spec, target: Spec, launch: Launch) -> None:
     """An imported spec: its own line back (faithful), else the arguments it keeps."""
-    from specplan.ecosystem.faithful import dp_attention_note, restated
-
     if not spec.engine_args:
         return
     kept = _kept(spec)
@@ -361,8 +361,6 @@ _KV_SPELLING = {"bf16": "bfloat16", "fp16": "float16"}
 def render(launch: Launch) -> str:
     """The bash script of a Launch."""
     if launch.faithful is not None:
-        from specplan.ecosystem.faithful import render_faithful
-
         return render_faithful(launch.faithful, launch, launch.title)
     out = [f"# specplan export: {launch.title}"]
     out += [f"# note: {n}" for n in launch.notes]
@@ -377,13 +375,6 @@ def render(launch: Launch) -> str:
     out += plan_comment(launch)
     out.append(f'{launch.command_prefix()}{PROGRAMS[launch.engine]} "${{args[@]}}"')
     return "\n".join(out) + "\n"
-
-
-def plan_comment(launch: Launch) -> list[str]:
-    if not launch.plan_path:
-        return []
-    return [f"# SPECPLAN_PLAN: the specplan plugin runs this plan inside the engine "
-            f"(`{launch.plan_how}` writes it)"]
 
 
 def _quote(value: str) -> str:

@@ -72,12 +72,17 @@ def render_faithful(spec: Spec, launch, title: str) -> str:
         out += [f"export {n}={shlex.quote(v)}  # {why}" for n, v, why in added_env]
     command = launch.command_prefix() + " ".join(spec.engine_args)
     if launch.plan_path:
-        from specplan.ecosystem.export import plan_comment
-
         out += plan_comment(launch)
     if added_flags:
         command += " \\\n" + " \\\n".join(f"  {flag} {value}" for flag, value, _ in added_flags)
     return "\n".join(out) + "\n" + command + "\n"
+
+
+def plan_comment(launch) -> list[str]:
+    if not launch.plan_path:
+        return []
+    return [f"# SPECPLAN_PLAN: the specplan plugin runs this plan inside the engine "
+            f"(`{launch.plan_how}` writes it)"]
 
 
 def dp_attention_note(spec: Spec) -> list[str]:

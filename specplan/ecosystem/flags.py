@@ -83,10 +83,7 @@ SGLANG_EP_SPANNING_A2A = frozenset({"megamoe", "deepep", "deepep_v2", "mooncake"
 SGLANG_ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
                      "standalone": "STANDALONE", "ngram": "NGRAM", "dflash": "DFLASH",
                      "dspark": "DSPARK"}
-# speculative.method -> vLLM speculative_config.method (vllm/config/speculative.py
-# SpeculativeMethod; "mtp" is one of MTPModelTypes, "draft_model" the standalone drafter).
-VLLM_METHODS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "standalone": "draft_model",
-                "ngram": "ngram", "dflash": "dflash", "dspark": "dspark"}
+# speculative.method -> vLLM speculative_config.method: engines/vllm.py (VLLM_METHODS).
 # speculative_config keys import plans; the other SpeculativeConfig fields (flags/vllm.json
 # "keys") are kept in the line, not planned.
 VLLM_SPEC_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size")
@@ -96,34 +93,8 @@ DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 DTYPE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
                  "float": "fp32"}
 
-# SGLang SpecTpSyncSite slugs and numbers (spec_tp_sync.py), presets, and the retired
-# handles that now select dspark-draft.
-SGLANG_SITES = {"dspark-mem": 1, "dspark-plan": 7, "dspark-accept-greedy": 8,
-                "dspark-accept-sample": 9, "dspark-accept-graph": 10, "dspark-target": 11,
-                "dspark-draft": 17, "dflash-mem": 12, "dflash-selector": 13,
-                "dflash-accept-sample": 14, "dflash-accept-greedy": 15, "dflash-target": 16}
-SGLANG_PRESETS = {
-    "all": frozenset(SGLANG_SITES),
-    "off": frozenset(),
-    "none": frozenset(),
-    "init": frozenset({"dspark-mem", "dflash-mem"}),
-    "rng": frozenset({"dspark-mem", "dflash-mem", "dspark-accept-sample", "dspark-target",
-                      "dflash-selector", "dflash-accept-sample", "dflash-target"}),
-}
-SGLANG_RETIRED = ("dspark-draft-greedy", "dspark-draft-sample", "dspark-draft-multinomial",
-                  "dspark-graph-sample", "dspark-graph-greedy", "2", "3", "4", "5", "6")
-
-# specplan site -> the SGLang slugs that carry its decisions. A slug listed twice travels
-# with its twin: DSPARK_ACCEPT_GRAPH is the in-graph form of the greedy accept, and
-# DFLASH_SELECTOR the selector form of the sampled accept (methods/dspark.py, dflash.py).
-SITE_SLUGS = {
-    "dspark_mem": ("dspark-mem",), "dspark_plan": ("dspark-plan",),
-    "dspark_accept_greedy": ("dspark-accept-greedy", "dspark-accept-graph"),
-    "dspark_accept_sample": ("dspark-accept-sample",), "dspark_target": ("dspark-target",),
-    "dspark_draft": ("dspark-draft",), "dflash_mem": ("dflash-mem",),
-    "dflash_accept_sample": ("dflash-accept-sample", "dflash-selector"),
-    "dflash_accept_greedy": ("dflash-accept-greedy",), "dflash_target": ("dflash-target",),
-}
+# SGLang's SpecTpSyncSite slugs, presets and the specplan sites they carry:
+# engines/spec_tp_sync.py.
 
 SGLANG_ENV = ("SGLANG_SPEC_TP_SYNC", "SGLANG_ENABLE_PP_SPEC", "SGLANG_PP_LAYER_PARTITION",
               "SGLANG_ZBAL_LOCAL_MEM_SIZE")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from specplan.ecosystem.launch_import import (FlagRefused, ImportProblem, build, find_config,
                                               ignored_env, model_shape, parse_script, read_launch)

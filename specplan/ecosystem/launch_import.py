@@ -16,14 +16,15 @@ import os
 import re
 import shlex
 
-from specplan.ecosystem import spec_tp_sync
 from specplan.ecosystem.argv import read_words
 from specplan.ecosystem.flags import (DRAFT_PLACEHOLDER, MODEL_PLACEHOLDER, MODELLED, SGLANG_ENV,
-                                      SITE_SLUGS, VLLM_ENV)
+                                      VLLM_ENV)
 from specplan.ecosystem.launch_read import READERS, FlagRefused, ImportProblem
 from specplan.ecosystem.yaml_out import spec_data
 from specplan.engines import convention
+from specplan.engines import spec_tp_sync
 from specplan.engines.flag_table import FlagProblem
+from specplan.engines.spec_tp_sync import SITE_SLUGS
 from specplan.schema import Spec
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*=")

@@ -10,11 +10,12 @@ from __future__ import annotations
 import difflib
 import json
 
-from specplan.ecosystem import spec_tp_sync
 from specplan.ecosystem.flags import (DEEPEP_BACKENDS, DRAFT_PLACEHOLDER, DTYPE_ALIASES,
                                       FP8_QUANTIZATION, KV_CACHE_DTYPES, MODEL_PLACEHOLDER,
                                       NO_A2A_BACKENDS, SGLANG_ALGORITHMS,
-                                      SGLANG_EP_SPANNING_A2A, VLLM_METHODS, VLLM_SPEC_KEYS)
+                                      SGLANG_EP_SPANNING_A2A, VLLM_SPEC_KEYS)
+from specplan.engines import spec_tp_sync
+from specplan.engines.vllm import VLLM_METHODS
 
 
 class ImportProblem(Exception):

@@ -10,24 +10,35 @@ from __future__ import annotations
 
 from functools import cache
 
-from specplan.engines.base import Convention, DpAgreement, MoeLayout, Violation
+from specplan.engines.base import Choices, Convention, DpAgreement, MoeLayout, Spec, Violation
 from specplan.engines.releases import RELEASES, check, newest
+from specplan.engines.sglang import SGLang
+from specplan.engines.vllm import VLLM
+from specplan.mesh.layout import Mesh
+from specplan.mesh.pipeline import build_stages
 
 
 @cache
 def convention(engine: str, version: str | None = None) -> Convention:
     """The convention of `engine` at release `version` (None: the newest); UnknownRelease
     (releases.py) for a release outside the table."""
-    # imported here: the conventions read the schema, whose descriptions read releases.py
-    from specplan.engines.sglang import SGLang
-    from specplan.engines.vllm import VLLM
-
     return {"sglang": SGLang, "vllm": VLLM}[engine](check(engine, version))
 
 
 def of(spec) -> Convention:
     """The convention the spec names: its engine at its engine_version."""
     return convention(spec.engine, spec.engine_version)
+
+
+def build_mesh(spec: Spec) -> Mesh:
+    """The spec's Mesh: its engine's layout (families, widths, PP split) over its topology."""
+    t, conv = spec.topology, of(spec)
+    fams = conv.families(t, is_moe=spec.model.moe is not None)
+    world, worlds = conv.world_size(t), conv.num_worlds(t)
+    parts = spec.model.pp_partition or conv.split_layers(spec.model.num_layers, t.pp)
+    stages = build_stages(list(parts), spec.speculative.taps(spec.model.num_layers))
+    return Mesh(spec.engine, world, worlds, conv.widths(t), conv.derived(t), fams, stages,
+                world * worlds // t.nodes, conv.extra_coords(t))
 
 
 def shown_version(spec) -> str | None:
@@ -42,5 +53,5 @@ def __getattr__(name: str):
         return {engine: convention(engine) for engine in RELEASES}
     raise AttributeError(name)
 
-__all__ = ["ENGINES", "RELEASES", "Convention", "DpAgreement", "MoeLayout", "Violation",
-           "convention", "newest", "of", "shown_version"]
+__all__ = ["ENGINES", "RELEASES", "Choices", "Convention", "DpAgreement", "MoeLayout", "Violation",
+           "build_mesh", "convention", "newest", "of", "shown_version"]

@@ -12,16 +12,19 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from specplan.behaviour import Choices
     from specplan.engines.flag_table import FlagTable
     from specplan.mesh.family import Family
     from specplan.methods.base import Method
-    from specplan.plan.model import MoeRows
-    from specplan.schema.model import Spec, Topology
+
+# engines/ sits below schema/ and plan/ (docs/architecture.md, Layers): the loader asks every
+# spec its engine's rules, and the plan's builder asks the engine for its collectives. So a
+# convention reads a spec, its topology and the plan's MoE rows by attribute; these names stand
+# for specplan.schema.model's Spec and Topology and specplan.plan.model's MoeRows.
+Spec = Topology = MoeRows = Any
 
 # Accelerators per machine, when `topology.nodes` is written: an 8-GPU HGX / MI300X board,
 # an Atlas 800T A3 (16 NPUs). Engines bind local rank r to device r, so a node with fewer
@@ -64,6 +67,24 @@ class LayerCollective:
     op: str  # all_gather | reduce_scatter | all_to_all
     family: str
     what: str
+
+
+@dataclass(frozen=True)
+class Choices:
+    behaviour: str
+    engine_sites: dict[str, bool] | None  # per-site convergence of the engine model, or None
+    group: str  # replica | attn_tp | tp
+    relay: str  # broadcast | column | ring
+    relay_drafts: bool
+    payload_width: str  # pinned | agreed | dynamic
+    draft_layer_ids: str  # global | stage_local
+    tap_ids: str  # global | stage_local
+    aux_routing: str  # chain | direct | dropped
+    idle_ranks: str  # dummy | skip
+    rng_is_float: str | None  # why rng decisions are rank-deterministic here, if they are
+    lockstep_sites: frozenset[str] = frozenset()  # sites whose draws share one seed on every rank
+    notes: tuple[str, ...] = field(default=())
+    policy_modelled: bool = False  # a written sync.policy is the engine's own knob (SGLang presets)
 
 
 class Convention(ABC):

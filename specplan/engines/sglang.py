@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from specplan.behaviour import Choices
 from specplan.engines.releases import title
-from specplan.engines.base import Convention, DpAgreement, LayerCollective, MoeLayout, Violation
+from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
+                                   Spec, Topology, Violation)
 from specplan.mesh.axes import Layout
 from specplan.mesh.family import Family
 from specplan.methods.base import Method
-from specplan.schema.model import Spec, Topology
 
 T = title("sglang")  # the newest release, which the messages below cite
 COUNT_INTS = 7  # per rank: tokens, forward mode, cuda-graph ok, extend-in-batch, ...

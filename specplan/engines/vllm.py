@@ -14,13 +14,12 @@ Worked example, 8 ranks: tp=2, pp=2, cp(pcp)=2:
 
 from __future__ import annotations
 
-from specplan.behaviour import Choices
 from specplan.engines.releases import title
-from specplan.engines.base import Convention, DpAgreement, LayerCollective, MoeLayout, Violation
+from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
+                                   Spec, Topology, Violation)
 from specplan.mesh.axes import Layout
 from specplan.mesh.family import Family
 from specplan.methods.base import Method
-from specplan.schema.model import Spec, Topology
 
 T = title("vllm")  # the newest release, which the messages below cite
 # EAGLE-1 drafters (llama_eagle.py EagleLlamaForCausalLM, deepseek_eagle.py
@@ -33,6 +32,11 @@ STAGE_LOCAL_DRAFT_NOTE = (f"{T} numbers EAGLE draft layers from the last stage's
                           "ModelConfig.get_num_layers(parallel_config)), not after the target's "
                           "total layers.")
 
+
+# speculative.method -> vLLM speculative_config.method (vllm/config/speculative.py
+# SpeculativeMethod; "mtp" is one of MTPModelTypes, "draft_model" the standalone drafter).
+VLLM_METHODS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "standalone": "draft_model",
+                "ngram": "ngram", "dflash": "dflash", "dspark": "dspark"}
 
 class VLLM(Convention):
     name = "vllm"
@@ -145,8 +149,6 @@ class VLLM(Convention):
         return out + self.node_violations(spec, self.world_size(t), "ParallelConfig.local_world_size")
 
     def launch_refusal(self, spec: Spec) -> str | None:
-        from specplan.ecosystem.flags import VLLM_METHODS
-
         t, s = spec.topology, spec.speculative
         if s.method != "none" and s.method not in VLLM_METHODS:
             return f"vLLM has no speculative method {s.method!r}"

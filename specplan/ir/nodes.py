@@ -14,6 +14,9 @@ Kind = Literal["decision", "converge", "materialize", "compute", "commit"]
 KINDS: tuple[Kind, ...] = ("decision", "converge", "materialize", "compute", "commit")
 Round = Literal["startup", "prefill", "decode"]
 ROUNDS: tuple[Round, ...] = ("startup", "prefill", "decode")  # the one round order
+# Guard-header ids of relays (passes/pipeline_stages.py numbers them from here), apart from the
+# boundary ids below it, so the runtime tells a relay's header from a boundary's.
+RELAY_ID_BASE = 1 << 16
 
 
 @dataclass(frozen=True)

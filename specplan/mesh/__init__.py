@@ -1,7 +1,7 @@
 """Pure rank math per engine convention: families, coordinates, replicas, stages."""
 
 from specplan.mesh.family import Family
-from specplan.mesh.layout import Mesh, Replica, build_mesh
+from specplan.mesh.layout import Mesh, Replica
 from specplan.mesh.pipeline import Stage
 
-__all__ = ["Family", "Mesh", "Replica", "Stage", "build_mesh"]
+__all__ = ["Family", "Mesh", "Replica", "Stage"]

@@ -1,7 +1,7 @@
 """The Mesh: rank <-> coordinates, every group family, replicas and their sources, stages.
 
 Pure rank arithmetic, no torch. What differs between engines (the layout as named axes,
-the PP split) is asked of the engine's convention object, specplan/engines/.
+the PP split) the engine's convention object says: engines.build_mesh(spec) makes the Mesh.
 
 Worked example, 8 ranks: sglang tp=4, pp=2 (rank = 4 * pp_rank + tp_rank):
     families tp [0,1,2,3] [4,5,6,7]; pp [0,4] [1,5] [2,6] [3,7]
@@ -12,14 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from specplan.mesh.family import Family
-from specplan.mesh.pipeline import Stage, build_stages
-from specplan.schema.model import Spec
-
-if TYPE_CHECKING:
-    from specplan.engines import Convention
+from specplan.mesh.pipeline import Stage
 
 
 @dataclass(frozen=True)
@@ -40,12 +35,6 @@ class Mesh:
     stages: tuple[Stage, ...]
     gpus_per_node: int
     extra_coords: dict[str, list[int]]  # axes with no family of their own (sglang attn_dp)
-
-    @property
-    def convention(self) -> Convention:
-        from specplan.engines import convention
-
-        return convention(self.engine)
 
     def family(self, name: str) -> Family:
         for fam in self.families:
@@ -87,15 +76,3 @@ class Mesh:
 
     def stage_of(self, rank: int) -> int:
         return self.coords["pp"][rank]
-
-
-def build_mesh(spec: Spec) -> Mesh:
-    from specplan.engines import convention  # engines build on mesh/: imported at call time
-
-    t, conv = spec.topology, convention(spec.engine, spec.engine_version)
-    fams = conv.families(t, is_moe=spec.model.moe is not None)
-    world, worlds = conv.world_size(t), conv.num_worlds(t)
-    parts = spec.model.pp_partition or conv.split_layers(spec.model.num_layers, t.pp)
-    stages = build_stages(list(parts), spec.speculative.taps(spec.model.num_layers))
-    return Mesh(spec.engine, world, worlds, conv.widths(t), conv.derived(t), fams, stages,
-                world * worlds // t.nodes, conv.extra_coords(t))

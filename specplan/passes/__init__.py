@@ -8,7 +8,7 @@ Each pass module has a NAME, REQUIRES and ENSURES (its contract, passes/contract
 from __future__ import annotations
 
 from specplan.ir import check_ir
-from specplan.mesh import build_mesh
+from specplan.engines import build_mesh
 from specplan.methods import get_method
 from specplan.passes import (assign_groups, build_round, contracts, dp_agreement, fuse_converges,
                              insert_converges, moe_rows, pin_widths, pipeline_stages, schedule)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specplan.behaviour import Choices, resolve
+from specplan.behaviour import resolve
+from specplan.engines import Choices
 from specplan.ir import StageGraph
 from specplan.mesh import Mesh
 from specplan.methods.base import DTYPE_BYTES, Decision, Method

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from specplan.errors import PlanError
 from specplan.ir import Node, node_id
+from specplan.ir.nodes import RELAY_ID_BASE
 from specplan.mesh.pipeline import draft_layer_ids
 from specplan.passes.context import Planning
 from specplan.passes.pin_widths import pack, share_buffers
-from specplan.plan.model import RELAY_ID_BASE
 
 NAME = "pipeline_stages"
 REQUIRES = ("dp_agreement", "boundaries[].layout", "buffer_bytes")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from specplan.errors import Diagnostic, UserError
 from specplan.files import not_readable, read_bounded

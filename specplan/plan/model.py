@@ -17,7 +17,6 @@ from specplan.ir.nodes import Round
 from specplan.methods.base import Dtype
 from specplan.plan.codec import ABSENT, JsonObject, Min
 
-RELAY_ID_BASE = 1 << 16  # guard-header ids of relays, apart from boundary ids
 Count = Annotated[int, Min(1)]
 Index = Annotated[int, Min(0)]
 Bytes = Annotated[int, Min(0)]

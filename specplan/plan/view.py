@@ -15,7 +15,7 @@ from specplan.mesh.family import Family
 from specplan.methods.base import eval_dim
 from specplan.plan.artifact import Plan
 from specplan.plan.load import load_plan
-from specplan.plan.model import RELAY_ID_BASE, Field, Layout, Site
+from specplan.plan.model import Field, Layout, Site
 
 HEADER_FIELDS = ("boundary", "live_rows", "round", "fingerprint", "batch")
 

@@ -104,13 +104,6 @@ def supported(engine: str, version: str) -> bool:
     return False
 
 
-def read_plan(plan):
-    """`plan` is a path to plan.json or its loaded content (as `bind` takes)."""
-    from specplan.plan import load_plan
-
-    return load_plan(plan)
-
-
 def read_plan_file(path: str, engine: str):
     """Load SPECPLAN_PLAN and validate it: a specplan plan, for this engine, unedited."""
     from specplan.plan import PlanFileError, load_plan

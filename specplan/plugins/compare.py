@@ -13,7 +13,7 @@ groups: `attn_tp: engine [4,5], plan [4..7]`.
 from __future__ import annotations
 
 from specplan.verify.findings import Finding
-from specplan.plan import PlanView
+from specplan.plan import PlanView, load_plan
 
 # The engine's speculative settings, under the plan's key names (what `engine_spec` holds).
 SPEC_KEYS = ("method", "num_steps", "topk", "num_draft_tokens", "aux_layers", "draft_layer_ids")
@@ -53,9 +53,7 @@ def compare(plan, engine_groups: dict[str, list[list[int]]], engine_spec: dict, 
     messages (else the first rank whose group differs). A group finding's `group` is the family;
     a setting finding's `decision` is the key.
     """
-    from specplan.plugins.common import read_plan
-
-    view = PlanView(read_plan(plan))
+    view = PlanView(load_plan(plan))
     out = [f for fam in engine_groups if (f := _family(view, fam, engine_groups[fam], rank))]
     out.extend(_settings(view, engine_spec))
     return out

@@ -131,7 +131,7 @@ def _used(family: str, config) -> bool:
 
 def engine_spec(config) -> dict:
     """vLLM's speculative settings under the plan's keys (None: not known at this point)."""
-    from specplan.ecosystem.flags import VLLM_METHODS
+    from specplan.engines.vllm import VLLM_METHODS
 
     sc = getattr(config, "speculative_config", None)
     if sc is None:

@@ -1,4 +1,5 @@
-"""bind(): join the process group, agree on the plan, adopt or create every group of the plan.
+"""bind(): join the process group, agree on the plan, adopt or create every group of the plan
+(runtime/comm.py starts the process group and creates the groups; this module checks them).
 
 Order matters and is the same on every rank: (1) start or reuse the default process group,
 (2) all ranks exchange (plan world size, plan fingerprint, which families the caller adopts and
@@ -14,23 +15,14 @@ is the world.
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import os
 
 import torch
 import torch.distributed as dist
 
-from specplan.runtime.errors import (CollectiveTimeout, FingerprintMismatch, GroupMismatch,
-                                     WorldSizeMismatch)
+from specplan.runtime.errors import FingerprintMismatch, GroupMismatch, WorldSizeMismatch
 from specplan.runtime.plan_view import PlanView
-from specplan.schema.model import DEVICE_BACKENDS
-
-
-
-def backend_for(plan: PlanView) -> str:
-    """plan.json's backend already honours topology.backend; else the device's."""
-    return plan.backend or DEVICE_BACKENDS[plan.device]
 
 
 def default_device(plan: PlanView) -> torch.device:
@@ -51,50 +43,6 @@ def hot_path_for(hot_path: str, device: torch.device) -> str:
     if hot_path != "auto":
         return hot_path
     return "device" if device.type in ("cuda", "npu") else "host"
-
-
-def start_process_group(plan: PlanView, rank, world_size, backend: str,
-                        rendezvous_s: float | None = None) -> None:
-    """Initialize torch.distributed from arguments or the torchrun environment, if not done.
-
-    The rendezvous waits `rendezvous_s` (default: runtime.timeout_s) for every rank: a loaded
-    machine may take long to start them, which is not a collective's hang."""
-    if dist.is_initialized():
-        return
-    rank = int(os.environ["RANK"]) if rank is None else rank
-    world_size = int(os.environ["WORLD_SIZE"]) if world_size is None else world_size
-    if world_size != plan.world_size:
-        raise WorldSizeMismatch(
-            f"at process-group start: plan {plan.name} (fingerprint {plan.fingerprint[:16]}) is "
-            f"for {plan.world_size} ranks, but rank {rank} was started in a world of {world_size}")
-    wait = plan.timeout_s if rendezvous_s is None else rendezvous_s
-    store = _store(rank, world_size, wait, rendezvous_s)
-    try:
-        dist.init_process_group(backend, rank=rank, world_size=world_size,
-                                timeout=datetime.timedelta(seconds=plan.timeout_s), store=store)
-    except (RuntimeError, dist.DistError) as exc:
-        raise CollectiveTimeout(
-            f"at process-group start: not every one of {world_size} ranks joined within "
-            f"{wait:g}s (this is rank {rank}): the machine was too slow to start them all (the "
-            f"rendezvous waits runtime.timeout_s; raise it on a loaded machine), or a rank "
-            f"stopped before it joined (its own error says why): "
-            f"{str(exc).splitlines()[0]}") from exc
-
-
-def _store(rank: int, world_size: int, wait: float, rendezvous_s: float | None):
-    """A TCP store of its own timeout for a rendezvous longer than the collectives' timeout
-    (MASTER_ADDR / MASTER_PORT, not under a torchrun agent); None: init_process_group's own."""
-    env = os.environ
-    if rendezvous_s is None or "MASTER_ADDR" not in env or "TORCHELASTIC_RUN_ID" in env:
-        return None
-    try:
-        return dist.TCPStore(env["MASTER_ADDR"], int(env["MASTER_PORT"]), world_size, rank == 0,
-                             timeout=datetime.timedelta(seconds=wait))
-    except (RuntimeError, dist.DistError, KeyError, ValueError) as exc:
-        raise CollectiveTimeout(
-            f"at process-group start: rank {rank} found no rendezvous at "
-            f"{env.get('MASTER_ADDR')}:{env.get('MASTER_PORT')} within {wait:g}s: the machine was "
-            f"too slow to start every rank (raise runtime.timeout_s): {str(exc).splitlines()[0]}") from exc
 
 
 def group_ranks(group) -> list[int] | None:
@@ -174,41 +122,3 @@ def _refuse_adoption(names: list[str], problems: list[str], world: int) -> None:
     head = "; ".join(mine) if mine else f"this is rank {me}, whose groups match"
     raise GroupMismatch(f"bind refused the process groups handed to it: {head} (all ranks: "
                         f"{'; '.join(lines)})")
-
-
-def create_groups(plan: PlanView, backend: str, adopted: dict | None = None) -> tuple[dict, dict]:
-    """Every group of every family not adopted, in plan order; returns this rank's (group, ranks)
-    per family. A family with `alias`, or whose groups are exactly an adopted family's (the
-    replica under DP-attention is attn_tp), reuses that communicator instead of a new one."""
-    timeout = datetime.timedelta(seconds=plan.timeout_s)
-    rank = dist.get_rank()
-    adopted = adopted or {}
-    groups, ranks = {}, {}
-    for name, fam in plan.families.items():
-        ranks[name] = plan.group_of(name, rank)
-        reused = _reused(plan, name, groups, adopted)
-        if reused is not None:
-            groups[name] = reused
-            continue
-        if fam.group_size == plan.world_size:
-            groups[name] = dist.group.WORLD
-            continue
-        own = None
-        for members in fam.groups():
-            pg = dist.new_group(members, timeout=timeout, backend=backend)
-            if rank in members:
-                own = pg
-        groups[name] = own
-    return groups, ranks
-
-
-def _reused(plan: PlanView, name: str, groups: dict, adopted: dict):
-    """The communicator a family reuses (its own adopted group, its alias's, an equal adopted
-    family's), or None when it needs its own groups. The same answer on every rank."""
-    if name in adopted:
-        return adopted[name]
-    alias = plan.families[name].alias
-    if alias and (alias in groups or alias in adopted):
-        return groups.get(alias, adopted.get(alias))
-    mine = plan.families[name].groups()
-    return next((adopted[o] for o in sorted(adopted) if plan.families[o].groups() == mine), None)

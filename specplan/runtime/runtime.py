@@ -26,7 +26,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from specplan.runtime import binding as _bind
+from specplan.runtime import binding as _bind, comm
 from specplan.runtime.commit import Accepted, derive_commit, fired
 from specplan.runtime.errors import CollectiveTimeout
 from specplan.runtime.guard import (BATCH_WORD, HEADER_WORDS, DeviceFlag, batch_only, check_header,
@@ -45,11 +45,11 @@ class Runtime:
     its collective; waits are timed from the host) or "device" (compared on the device, raised
     by `check_round`; waits are the backend's own, see specplan.runtime.guard)."""
 
-    def __init__(self, plan: PlanView, device: torch.device, backend: str, adopted: dict | None = None,
+    def __init__(self, plan: PlanView, device: torch.device, adopted: dict | None = None,
                  hot_path: str = "host", batch_identity: bool | None = None):
-        self.plan, self.device, self.backend = plan, device, backend
+        self.plan, self.device, self.backend = plan, device, plan.backend
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
-        self.groups, self.ranks = _bind.create_groups(plan, backend, adopted)
+        self.groups, self.ranks = comm.create_groups(plan, adopted)
         self.hot_path = hot_path
         on_device = hot_path == "device"
         self.device_flag = DeviceFlag(device) if on_device else None
@@ -378,9 +378,8 @@ def bind(plan, *, rank: int | None = None, world_size: int | None = None,
     plan's runtime.timeout_s).
     """
     view = PlanView(plan)
-    backend = _bind.backend_for(view)
     dev = torch.device(device) if device is not None else _bind.default_device(view)
-    _bind.start_process_group(view, rank, world_size, backend, rendezvous_s)
+    comm.start_process_group(view, rank, world_size, rendezvous_s)
     adopted, problems = _bind.check_adopted(view, groups)
     _bind.agree_on_plan(view, dev, adopted, problems)
-    return Runtime(view, dev, backend, adopted, _bind.hot_path_for(hot_path, dev), batch_identity)
+    return Runtime(view, dev, adopted, _bind.hot_path_for(hot_path, dev), batch_identity)

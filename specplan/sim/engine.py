@@ -21,8 +21,10 @@ from specplan.runtime.errors import RuntimeDivergence
 from specplan.sim import faults
 from specplan.sim.comm import Comm, make_shard
 from specplan.sim.drafter import Head
-from specplan.sim.model import F64, KVCache, ModelConfig, Segment, init_weights, logits_of, run_layers
+from specplan.sim.model import F64, KVCache, ModelConfig, Segment, logits_of, run_layers
 from specplan.sim.setup import idle_replica
+from specplan.sim.weights import init_weights
+
 
 @dataclass(frozen=True)
 class SimConfig:

@@ -15,6 +15,8 @@ import zlib
 
 import torch
 
+from specplan.sim.model import F64, KVCache, Segment, Shard, causal, run_layers
+
 SEQUENCES, LENGTH, RIDGE = 16, 48, 1.0
 
 
@@ -29,8 +31,6 @@ def fit_drafter(w: dict, cfg) -> torch.Tensor:
 
 
 def _fit(w: dict, cfg) -> torch.Tensor:
-    from specplan.sim.model import F64, KVCache, Segment, Shard, causal, run_layers
-
     g = torch.Generator().manual_seed(zlib.crc32(f"fit/{cfg.seed}".encode()))
     layers, ctx, delta = range(cfg.num_layers), [], []
     for _ in range(SEQUENCES):

@@ -38,6 +38,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from specplan.runtime.comm import new_groups, start_world
 from specplan.sim.model import F64, Segment, Shard, causal, run_layers
 
 MODEL_FAMILIES = ("tp", "attn_tp", "pp", "moe_ep", "moe_tp")
@@ -57,16 +58,16 @@ class _InstanceRuntime:
 
 
 def _model_groups(view, rank: int, timeout_s: float) -> dict:
-    """Every group of the instance's model families, created on every rank of the world."""
+    """Every group of the instance's model families, created on every rank of the world (over
+    the world's backend)."""
     out = {}
     for name in MODEL_FAMILIES:
         fam = view.families.get(name)
         if fam is None:
             continue
-        for members in fam.groups():
-            pg = dist.new_group(members, timeout=datetime.timedelta(seconds=timeout_s))
-            if rank in members:
-                out[name] = pg
+        own = new_groups(fam.groups(), rank, timeout_s)
+        if own is not None:
+            out[name] = own
     return out
 
 
@@ -265,9 +266,8 @@ def decode_side(raw: dict, sim, rank: int, views: dict, got_fn) -> dict:
     from specplan.sim.worker import decode_rounds, decoded
 
     me = rank - raw["prefill_world"]
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{raw['decode_port']}", rank=me,
-                            world_size=raw["decode_world"],
-                            timeout=datetime.timedelta(seconds=views["decode"].timeout_s))
+    start_world(views["decode"].backend, me, raw["decode_world"], views["decode"].timeout_s,
+                init_method=f"tcp://127.0.0.1:{raw['decode_port']}")
     t_bind = time.perf_counter()
     rt = bind(raw["plans"]["decode"], device="cpu")  # the plan keeps the spec's device
     e = Engine(rt, sim)
@@ -285,8 +285,8 @@ def run(sim_dir: Path, rank: int) -> dict:
     torch.set_num_threads(1)
     raw, sim = _config(sim_dir)
     views = {role: PlanView(path) for role, path in raw["plans"].items()}
-    dist.init_process_group("gloo", rank=rank, world_size=raw["prefill_world"] + raw["decode_world"],
-                            timeout=datetime.timedelta(seconds=views["prefill"].timeout_s))
+    start_world(views["prefill"].backend, rank, raw["prefill_world"] + raw["decode_world"],
+                views["prefill"].timeout_s)
     if rank < raw["prefill_world"]:
         out = prefill_side(raw, sim, rank, views)
         dist.barrier()

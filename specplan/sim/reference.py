@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from specplan.sim.model import KVCache, ModelConfig, Segment, Shard, causal, init_weights, logits_of, run_layers
+from specplan.sim.model import KVCache, ModelConfig, Segment, Shard, causal, logits_of, run_layers
+from specplan.sim.weights import init_weights
 
 
 def greedy(cfg: ModelConfig, prompt: list[int], n_new: int, w: dict | None = None) -> list[int]:

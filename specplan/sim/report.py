@@ -53,7 +53,8 @@ def verdict(outcome) -> Verdict:
 
 def _against_reference(outcome, by_request: dict, v: Verdict) -> None:
     from specplan.sim.engine import prompt_of
-    from specplan.sim.model import ModelConfig, init_weights
+    from specplan.sim.model import ModelConfig
+    from specplan.sim.weights import init_weights
     from specplan.sim.reference import greedy
 
     m = outcome.prepared.model
@@ -74,7 +75,8 @@ def _against_model(outcome, by_request: dict, v: Verdict) -> None:
     does: the model on one process, teacher-forced along the same tokens. A target that ran
     other weights (a draft layer landing on a target layer) or other inputs shows here."""
     from specplan.sim.engine import prompt_of
-    from specplan.sim.model import ModelConfig, init_weights
+    from specplan.sim.model import ModelConfig
+    from specplan.sim.weights import init_weights
     from specplan.sim.reference import picks
 
     m = outcome.prepared.model

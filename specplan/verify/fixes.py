@@ -15,8 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from specplan.ecosystem.flags import SITE_SLUGS
-from specplan.ecosystem.spec_tp_sync import slugs_of, value_for
+from specplan.engines.spec_tp_sync import SITE_SLUGS, slugs_of, value_for
 from specplan.engines.releases import RELEASES, title
 from specplan.plan import Plan
 from specplan.verify.findings import Finding

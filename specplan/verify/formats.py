@@ -17,7 +17,7 @@ import textwrap
 from dataclasses import dataclass
 from xml.etree import ElementTree as ET
 
-from specplan import __version__
+from specplan.version import __version__
 from specplan.verify.findings import SEVERITIES, Finding
 
 FORMATS = ("text", "json", "sarif", "junit")

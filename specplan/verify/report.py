@@ -15,7 +15,7 @@ def plan_for(path: str) -> Plan:
     from a spec YAML."""
     if path.endswith(".json"):
         return load_plan(path)
-    from specplan.lower import build_plan
+    from specplan.plan.build import build_plan
     from specplan.passes import plan
     from specplan.schema import load_spec
 

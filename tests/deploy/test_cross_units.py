@@ -12,7 +12,7 @@ from pathlib import Path
 
 from specplan.deploy import handoff
 from specplan.deploy.rules import Pull, VllmNixlPull
-from specplan.verify.deployment import check_deployment
+from specplan.deploy.cross_checks import check_deployment
 from tests.deploy.pairs import deployment
 from tests.helpers import cli
 

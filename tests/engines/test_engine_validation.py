@@ -18,7 +18,7 @@ from real_code import function, statements
 from topologies import CASES, SGLANG, VLLM, Case
 
 from specplan.engines import convention
-from specplan.mesh import build_mesh
+from specplan.engines import build_mesh
 from specplan.schema.model import Spec
 
 pytestmark = pytest.mark.engines

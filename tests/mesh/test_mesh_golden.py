@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from specplan.explain import explain_data
-from specplan.mesh import build_mesh
+from specplan.engines import build_mesh
 from specplan.schema import load_spec
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "explain"

@@ -11,7 +11,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specplan.mesh import Mesh, build_mesh
+from specplan.engines import build_mesh
+from specplan.mesh import Mesh
 from specplan.schema.checks import cross_checks
 from specplan.schema.model import Spec
 from specplan.schema.yaml_source import Source

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from specplan.ir import IRError
-from specplan.mesh import build_mesh
+from specplan.engines import build_mesh
 from specplan.methods import get_method
 from specplan.passes import NAMES, PASSES, Planning, contracts, plan, run_pass
 from specplan.schema import load_spec

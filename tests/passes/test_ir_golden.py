@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from specplan.ir import render
-from specplan.mesh import build_mesh
+from specplan.engines import build_mesh
 from specplan.methods import get_method
 from specplan.passes import PASSES, Planning, run_pass
 from specplan.schema import load_spec

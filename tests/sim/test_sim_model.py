@@ -5,9 +5,10 @@ from __future__ import annotations
 import torch
 
 from specplan.sim.drafter import Head, chain_tree, eagle_tree, ngram_lookup, topk_proposal
-from specplan.sim.model import (KVCache, ModelConfig, Segment, Shard, attention, causal,
-                                init_weights, logits_of, mlp, rms_norm, route, run_layers)
+from specplan.sim.model import (KVCache, ModelConfig, Segment, Shard, attention, causal, logits_of,
+                                mlp, rms_norm, route, run_layers)
 from specplan.sim.reference import greedy
+from specplan.sim.weights import init_weights
 from specplan.runtime.kernels import build_tree
 
 CFG = ModelConfig(num_layers=3, hidden=64, vocab=97, heads=4, head_dim=16, ffn=128, seed=3)

@@ -173,7 +173,7 @@ def test_rounds_times_requests_is_bounded_by_the_kv_cache(tmp_path):
 def test_a_slow_rendezvous_names_the_slow_machine(monkeypatch):
     """The rendezvous waits rendezvous_s (the spec's runtime.timeout_s under simulate), and its
     message says the ranks were slow to start, not that one holds another plan."""
-    from specplan.runtime import binding
+    from specplan.runtime import comm
     from specplan.runtime.errors import CollectiveTimeout
     from specplan.sim.launch import free_port
 
@@ -182,9 +182,9 @@ def test_a_slow_rendezvous_names_the_slow_machine(monkeypatch):
     monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
     t0 = time.monotonic()
     with pytest.raises(CollectiveTimeout, match="too slow to start every rank"):
-        binding._store(0, 2, 1.0, 1.0)  # rank 1 never comes
+        comm._store(0, 2, 1.0, 1.0)  # rank 1 never comes
     assert time.monotonic() - t0 < 30
-    assert binding._store(0, 2, 1.0, None) is None  # without rendezvous_s: init_process_group's
+    assert comm._store(0, 2, 1.0, None) is None  # without rendezvous_s: init_process_group's
 
 
 @pytest.mark.slow

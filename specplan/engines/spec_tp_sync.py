@@ -7,8 +7,34 @@ sites of the spec's method matter: a dspark spec ignores the dflash slugs.
 
 from __future__ import annotations
 
-from specplan.ecosystem.flags import (SGLANG_PRESETS, SGLANG_RETIRED, SGLANG_SITES,
-                                      SITE_SLUGS)
+# SGLang SpecTpSyncSite slugs and numbers (spec_tp_sync.py), presets, and the retired
+# handles that now select dspark-draft.
+SGLANG_SITES = {"dspark-mem": 1, "dspark-plan": 7, "dspark-accept-greedy": 8,
+                "dspark-accept-sample": 9, "dspark-accept-graph": 10, "dspark-target": 11,
+                "dspark-draft": 17, "dflash-mem": 12, "dflash-selector": 13,
+                "dflash-accept-sample": 14, "dflash-accept-greedy": 15, "dflash-target": 16}
+SGLANG_PRESETS = {
+    "all": frozenset(SGLANG_SITES),
+    "off": frozenset(),
+    "none": frozenset(),
+    "init": frozenset({"dspark-mem", "dflash-mem"}),
+    "rng": frozenset({"dspark-mem", "dflash-mem", "dspark-accept-sample", "dspark-target",
+                      "dflash-selector", "dflash-accept-sample", "dflash-target"}),
+}
+SGLANG_RETIRED = ("dspark-draft-greedy", "dspark-draft-sample", "dspark-draft-multinomial",
+                  "dspark-graph-sample", "dspark-graph-greedy", "2", "3", "4", "5", "6")
+
+# specplan site -> the SGLang slugs that carry its decisions. A slug listed twice travels
+# with its twin: DSPARK_ACCEPT_GRAPH is the in-graph form of the greedy accept, and
+# DFLASH_SELECTOR the selector form of the sampled accept (methods/dspark.py, dflash.py).
+SITE_SLUGS = {
+    "dspark_mem": ("dspark-mem",), "dspark_plan": ("dspark-plan",),
+    "dspark_accept_greedy": ("dspark-accept-greedy", "dspark-accept-graph"),
+    "dspark_accept_sample": ("dspark-accept-sample",), "dspark_target": ("dspark-target",),
+    "dspark_draft": ("dspark-draft",), "dflash_mem": ("dflash-mem",),
+    "dflash_accept_sample": ("dflash-accept-sample", "dflash-selector"),
+    "dflash_accept_greedy": ("dflash-accept-greedy",), "dflash_target": ("dflash-target",),
+}
 
 _BY_NUMBER = {str(n): slug for slug, n in SGLANG_SITES.items()}
 _PRESET_ORDER = ("all", "rng", "init", "off")

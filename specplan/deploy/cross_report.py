@@ -10,12 +10,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from specplan.verify.deployment import CrossFinding
+from specplan.deploy.cross_checks import CrossFinding
 
 
 def check_instances(dep) -> dict[str, tuple[dict, list]]:
     """role -> (plan, its own findings)."""
-    from specplan.lower import build_plan
+    from specplan.plan.build import build_plan
     from specplan.passes import plan
     from specplan.verify import verify
 

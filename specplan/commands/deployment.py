@@ -1,4 +1,5 @@
-"""What `explain`, `check` and `compile` do with a deployment (the CLI hands them over).
+"""What `explain`, `check`, `compile`, `export` and `simulate` do with a deployment (the CLI
+hands them over).
 
 Exit codes as everywhere: 0 done, 3 a finding of severity ERROR (nothing written by compile).
 """
@@ -46,8 +47,8 @@ def _picture(dep: InstancePair, picture: str, fmt: str, out: str | None) -> int:
 
 
 def check(dep: InstancePair, as_json: bool, console) -> int:
-    from specplan.verify.cross_report import as_json as to_json, check_instances, render
-    from specplan.verify.deployment import check_deployment
+    from specplan.deploy.cross_report import as_json as to_json, check_instances, render
+    from specplan.deploy.cross_checks import check_deployment
 
     cross = check_deployment(plan_handoff(dep))
     own = check_instances(dep)
@@ -62,8 +63,8 @@ def check(dep: InstancePair, as_json: bool, console) -> int:
 
 def compile_(dep: InstancePair, out_dir: str | None, console, write_runtime) -> int:
     """A plan per instance (<out>/<role>/plan.json) and the handoff (<out>/kv_handoff.json)."""
-    from specplan.verify.cross_report import check_instances, render
-    from specplan.verify.deployment import check_deployment
+    from specplan.deploy.cross_report import check_instances, render
+    from specplan.deploy.cross_checks import check_deployment
 
     handoff = plan_handoff(dep)
     cross = check_deployment(handoff)
@@ -121,3 +122,45 @@ def export(dep: InstancePair) -> str:
             launch.plan_how = f"specplan compile {shlex.quote(str(dep.file))} -o build/{dep.name}"
         parts.append(f"# {inst.role} instance ({inst.file})\n" + render(launch))
     return "\n".join(parts)
+
+
+def simulate(dep: InstancePair, *, rounds: int, requests: int, seed: int, max_layers: int,
+            inject: str | None, allow_errors: bool, console, timeout_s: float | None = None) -> int:
+    """The CLI's body for a deployment: refuse what check rejects, run, report, exit code."""
+    from specplan.deploy.cross_checks import check_deployment
+    from specplan.deploy.cross_report import check_instances, render as render_check
+    from specplan.deploy.simulate import INJECTIONS, simulate as run, verdict
+    from specplan.errors import Diagnostic, SpecError
+    from specplan.sim.launch import Options
+    from specplan.sim.report import render
+
+    if not isinstance(dep, InstancePair):
+        raise SpecError([Diagnostic(dep.line_of()[0], None, None, "", f"--inject {inject} breaks "
+                                    "a deployment's KV handoff; this is one instance's spec (give "
+                                    "the deployment, or a spec with disaggregation.peer)")])
+    if inject not in (None, *INJECTIONS):
+        raise SpecError([Diagnostic(dep.file, None, None, "", f"--inject {inject} is for one "
+                                    f"spec; a deployment takes --inject {', '.join(INJECTIONS)}")])
+    cross, own = check_deployment(plan_handoff(dep)), check_instances(dep)
+    found = list(cross) + [f for _, fs in own.values() for f in fs]
+    if not allow_errors and any(f.severity == "ERROR" for f in found):
+        render_check(dep, cross, own, console)
+        console.print("not simulated: `specplan check` predicts the failures above; run with "
+                      "--allow-errors to watch them happen")
+        return EXIT_FOUND_PROBLEM
+    opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
+                  inject=inject or "", timeout_s=timeout_s)
+    out = run(dep, opt)
+    v = verdict(out)
+    console.print(f"handoff: {len(out.transfers)} point-to-point KV transfers from "
+                  f"{out.handoff.prefill.num_ranks} prefill ranks to "
+                  f"{out.handoff.decode.num_ranks} decode ranks ({out.handoff.rules.function})"
+                  + (f", inject {inject}" if inject else ""), markup=False)
+    render(out, v, console)
+    if v.ok:
+        return 0
+    internal = [(role, r, x["error"]) for role, res in (("prefill", out.prefill), ("decode", out.results))
+                for r, x in res.items() if x.get("known") is False]
+    for role, r, error in internal:
+        console.print(f"{role} rank {r} hit an internal error:\n{error}", markup=False)
+    return 1 if internal and not inject else EXIT_FOUND_PROBLEM
