@@ -14,9 +14,10 @@ from pathlib import Path
 from dataclasses import dataclass, field
 
 from specplan.ecosystem.faithful import dp_attention_note, plan_comment, render_faithful, restated
-from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER, SGLANG_ALGORITHMS
+from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER
 from specplan.ecosystem.translate import Refusal, refusal, translate
 from specplan.engines import spec_tp_sync
+from specplan.engines.sglang import SGLANG_ALGORITHMS
 from specplan.engines.spec_tp_sync import SITE_SLUGS
 from specplan.engines.vllm import VLLM_METHODS
 from specplan.schema import Spec

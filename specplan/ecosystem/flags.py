@@ -78,11 +78,7 @@ SGLANG_EP_SPANNING_A2A = frozenset({"megamoe", "deepep", "deepep_v2", "mooncake"
                                     "ascend_fuseep", "flashinfer", "flashinfer_megamoe", "mori",
                                     "pplx"})
 
-# speculative.method -> SGLang --speculative-algorithm (fields/spec.py lists the builtins:
-# EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, DFLASH, DSPARK, UNO; NEXTN aliases EAGLE).
-SGLANG_ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
-                     "standalone": "STANDALONE", "ngram": "NGRAM", "dflash": "DFLASH",
-                     "dspark": "DSPARK"}
+# speculative.method -> SGLang --speculative-algorithm: engines/sglang.py (SGLANG_ALGORITHMS).
 # speculative.method -> vLLM speculative_config.method: engines/vllm.py (VLLM_METHODS).
 # speculative_config keys import plans; the other SpeculativeConfig fields (flags/vllm.json
 # "keys") are kept in the line, not planned.

@@ -12,9 +12,9 @@ import json
 
 from specplan.ecosystem.flags import (DEEPEP_BACKENDS, DRAFT_PLACEHOLDER, DTYPE_ALIASES,
                                       FP8_QUANTIZATION, KV_CACHE_DTYPES, MODEL_PLACEHOLDER,
-                                      NO_A2A_BACKENDS, SGLANG_ALGORITHMS,
-                                      SGLANG_EP_SPANNING_A2A, VLLM_SPEC_KEYS)
+                                      NO_A2A_BACKENDS, SGLANG_EP_SPANNING_A2A, VLLM_SPEC_KEYS)
 from specplan.engines import spec_tp_sync
+from specplan.engines.sglang import SGLANG_ALGORITHMS
 from specplan.engines.vllm import VLLM_METHODS
 
 

@@ -33,6 +33,12 @@ PRESETS = ("all", "rng", "init", "off")
 HARDCODED_SITES = frozenset({"dflash_draft"})
 PP_EAGLE = ("eagle", "mtp")
 
+# speculative.method -> SGLang --speculative-algorithm (fields/spec.py lists the builtins:
+# EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, DFLASH, DSPARK, UNO; NEXTN aliases EAGLE).
+SGLANG_ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
+                     "standalone": "STANDALONE", "ngram": "NGRAM", "dflash": "DFLASH",
+                     "dspark": "DSPARK"}
+
 
 class SGLang(Convention):
     name = "sglang"

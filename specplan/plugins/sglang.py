@@ -182,7 +182,7 @@ class SGLangState(SiteHooks):
 
     def _engine_spec(self) -> dict:
         """The resolved speculative settings (SGLang's "spec" config bag), under SPEC_KEYS."""
-        from specplan.ecosystem.flags import SGLANG_ALGORITHMS
+        from specplan.engines.sglang import SGLANG_ALGORITHMS
         from sglang.srt.runtime_context import get_spec
 
         try:
