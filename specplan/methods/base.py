@@ -108,6 +108,10 @@ class Method:
     sites: tuple[Site, ...]
     needs_taps: bool = False
     tree: bool = False  # topk > 1 allowed
+    # The verify tree is a trie of num_draft_tokens nodes of any shape (SGLang's n-gram BFS
+    # over its corpus: topk only caps a node's children, num_steps is not a depth), not
+    # num_steps levels of topk, so num_draft_tokens is bounded by itself alone.
+    trie: bool = False
     drafter: Literal["none", "head", "model", "lookup"] = "head"
     round: Round = "draft_verify"
     draft_root: bool = False  # the draft site's tokens begin with the root (DFlash's block)

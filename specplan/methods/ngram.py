@@ -3,7 +3,11 @@ verifies them its own way, so the method's decisions are per engine (`Method.eng
 
 SGLang (NGRAM): each rank keeps its own C++ corpus (reference/decisions.md §2) and drafts an
 irregular tree: draft_tokens and a tree_mask, which agree only while every corpus saw the same
-committed tokens; nothing converges them in SGLang [GAP-soft]. Accept is the EAGLE accept
+committed tokens; nothing converges them in SGLang [GAP-soft]. The tree is a BFS trie of
+num_draft_tokens nodes, root included (ngram_corpus trie.cpp: each node keeps between
+min_bfs_breadth and max_bfs_breadth = topk children, to at most max_trie_depth levels, until
+the nodes run out), so num_draft_tokens is bounded by nothing but itself; SGLang derives
+num_steps = num_draft_tokens // topk (_handle_ngram) and never reads it, so 0 is valid. Accept is the EAGLE accept
 kernel with the same broadcasts, accept_index [bs, num_draft_tokens] (max tree depth N).
 
 vLLM (NGRAM_CHAIN): V2's ngram speculator matches the request's own tokens on each rank and
@@ -114,7 +118,7 @@ NGRAM = Method(
     ),
     decisions=_decisions(),
     sites=_sites(),
-    needs_taps=False, tree=True, drafter="lookup",
+    needs_taps=False, tree=True, trie=True, drafter="lookup",
     engine_notes={
         "sglang_group": "attn_tp_or_tp",
         "sglang_pp": "no",

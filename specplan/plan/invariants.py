@@ -24,7 +24,9 @@ from specplan.ir.nodes import ROUNDS
 from specplan.methods.base import DTYPE_BYTES, eval_dim
 from specplan.passes.pin_widths import ALIGN, HEADER, HEADER_BYTES
 from specplan.plan.codec import ABSENT
-from specplan.schema.model import MAX_BATCH, MAX_RANKS, MAX_STEPS, MAX_TIMEOUT_S
+from specplan.methods import get_method
+from specplan.schema.model import (MAX_BATCH, MAX_DRAFT_TOKENS, MAX_DRAFTS, MAX_RANKS, MAX_STEPS,
+                                   MAX_TIMEOUT_S)
 
 Problems = list[tuple[str, str]]
 
@@ -150,12 +152,15 @@ def _speculative(plan) -> Problems:
         return [] if ok else [("speculative", "method none drafts nothing: expected num_steps 0 "
                                               f"and num_draft_tokens 1, found {sp.num_steps} and "
                                               f"{sp.num_draft_tokens}")]
-    if not 1 <= sp.num_steps <= MAX_STEPS or not 1 <= sp.topk <= MAX_STEPS:
+    trie = get_method(sp.method, plan.engine).trie  # no num_steps levels: any width from 2
+    if not int(not trie) <= sp.num_steps <= MAX_DRAFTS or not 1 <= sp.topk <= MAX_STEPS:
         return [("speculative.num_steps", f"num_steps {sp.num_steps}, topk {sp.topk}: expected "
-                                          f"1 .. {MAX_STEPS} each for method {sp.method}")]
-    if not 2 <= sp.num_draft_tokens <= 1 + sp.topk * sp.num_steps:
-        return [("speculative.num_draft_tokens", f"{sp.num_draft_tokens}: expected 2 .. "
-                                                 f"{1 + sp.topk * sp.num_steps} (1 + topk * num_steps)")]
+                                          f"{int(not trie)} .. {MAX_DRAFTS} and 1 .. {MAX_STEPS} "
+                                          f"for method {sp.method}")]
+    top = MAX_DRAFT_TOKENS if trie else 1 + sp.topk * sp.num_steps
+    if not 2 <= sp.num_draft_tokens <= top:
+        return [("speculative.num_draft_tokens", f"{sp.num_draft_tokens}: expected 2 .. {top} "
+                                                 + ("(a trie's nodes)" if trie else "(1 + topk * num_steps)"))]
     if sp.max_batch != plan.runtime.max_batch:
         return [("speculative.max_batch", f"{sp.max_batch}, but runtime.max_batch is "
                                           f"{plan.runtime.max_batch}")]

@@ -56,6 +56,8 @@ def _speculative(spec: Spec, src: Source) -> list[Diagnostic]:
                  if getattr(s, k) not in (None, 0)]
         return [src.diag(at + (k,), f"{k} is set but method is 'none'") for k in extra]
     out = []
+    if _trie(spec):
+        return _trie_widths(spec, src)
     if s.num_steps < 1:
         out.append(src.diag(at + ("num_steps",), f"method {s.method!r} needs num_steps >= 1, found {s.num_steps}"))
         return out
@@ -71,6 +73,25 @@ def _speculative(spec: Spec, src: Source) -> list[Diagnostic]:
         out.append(src.diag(at + ("aux_layers",), f"aux_layers is set but method {s.method!r} reads no taps; "
                             f"tap methods: {', '.join(TAP_METHODS)}"))
     return out
+
+
+def _trie(spec: Spec) -> bool:
+    from specplan.methods import get_method
+
+    return get_method(spec.speculative.method, spec.engine).trie
+
+
+def _trie_widths(spec: Spec, src: Source) -> list[Diagnostic]:
+    """A trie of num_draft_tokens nodes (methods/ngram.py): any width from 2 (a root and one
+    draft) to MAX_DRAFT_TOKENS (the schema's), whatever num_steps and topk are, as the engine."""
+    s, at = spec.speculative, ("speculative",)
+    if s.verify_width >= 2:
+        return []
+    key = "num_draft_tokens" if s.num_draft_tokens is not None else "num_steps"
+    return [src.diag(at + (key,), f"method {s.method!r} verifies a trie of num_draft_tokens "
+                     f"nodes, root included, and needs at least 2 (one draft), found "
+                     f"num_draft_tokens={s.num_draft_tokens}, num_steps={s.num_steps}; set "
+                     "num_draft_tokens (SGLang --speculative-num-draft-tokens, default 12)")]
 
 
 def _taps(spec: Spec, src: Source) -> list[Diagnostic]:

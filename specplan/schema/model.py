@@ -19,13 +19,18 @@ MAX_LAYERS = 65_536
 MAX_WIDTH = 1_048_576  # hidden size
 MAX_VOCAB = 16_777_216
 MAX_EXPERTS = 65_536
-MAX_STEPS = 64  # num_steps and topk: past every engine's draft graphs
+MAX_STEPS = 64  # topk: past every engine's draft graphs
+# Draft tokens a request verifies per round past its root: a chain's num_steps, a tree's
+# num_draft_tokens - 1. Neither engine bounds them (vLLM's SpeculativeConfig only asks
+# num_speculative_tokens > 0; SGLang's n-gram trie only draft_token_num > 0), and real n-gram
+# lines ask for 300; specplan's bound keeps every payload a plan sizes finite.
+MAX_DRAFTS = 4_096
 MAX_BATCH = 65_536
 MAX_DRAFT_LAYERS = 1_024  # a drafter deeper than this is a second target; each layer is planned
 MAX_HEADS = 65_536  # KV heads
 MAX_PAGE = 1_048_576  # tokens per KV page
 MAX_TIMEOUT_S = 86_400.0  # a day: past it a collective is hung, not slow
-MAX_DRAFT_TOKENS = 1 + MAX_STEPS * MAX_STEPS  # the widest tree: 1 + topk * num_steps
+MAX_DRAFT_TOKENS = 1 + MAX_DRAFTS  # the widest verify: root + MAX_DRAFTS
 MAX_NAME = 128  # a name becomes folder and file names
 
 Size = Annotated[int, Field(ge=1)]
@@ -128,12 +133,14 @@ class Speculative(_Model):
 
     method: MethodName = Field("none", description="none | eagle | eagle3 | mtp | standalone | "
                                                    "ngram | dflash | dspark.")
-    num_steps: Annotated[int, Field(ge=0, le=MAX_STEPS)] = Field(
-        0, description="Draft steps (DSpark gamma; DFlash block size - 1).")
+    num_steps: Annotated[int, Field(ge=0, le=MAX_DRAFTS)] = Field(
+        0, description="Draft steps (DSpark gamma; DFlash block size - 1; vLLM ngram "
+                       "num_speculative_tokens; SGLang ngram num_draft_tokens // topk).")
     topk: Annotated[int, Field(ge=1, le=MAX_STEPS)] = Field(1, description="Branching of the draft tree; > 1 means a tree.")
     num_draft_tokens: Annotated[int, Field(ge=1, le=MAX_DRAFT_TOKENS)] | None = Field(
         None, description="Verify width including the root (default num_steps + 1; "
-                          "2 .. 1 + topk * num_steps).")
+                          "2 .. 1 + topk * num_steps; SGLang ngram: the trie's nodes, any "
+                          "from 2).")
     sampling: Sampling = Field("greedy", description="greedy | sampling | mixed.")
     aux_layers: Annotated[list[Annotated[int, Field(ge=0, le=MAX_LAYERS)]],
                           Field(max_length=MAX_LAYERS + 1)] | None = Field(

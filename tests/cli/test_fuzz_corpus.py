@@ -32,7 +32,7 @@ SPECS = {  # file -> what the message must say
     "hidden-10-pow-100.yaml": "model.hidden_size: expected at most 1,048,576",
     "integer-5000-digits.yaml": "an integer of 5000 digits",
     "world-too-big.yaml": "beyond specplan's limit of 1,048,576 ranks",
-    "num-steps-huge.yaml": "speculative.num_steps: expected at most 64",
+    "num-steps-huge.yaml": "speculative.num_steps: expected at most 4,096 (specplan's limit",
     "topk-huge.yaml": "speculative.topk: expected at most 64",
     "layers-huge.yaml": "model.num_layers: expected at most 65,536",
     "vocab-huge.yaml": "model.vocab_size: expected at most 16,777,216",
