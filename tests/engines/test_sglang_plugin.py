@@ -157,7 +157,7 @@ def test_another_sglang_version_is_refused_naming_the_supported_ones(tmp_path):
     [r] = run(1, "plugins", str(dist.parent), plan=plan_for(tmp_path, "tp2"))
     assert r.returncode == REFUSED
     assert ("REFUSED specplan: sglang 0.5.22 is not a supported engine version (supported: sglang 0.5.23, "
-            "vllm 0.32.x / 0.33.0); set SPECPLAN_ALLOW_UNTESTED_ENGINE=1 to run it untested") in r.stdout
+            "vllm 0.30.x / 0.31.x / 0.32.x / 0.33.0); set SPECPLAN_ALLOW_UNTESTED_ENGINE=1 to run it untested") in r.stdout
 
 
 def replicas_hold_their_sources(outs: list[dict], sources: dict[int, int]) -> None:

@@ -79,7 +79,7 @@ def test_versions(monkeypatch):
     with pytest.raises(EngineRefused) as err:
         check_version("sglang", "0.5.22")
     assert str(err.value) == ("specplan: sglang 0.5.22 is not a supported engine version (supported: "
-                              "sglang 0.5.23, vllm 0.32.x / 0.33.0); set SPECPLAN_ALLOW_UNTESTED_ENGINE=1 to run it untested")
+                              "sglang 0.5.23, vllm 0.30.x / 0.31.x / 0.32.x / 0.33.0); set SPECPLAN_ALLOW_UNTESTED_ENGINE=1 to run it untested")
     assert "vllm 0.34.0 is not a supported" in refusal(monkeypatch, str(PLAN), "vllm", "0.34.0")
     assert "vllm 0.33.1 is not a supported" in refusal(monkeypatch, str(PLAN), "vllm", "0.33.1")
     for tested in ("0.32.0", "0.32.3", "0.32.0+cpu", "0.33.0"):
