@@ -3,9 +3,10 @@
 Each target (under `sglang.srt.`) with the parameter names of its definition in each release's
 wheel (read from the source with `ast` by tests/engines/test_sglang_hooks.py: marker `engines`
 for the newest, `versions` for the older ones). The newest release is the base; an older one
-lists only what differs (None: that release has no such function). The plugin runs on the
-newest SGLang only (plugins/common.py SUPPORTED_VERSIONS); this table is what moving it to an
-older release must adapt:
+lists only what differs (None: that release has no such function). The plugin runs on every
+release whose targets all have the base's signatures or one in HANDLED (`plugin_releases`,
+read by plugins/common.py SUPPORTED_VERSIONS); any other supported release is refused at start
+with one line naming each difference (`plugin_refusal`):
 
 - 0.5.22 has the newest signatures of every target;
 - 0.5.21: eagle_sample has no watermark_state / watermark_full_mask, EagleDraftWorker's
@@ -17,7 +18,7 @@ older release must adapt:
 
 from __future__ import annotations
 
-from specplan.engines.releases import check, newest
+from specplan.engines.releases import RELEASES, check, newest
 
 BASE: dict[str, str] = {  # the newest release
     'distributed.parallel_state.initialize_model_parallel':
@@ -96,3 +97,43 @@ def hooks(version: str | None = None) -> dict[str, str | None]:
     if version == newest("sglang"):
         return dict(BASE)
     return {**BASE, **OLDER[version]}
+
+
+# target -> an older signature the plugin's hook serves as well (none yet: the plugin's hooks
+# are written against the base's). A difference listed here makes its releases installable.
+HANDLED: dict[str, tuple[str, ...]] = {}
+
+
+def unhandled(version: str) -> dict[str, str | None]:
+    """The targets whose signature at `version` differs from the base's and is not HANDLED."""
+    return {t: sig for t, sig in hooks(version).items()
+            if sig != BASE[t] and sig not in HANDLED.get(t, ())}
+
+
+def plugin_releases() -> tuple[str, ...]:
+    """The releases, oldest first, whose every difference the plugin handles."""
+    return tuple(v for v in RELEASES["sglang"] if not unhandled(v))
+
+
+def plugin_refusal(version: str) -> str | None:
+    """One line naming what the plugin does not handle at a supported `version` (None: the
+    plugin runs there, or `version` is not a release of the table)."""
+    if version not in RELEASES["sglang"] or not unhandled(version):
+        return None
+    parts = [f"{t} {_difference(BASE[t], sig)}" for t, sig in unhandled(version).items()]
+    return (f"sglang {version}: the plugin's hooks do not fit this release: {'; '.join(parts)} "
+            f"(sglang.srt.*, engines/sglang_hooks.py); the plugin runs on SGLang "
+            f"{', '.join(plugin_releases())}")
+
+
+def _difference(base: str, sig: str | None) -> str:
+    if sig is None:
+        return "is absent"
+    have, want = _names(sig), _names(base)
+    lacks, extra = [n for n in want if n not in have], [n for n in have if n not in want]
+    out = ([f"lacks {', '.join(lacks)}"] if lacks else []) + ([f"takes {', '.join(extra)}"] if extra else [])
+    return " and ".join(out) or f"is {sig}"
+
+
+def _names(sig: str) -> list[str]:
+    return [n.strip() for n in sig.strip("()").split(",") if n.strip()]

@@ -7,7 +7,8 @@ table when it installs its hooks (plugins/vllm_guard.py): a target missing or wi
 signature refuses the start with one line naming the function, both signatures and the engine
 version. Torch-free: read on a laptop as well (docs/engines.md prints the tables).
 
-0.33.0 is the base; 0.32.x differs in how PPHandler relays the drafts (read from both wheels'
+0.33.0 is the base (0.32.x, 0.31.x and 0.30.x are each the next newer one plus their
+differences, below); 0.32.x differs in how PPHandler relays the drafts (read from both wheels'
 v1/worker/gpu/pp_utils.py and model_runner.py; parallel_state, the V2 RejectionSampler,
 AsyncOutput and init_speculator agree):
 
@@ -115,7 +116,24 @@ V0_32 = _differs(V0_33_0, "0.32.x", {
     "PPHandler._sample_len": None,
 }, drafts_every_sampled_step=True)
 
-RELEASES: tuple[Release, ...] = (V0_32, V0_33_0)  # oldest first
+# 0.31.x: 0.32's PPHandler (pp_utils.py is the same file), and three signatures older (read from
+# the 0.31.0 wheel): the V2 RejectionSampler takes no invalid_drafts, init_speculator no
+# req_states, BaseSpeculator.propose spells dp_sync_state dp_sync and takes no
+# num_speculative_tokens (every propose call drafts the configured K; the plugin converges it).
+_PROPOSE_0_31 = _PROPOSE.replace("dp_sync_state=None", "dp_sync=None").replace(
+    ", num_speculative_tokens=None)", ")")
+V0_31 = _differs(V0_32, "0.31.x", {
+    "RejectionSampler.__call__": Hook(SAMPLER, "RejectionSampler.__call__",
+                                      "(self, logits, input_batch, draft_logits=None)", "reject"),
+    "init_speculator": Hook(SPEC_DECODE, "init_speculator", "(vllm_config, device)", "init_speculator"),
+    "BaseSpeculator.propose": Hook(SPECULATOR, "BaseSpeculator.propose", _PROPOSE_0_31, "propose"),
+})
+# 0.30.x: 0.31's signatures throughout; its pp_utils differs only inside functions vLLM itself
+# calls (compute_need_sampled_mask does not yet leave out a final prefill chunk that reaches the
+# length cap; the ring is always pp deep), which the plugin reads through vLLM's own functions.
+V0_30 = replace(V0_31, version="0.30.x")
+
+RELEASES: tuple[Release, ...] = (V0_30, V0_31, V0_32, V0_33_0)  # oldest first
 
 
 def release_for(version: str) -> Release | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specplan.engines import sglang_hooks
 from specplan.engines.vllm_hooks import RELEASES as VLLM_RELEASES
 
 if TYPE_CHECKING:
@@ -28,9 +29,14 @@ if TYPE_CHECKING:
 ENV_PLAN = "SPECPLAN_PLAN"
 ENV_ALLOW_UNTESTED = "SPECPLAN_ALLOW_UNTESTED_ENGINE"
 ENV_HOT_PATH = "SPECPLAN_HOT_PATH"  # auto | host | device: bind's hot_path (device on CPU ranks in tests)
-# engine -> the releases the plugin is tested on ("0.32.x": every 0.32 patch release); vLLM's
-# are its hook tables' (engines/vllm_hooks.py).
-SUPPORTED_VERSIONS = {"sglang": ("0.5.23",), "vllm": tuple(r.version for r in VLLM_RELEASES)}
+# engine -> the releases the plugin is tested on ("0.32.x": every 0.32 patch release): SGLang's
+# those whose hook signatures it handles (engines/sglang_hooks.py), vLLM's its hook tables'
+# (engines/vllm_hooks.py).
+SUPPORTED_VERSIONS = {"sglang": sglang_hooks.plugin_releases(),
+                      "vllm": tuple(r.version for r in VLLM_RELEASES)}
+# engine -> the one-line refusal of a release the engine table knows and the plugin cannot run
+# on (its hooks' signatures differ there); refused even with SPECPLAN_ALLOW_UNTESTED_ENGINE.
+KNOWN_REFUSALS = {"sglang": sglang_hooks.plugin_refusal}
 
 _ACTIVE: dict[tuple[str, str], "ActivePlan"] = {}  # (engine, path) -> the plan, once per process
 
@@ -86,7 +92,12 @@ def activate(engine: str, version: str) -> ActivePlan | None:
 
 def check_version(engine: str, version: str) -> None:
     """Refuse an engine version the plugin was not tested against, unless allowed by env."""
-    if supported(engine, version) or os.environ.get(ENV_ALLOW_UNTESTED) == "1":
+    if supported(engine, version):
+        return
+    known = KNOWN_REFUSALS.get(engine, lambda v: None)(version.split("+")[0])
+    if known is not None:
+        raise EngineRefused(known)
+    if os.environ.get(ENV_ALLOW_UNTESTED) == "1":
         return
     listing = ", ".join(f"{e} {' / '.join(v)}" for e, v in SUPPORTED_VERSIONS.items())
     raise EngineRefused(f"{engine} {version} is not a supported engine version (supported: "

@@ -1,4 +1,6 @@
-"""The SGLang 0.5.23 plugin: its start-up check and its SpecTpSync sites run the plan.
+"""The SGLang plugin (0.5.22 and 0.5.23, whose hooked functions have the same signatures;
+engines/sglang_hooks.py refuses the older releases at start, naming each difference): its
+start-up check and its SpecTpSync sites run the plan.
 
 Entry point `sglang.srt.plugins` -> `register`. SGLang calls it in every process before the
 engine starts and then applies the hooks (HookRegistry); docs/engines.md lists each hook.

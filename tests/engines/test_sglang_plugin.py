@@ -53,9 +53,11 @@ def widths(tp: int, pp: int = 1, dp: int = 1, cp: int = 1) -> dict:
                 shared_experts_tp_size=None, attn_dp_enabled=dp > 1)
 
 
-def run(world: int, worker: str, *args, plan: Path | None, timeout: float = 600):
+def run(world: int, worker: str, *args, plan: Path | None, timeout: float = 600,
+        version: str | None = None):
+    """`version`: that SGLang release's wheel (default: the newest, or SPECPLAN_SGLANG_RELEASE)."""
     env = {"SGLANG_USE_MESSAGE_QUEUE_BROADCASTER": "false", "SPECPLAN_PLAN": str(plan or "")}
-    root = engine_root("sglang")
+    root = engine_root("sglang", version)
     return launch(world, worker, str(root), *args, module="sglang_workers", preload=forkserver(root),
                   path=(HERE,), env=env, timeout=timeout)
 
@@ -66,10 +68,12 @@ def ok(results) -> list[dict]:
     return [r.result for r in results]
 
 
-def start(world: int, name: str, tmp: Path, engine: dict | None = None, spec: dict | None = None):
+def start(world: int, name: str, tmp: Path, engine: dict | None = None, spec: dict | None = None,
+          version: str | None = None):
     plan = plan_for(tmp, name)
     eng = engine or widths(**SPECS[name]["widths"])
-    return plan, run(world, "startup", json.dumps(eng), json.dumps(spec or SPECULATIVE), plan=plan)
+    return plan, run(world, "startup", json.dumps(eng), json.dumps(spec or SPECULATIVE), plan=plan,
+                     version=version)
 
 
 def test_set_installs_each_hook_once_however_often_registered(tmp_path):
@@ -150,13 +154,14 @@ def test_bad_plans_refuse_at_plugin_load_with_one_line(tmp_path):
 
 
 def test_another_sglang_version_is_refused_naming_the_supported_ones(tmp_path):
-    dist = tmp_path / "site" / "sglang-0.5.22.dist-info"
+    dist = tmp_path / "site" / "sglang-0.5.19.dist-info"
     dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.22\n")
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.19\n")
     [r] = run(1, "plugins", str(dist.parent), plan=plan_for(tmp_path, "tp2"))
     assert r.returncode == REFUSED
-    assert ("REFUSED specplan: sglang 0.5.22 is not a supported engine version (supported: sglang 0.5.23, "
-            "vllm 0.32.x / 0.33.0); set SPECPLAN_ALLOW_UNTESTED_ENGINE=1 to run it untested") in r.stdout
+    assert ("REFUSED specplan: sglang 0.5.19 is not a supported engine version (supported: sglang "
+            "0.5.22 / 0.5.23, vllm 0.30.x / 0.31.x / 0.32.x / 0.33.0); set "
+            "SPECPLAN_ALLOW_UNTESTED_ENGINE=1 to run it untested") in r.stdout
 
 
 def replicas_hold_their_sources(outs: list[dict], sources: dict[int, int]) -> None:

@@ -13,9 +13,10 @@ import pytest
 
 from specplan.engines.vllm_hooks import release_for
 from test_vllm_plugin import fatal, ok, plan_for, refusals, run, version  # noqa: F401
+from wheels import PLUGIN_RELEASES
 
 pytestmark = pytest.mark.engines
-HOOKED = {v: [h for h in release_for(v).hooks if h.serves] for v in ("0.32.0", "0.33.0")}
+HOOKED = {v: [h for h in release_for(v).hooks if h.serves] for v in PLUGIN_RELEASES["vllm"]}
 
 
 def guard(version: str, tmp: Path, worker: str, topology: str = "{tp: 1, pp: 2, device: cpu}",
@@ -52,18 +53,33 @@ def test_every_target_refuses_a_signature_other_than_its_tables(version, tmp_pat
                               "PPHandler.gone; the plugin's table for vLLM "), missing
 
 
-OTHER = {"0.32.0": "0.33.0", "0.33.0": "0.32.0"}
-RECEIVE = {"0.32.0": "(self, input_batch)", "0.33.0": "(self, input_batch, recv_drafts)"}
+OTHER = {"0.33.0": "0.32.0", "0.30.0": "0.32.0"}  # else the next newer table (0.31.x has 0.30.x's signatures)
+
+
+def first_difference(version: str, other: str) -> tuple[str, str, str]:
+    """(target, this wheel's signature, the other table's) of the first hook, in the other
+    table's order, whose signatures differ: where a start under that table is refused."""
+    mine = {h.qualname: h for h in release_for(version).hooks}
+    for h in release_for(other).hooks:
+        if h.qualname in mine and mine[h.qualname].signature != h.signature:
+            return h.target, mine[h.qualname].signature, h.signature
+    raise AssertionError(f"{version} and {other} agree")
+
+
+def newer(version: str) -> str:
+    releases = PLUGIN_RELEASES["vllm"]
+    return OTHER.get(version) or releases[releases.index(version) + 1]
 
 
 def test_the_other_releases_table_refuses_the_start_in_one_line(version, tmp_path):
-    """vLLM 0.32's PPHandler.receive under hooks written for 0.33.0 (the trial's silent run)."""
-    lines = refusals(guard(version, tmp_path, "table", fault=OTHER[version]))
-    other = release_for(OTHER[version]).version
-    target = "vllm.v1.worker.gpu.pp_utils.PPHandler.receive"
+    """vLLM 0.32's PPHandler.receive under hooks written for 0.33.0 (the trial's silent run);
+    0.31's RejectionSampler.__call__ (no invalid_drafts) under 0.32's."""
+    lines = refusals(guard(version, tmp_path, "table", fault=newer(version)))
+    other = release_for(newer(version)).version
+    target, mine, theirs = first_difference(version, newer(version))
     assert lines[0] == lines[1] == (
-        f"REFUSED specplan: vllm {version}: {target}{RECEIVE[version]} differs from "
-        f"{target}{RECEIVE[OTHER[version]]} in the plugin's table for vLLM {other}; the plugin "
+        f"REFUSED specplan: vllm {version}: {target}{mine} differs from "
+        f"{target}{theirs} in the plugin's table for vLLM {other}; the plugin "
         "does not run on it")
 
 
@@ -73,7 +89,8 @@ def test_untested_version_runs_on_the_nearest_table_and_still_refuses_a_mismatch
     if version == "0.33.0":  # 0.34.0 reads 0.33.0's table, whose signatures it has
         assert [o["release"] for o in ok(as_new)] == ["0.33.0", "0.33.0"]
     else:
-        assert "PPHandler.receive(self, input_batch) differs from" in refusals(as_new)[0]
+        target, mine, _ = first_difference(version, "0.33.0")
+        assert f"{target}{mine} differs from" in refusals(as_new)[0]
     assert "vllm 0.34.0 is not a supported engine version" in \
         refusals(guard(version, tmp_path, "table", fault="as:0.34.0"))[0]
 
@@ -98,7 +115,8 @@ def test_an_exception_in_a_hook_ends_every_rank_of_a_real_pp_step(version, tmp_p
 def test_a_stale_entry_written_into_a_reused_row_ends_the_earlier_stage(version, tmp_path):
     healthy = ok(guard(version, tmp_path, "entry"))
     assert healthy[0]["consumed"] == [0, -1, 2]  # vLLM's own filter drops the freed row 1
-    if version == "0.32.0":  # 0.32 writes the drafts itself: row 1's state keeps its own
+    if release_for(version).hook("PPHandler.get_prev_sampled_outputs").serves == "pp_prev_outputs_table":
+        # 0.30 - 0.32 write the drafts themselves: row 1's state keeps its own
         assert healthy[0]["table"][1] == [7] * 3 and healthy[0]["table"][0] != [7] * 3
     results = guard(version, tmp_path, "entry", fault="stale-write")
     line = fatal(results[0], 3)

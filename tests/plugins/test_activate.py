@@ -77,15 +77,36 @@ def test_foreign_plans(monkeypatch, tmp_path):
 
 def test_versions(monkeypatch):
     with pytest.raises(EngineRefused) as err:
-        check_version("sglang", "0.5.22")
-    assert str(err.value) == ("specplan: sglang 0.5.22 is not a supported engine version (supported: "
-                              "sglang 0.5.23, vllm 0.32.x / 0.33.0); set SPECPLAN_ALLOW_UNTESTED_ENGINE=1 to run it untested")
+        check_version("sglang", "0.5.19")
+    assert str(err.value) == ("specplan: sglang 0.5.19 is not a supported engine version (supported: "
+                              "sglang 0.5.22 / 0.5.23, vllm 0.30.x / 0.31.x / 0.32.x / 0.33.0); set "
+                              "SPECPLAN_ALLOW_UNTESTED_ENGINE=1 to run it untested")
     assert "vllm 0.34.0 is not a supported" in refusal(monkeypatch, str(PLAN), "vllm", "0.34.0")
     assert "vllm 0.33.1 is not a supported" in refusal(monkeypatch, str(PLAN), "vllm", "0.33.1")
-    for tested in ("0.32.0", "0.32.3", "0.32.0+cpu", "0.33.0"):
+    for tested in ("0.30.0", "0.31.2", "0.32.0", "0.32.3", "0.32.0+cpu", "0.33.0"):
         check_version("vllm", tested)
-    monkeypatch.setenv("SPECPLAN_ALLOW_UNTESTED_ENGINE", "1")
     check_version("sglang", "0.5.22")
+    monkeypatch.setenv("SPECPLAN_ALLOW_UNTESTED_ENGINE", "1")
+    check_version("sglang", "0.5.19")
+
+
+def test_an_sglang_release_whose_hooks_differ_is_refused_naming_each_difference(monkeypatch):
+    """Even with SPECPLAN_ALLOW_UNTESTED_ENGINE: the table says the hooks do not fit there."""
+    monkeypatch.setenv("SPECPLAN_ALLOW_UNTESTED_ENGINE", "1")
+    with pytest.raises(EngineRefused) as err:
+        check_version("sglang", "0.5.21")
+    assert str(err.value) == (
+        "specplan: sglang 0.5.21: the plugin's hooks do not fit this release: "
+        "speculative.eagle_utils.eagle_sample lacks watermark_state, watermark_full_mask; "
+        "speculative.dspark_components.dspark_draft.draft_markov_block is absent; "
+        "speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_decode lacks kv_loc_plan; "
+        "speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill lacks kv_loc_plan "
+        "(sglang.srt.*, engines/sglang_hooks.py); the plugin runs on SGLang 0.5.22, 0.5.23")
+    with pytest.raises(EngineRefused, match="initialize_model_parallel takes tensor_model_parallel_size, "
+                                            "expert_model_parallel_size, .*; distributed\\.parallel_state\\."
+                                            "init_model_parallel_group "
+                                            "lacks use_mscclpp and takes use_mscclpp_allreduce;"):
+        check_version("sglang", "0.5.20+cpu")
 
 
 def test_startup_check_names_rank_and_every_difference(monkeypatch):
