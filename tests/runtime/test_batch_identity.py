@@ -14,6 +14,10 @@ from tests.ranks import launch
 import specs_rt
 
 TP4_DSPARK = specs_rt.TP2_DSPARK.replace("rt-tp2-dspark", "rt-tp4-dspark").replace("tp: 2", "tp: 4")
+# The source hosts the store its receivers fetch its rows through, and leaves once its next
+# collective times out: on a loaded machine a receiver of four reached its check after the
+# 20 s the others' plan allows (CI saw "could not fetch rank 0's rows"), so this one waits 60.
+TP4_DSPARK_SLOW_PEERS = TP4_DSPARK.replace("timeout_s: 20", "timeout_s: 60")
 RING = """
 name: rt-ppPP-ring
 engine: sglang
@@ -97,7 +101,7 @@ def test_world4_each_difference_is_caught_with_the_exact_message(tmp_path, varia
 def test_device_path_compares_the_batch_word_on_the_device(tmp_path, world, odd_rank):
     """Hot path "device" (forced on a CPU): ids as tensors, the digest made by torch ops, the
     batch word compared by the guard kernel, raised at check_round of the same round."""
-    path = compile_spec(tmp_path, specs_rt.TP2_DSPARK if world == 2 else TP4_DSPARK)
+    path = compile_spec(tmp_path, specs_rt.TP2_DSPARK if world == 2 else TP4_DSPARK_SLOW_PEERS)
     results = launch(world, "mismatch", path, "generation", odd_rank, 2, "device", "tensor",
                      module="batch_workers", timeout=120)
     _check(results, _first_broadcast(path), odd_rank=odd_rank, row=1, variant="generation", when=DEVICE)
