@@ -158,7 +158,10 @@ class Method:
         if len(sites) == 1:
             return sites[0]
         path = "sampling" if sampled else "greedy"
-        return next(s for s in sites if self.decision(s.decisions[0]).path == path)
+        for s in sites:
+            if self.decision(s.decisions[0]).path == path:
+                return s
+        raise KeyError(f"{self.name} has no accept site for the {path} path")
 
 
 _ALLOWED = (ast.Expression, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv,
