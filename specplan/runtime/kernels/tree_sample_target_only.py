@@ -30,7 +30,7 @@ import functools
 import torch
 
 from specplan.runtime.kernels._dispatch import next_pow2, resolve_impl
-from specplan.runtime.kernels.verify_tree_greedy import _alloc, check_tree_inputs
+from specplan.runtime.kernels.verify_tree_greedy import check_tree_inputs, tree_outputs
 
 
 def _walk_torch(cand, ridx, nxt, sib, coins, target, num_spec, thr_single, thr_acc, outs):
@@ -75,15 +75,11 @@ def _draw_torch(residual, coin_final):
     return torch.where(first < residual.shape[1], first, last_mass)
 
 
-def tree_sample_target_only_torch(candidates, retrieve_index, retrieve_next_token,
-                                  retrieve_next_sibling, uniform_samples,
-                                  uniform_samples_for_final_sampling, target_probs, draft_probs,
-                                  num_speculative_tokens, threshold_single=1.0, threshold_acc=1.0):
-    """Pure-torch reference of :func:`tree_sample_target_only`."""
+def _sample_torch(outs, candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling,
+                  uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs,
+                  num_speculative_tokens, threshold_single, threshold_acc):
+    """The pure-torch walk and final draw, filling ``outs`` (a batch of one row or more)."""
     bs, n = candidates.shape
-    outs = _alloc(bs, n, num_speculative_tokens, candidates.device)
-    if bs == 0:
-        return outs
     node, last = _walk_torch(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling,
                              uniform_samples, target_probs, num_speculative_tokens,
                              threshold_single, threshold_acc, outs)
@@ -99,7 +95,6 @@ def tree_sample_target_only_torch(candidates, retrieve_index, retrieve_next_toke
     use_target = all_accepted | (residual.to(torch.float64).sum(dim=1) <= 0)
     residual = torch.where(use_target[:, None], target_row, residual)
     outs[0][last] = _draw_torch(residual, uniform_samples_for_final_sampling).to(torch.int32)
-    return outs
 
 
 @functools.cache
@@ -195,15 +190,11 @@ def _kernel():
     return tree_sample_kernel
 
 
-def tree_sample_target_only_triton(candidates, retrieve_index, retrieve_next_token,
-                                   retrieve_next_sibling, uniform_samples,
-                                   uniform_samples_for_final_sampling, target_probs, draft_probs,
-                                   num_speculative_tokens, threshold_single=1.0, threshold_acc=1.0):
-    """Triton implementation: one program per row, walk then two passes over the vocabulary."""
+def _sample_triton(outs, candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling,
+                   uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs,
+                   num_speculative_tokens, threshold_single, threshold_acc):
+    """The Triton kernel, one program per row: walk, then two passes over the vocabulary."""
     bs, n = candidates.shape
-    outs = _alloc(bs, n, num_speculative_tokens, candidates.device)
-    if bs == 0:
-        return outs
     vocab = target_probs.shape[-1]
     _kernel()[(bs,)](
         candidates.contiguous(), retrieve_index.contiguous(), retrieve_next_token.contiguous(),
@@ -212,7 +203,6 @@ def tree_sample_target_only_triton(candidates, retrieve_index, retrieve_next_tok
         draft_probs.contiguous(), *outs, n, vocab, num_speculative_tokens,
         float(threshold_single), float(threshold_acc), BLOCK_V=min(next_pow2(vocab), 4096),
     )
-    return outs
 
 
 def tree_sample_target_only(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling,
@@ -229,17 +219,21 @@ def tree_sample_target_only(candidates, retrieve_index, retrieve_next_token, ret
         threshold_single, threshold_acc: SGLang's acceptance thresholds (1.0: exact sampling).
         impl: "auto" | "triton" | "torch".
 
-    Returns:
-        predicts [bs*N] int32, accept_index [bs, num_speculative_tokens] int32,
-        accept_token_num [bs] int32.
+    Returns: the outputs of :func:`verify_tree_greedy`, filled by sampling.
     """
     check_tree_inputs(candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling,
                       uniform_samples)
     if target_probs.shape[:2] != candidates.shape or draft_probs.shape != target_probs.shape:
         raise ValueError("target_probs and draft_probs must both be [bs, N, V]")
-    args = (candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling, uniform_samples,
-            uniform_samples_for_final_sampling, target_probs, draft_probs, num_speculative_tokens,
-            threshold_single, threshold_acc)
-    if resolve_impl(impl, candidates, target_probs) == "triton":
-        return tree_sample_target_only_triton(*args)
-    return tree_sample_target_only_torch(*args)
+    outs = tree_outputs(candidates, num_speculative_tokens)
+    if candidates.shape[0]:
+        triton = resolve_impl(impl, candidates, target_probs) == "triton"
+        (_sample_triton if triton else _sample_torch)(
+            outs, candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling,
+            uniform_samples, uniform_samples_for_final_sampling, target_probs, draft_probs,
+            num_speculative_tokens, threshold_single, threshold_acc)
+    return outs
+
+
+tree_sample_target_only_torch = functools.partial(tree_sample_target_only, impl="torch")
+tree_sample_target_only_torch.__doc__ = "Pure-torch reference of :func:`tree_sample_target_only`."

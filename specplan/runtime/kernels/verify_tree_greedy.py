@@ -23,7 +23,11 @@ import torch
 from specplan.runtime.kernels._dispatch import resolve_impl
 
 
-def _alloc(bs, n, num_spec, device):
+def tree_outputs(candidates, num_spec):
+    """A tree kernel's outputs as an empty walk leaves them: predicts [bs*N] 0, accept_index
+    [bs, num_spec] -1, accept_token_num [bs] 0 (int32, on the candidates' device)."""
+    bs, n = candidates.shape
+    device = candidates.device
     predicts = torch.zeros((bs * n,), dtype=torch.int32, device=device)
     accept_index = torch.full((bs, num_spec), -1, dtype=torch.int32, device=device)
     accept_token_num = torch.zeros((bs,), dtype=torch.int32, device=device)
@@ -46,14 +50,12 @@ def first_matching_child(first, want, candidates, next_sibling):
     return cur
 
 
-def verify_tree_greedy_torch(candidates, retrieve_index, retrieve_next_token,
-                             retrieve_next_sibling, target_predict, num_speculative_tokens):
-    """Pure-torch reference of :func:`verify_tree_greedy`, vectorised over rows."""
-    bs, n = candidates.shape
-    predicts, accept_index, accept_num = _alloc(bs, n, num_speculative_tokens, candidates.device)
+def _walk_torch(outs, candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling,
+                target_predict, num_speculative_tokens):
+    """The pure-torch walk, vectorised over rows, filling ``outs`` (a batch of one row or more)."""
+    predicts, accept_index, accept_num = outs
+    bs = candidates.shape[0]
     flat_target = target_predict.reshape(-1)
-    if bs == 0:
-        return predicts, accept_index, accept_num
     last = retrieve_index[:, 0].clone()
     accept_index[:, 0] = last.to(torch.int32)
     node = torch.zeros(bs, dtype=torch.int64, device=candidates.device)
@@ -70,7 +72,6 @@ def verify_tree_greedy_torch(candidates, retrieve_index, retrieve_next_token,
         accept_num += found.to(torch.int32)
         active = found
     predicts[last] = flat_target[last].to(torch.int32)
-    return predicts, accept_index, accept_num
 
 
 @functools.cache
@@ -113,19 +114,12 @@ def _kernel():
     return verify_tree_greedy_kernel
 
 
-def verify_tree_greedy_triton(candidates, retrieve_index, retrieve_next_token,
-                              retrieve_next_sibling, target_predict, num_speculative_tokens):
-    """Triton implementation of :func:`verify_tree_greedy`: one program per row."""
+def _walk_triton(outs, candidates, *tensors_and_width):
+    """The Triton walk, one program per row, filling ``outs``."""
+    *tensors, num_speculative_tokens = tensors_and_width
     bs, n = candidates.shape
-    outs = _alloc(bs, n, num_speculative_tokens, candidates.device)
-    if bs == 0:
-        return outs
-    _kernel()[(bs,)](
-        candidates.contiguous(), retrieve_index.contiguous(), retrieve_next_token.contiguous(),
-        retrieve_next_sibling.contiguous(), target_predict.contiguous(), *outs, n,
-        num_speculative_tokens,
-    )
-    return outs
+    _kernel()[(bs,)](candidates.contiguous(), *(t.contiguous() for t in tensors), *outs, n,
+                     num_speculative_tokens)
 
 
 def check_tree_inputs(candidates, *others):
@@ -155,8 +149,13 @@ def verify_tree_greedy(candidates, retrieve_index, retrieve_next_token, retrieve
                       target_predict)
     if num_speculative_tokens < 1:
         raise ValueError(f"num_speculative_tokens must be >= 1, found {num_speculative_tokens}")
-    args = (candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling,
-            target_predict, num_speculative_tokens)
-    if resolve_impl(impl, candidates, target_predict) == "triton":
-        return verify_tree_greedy_triton(*args)
-    return verify_tree_greedy_torch(*args)
+    outs = tree_outputs(candidates, num_speculative_tokens)
+    if candidates.shape[0]:
+        walk = _walk_triton if resolve_impl(impl, candidates, target_predict) == "triton" else _walk_torch
+        walk(outs, candidates, retrieve_index, retrieve_next_token, retrieve_next_sibling,
+             target_predict, num_speculative_tokens)
+    return outs
+
+
+verify_tree_greedy_torch = functools.partial(verify_tree_greedy, impl="torch")
+verify_tree_greedy_torch.__doc__ = "Pure-torch reference of :func:`verify_tree_greedy`."
