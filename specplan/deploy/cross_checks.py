@@ -11,26 +11,22 @@ states the prefill instance does not keep. No torch, no planner: the handoff pla
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from itertools import product
 
 from specplan.deploy.geometry import Geometry
 from specplan.deploy.handoff import Handoff
 from specplan.methods import get_method
+from specplan.verify.findings import Record
 
 
 @dataclass(frozen=True)
-class CrossFinding:
+class CrossFinding(Record):
     severity: str  # ERROR | WARN
     kind: str
     where: tuple[str, str]  # prefill file:line, decode file:line
     message: str
     fix: str
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["where"] = list(self.where)
-        return out
 
 
 def check_deployment(h: Handoff) -> list[CrossFinding]:

@@ -7,8 +7,15 @@ from dataclasses import asdict, dataclass
 SEVERITIES = ("ERROR", "WARN", "INFO")
 
 
+class Record:
+    """A frozen dataclass as JSON reads it: its fields in order, tuples as lists."""
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+
 @dataclass(frozen=True)
-class Finding:
+class Finding(Record):
     severity: str  # ERROR: will desync, hang or corrupt; WARN: correct only if rank-local values agree
     site: str | None
     decision: str | None
@@ -18,11 +25,6 @@ class Finding:
     line: int | None  # the YAML line to look at
     message: str
     fix: str
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["ranks"] = list(self.ranks)
-        return out
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
