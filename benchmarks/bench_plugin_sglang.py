@@ -23,21 +23,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from shared import ENGINES, first_rank, launch_bench, start
+from shared import ENGINES, first_rank, launch_bench, sglang_server_args, sglang_spec, start
 
 import sglang_workers  # tests/engines, which shared puts on sys.path
 
-SPEC = """
-name: bench-plugin-tp{n}
-engine: sglang
-topology: {{tp: {n}, device: cpu}}
-model: {{num_layers: 8, hidden_size: 64, vocab_size: 1000}}
-speculative: {{method: dspark, num_steps: 3, sampling: sampling}}
-sync: {{policy: all}}
-runtime: {{max_batch: 256, timeout_s: 120}}
-"""
-SPECULATIVE = dict(speculative_algorithm="DSPARK", speculative_num_steps=3, speculative_eagle_topk=1,
-                   speculative_num_draft_tokens=4)
+SPECULATIVE = sglang_server_args("dspark")
 
 
 def bench(n: str, iters: str, live: str) -> dict:
@@ -105,7 +95,8 @@ def main(argv: list[str] | None = None) -> None:
           f"{'check ms':>9} {'bind ms':>8} {'3x draft us':>12} {'plugin 1x us':>13} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as tmp:
         for n in worlds:
-            r0 = first_rank(launch_bench(n, Path(tmp) / f"tp{n}", SPEC.format(n=n), root, n, args.iters,
+            spec = sglang_spec(f"bench-plugin-tp{n}", f"tp: {n}", "dspark")
+            r0 = first_rank(launch_bench(n, Path(tmp) / f"tp{n}", spec, root, n, args.iters,
                                          args.live, module="bench_plugin_sglang", env=env), f"tp{n}")
             print(f"{n:>5} {r0['three_us']:>17.1f} {r0['one_us']:>13.1f} "
                   f"{r0['three_us'] / r0['one_us']:>6.2f} {r0['check_ms']:>9.3f} {r0['bind_ms']:>8.1f} "

@@ -22,21 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from shared import first_rank, launch_bench, start
+from shared import first_rank, launch_bench, sglang_server_args, sglang_spec, start
 
 import sglang_workers  # tests/engines, which shared puts on sys.path
 
-SPEC = """
-name: bench-pp-tp{n}
-engine: sglang
-topology: {{tp: {n}, pp: 2, device: cpu}}
-model: {{num_layers: 8, hidden_size: 64, vocab_size: 1000}}
-speculative: {{method: eagle, num_steps: 3, topk: 1, num_draft_tokens: 4, sampling: sampling}}
-sync: {{policy: all}}
-runtime: {{max_batch: 256, timeout_s: 120}}
-"""
-SPECULATIVE = dict(speculative_algorithm="EAGLE", speculative_num_steps=3, speculative_eagle_topk=1,
-                   speculative_num_draft_tokens=4)
+SPECULATIVE = sglang_server_args("eagle")
 
 
 def bench(n: str, iters: str, live: str) -> dict:
@@ -96,7 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'ranks':>5} {'SGLang msg us':>14} {'+ relays us':>12} {'ratio':>6} {'relay bytes':>12}")
     with tempfile.TemporaryDirectory() as tmp:
         for n in tps:
-            results = launch_bench(2 * n, Path(tmp) / f"tp{n}", SPEC.format(n=n), root, n, args.iters,
+            spec = sglang_spec(f"bench-pp-tp{n}", f"tp: {n}, pp: 2", "eagle")
+            results = launch_bench(2 * n, Path(tmp) / f"tp{n}", spec, root, n, args.iters,
                                    args.live, module="bench_plugin_sglang_pp", env=env)
             r0 = first_rank(results, f"tp{n}")  # stage 0's first rank: the receiver
             print(f"{2 * n:>5} {r0['plain']:>14.1f} {r0['relay']:>12.1f} "

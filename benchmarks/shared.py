@@ -42,6 +42,25 @@ def start(argv: list[str] | None, workers, bench, engine: str, sizes: str, defau
     return args, values, str(engine_root(engine))
 
 
+def sglang_spec(name: str, topology: str, method: str) -> str:
+    """A plugin benchmark's tiny SGLang spec: a 3-step chain, every decision synced."""
+    return f"""
+name: {name}
+engine: sglang
+topology: {{{topology}, device: cpu}}
+model: {{num_layers: 8, hidden_size: 64, vocab_size: 1000}}
+speculative: {{method: {method}, num_steps: 3, topk: 1, num_draft_tokens: 4, sampling: sampling}}
+sync: {{policy: all}}
+runtime: {{max_batch: 256, timeout_s: 120}}
+"""
+
+
+def sglang_server_args(method: str) -> dict:
+    """The server arguments that launch `sglang_spec`'s method."""
+    return dict(speculative_algorithm=method.upper(), speculative_num_steps=3,
+                speculative_eagle_topk=1, speculative_num_draft_tokens=4)
+
+
 def launch_bench(world: int, plan_dir: Path, spec: str, root: str, *args, module: str, env: dict,
                  timeout: float = 1200) -> list:
     """Compile `spec` into plan_dir and run `<module>`'s bench on `world` ranks with that plan."""
