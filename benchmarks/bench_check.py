@@ -22,8 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_compile import SIZES, TARGET_S, sglang_spec, vllm_spec  # noqa: E402
 
-from specplan.lower import build_plan  # noqa: E402
-from specplan.passes import plan as run_passes  # noqa: E402
+from specplan import compile  # noqa: E402
 from specplan.plan import load_plan  # noqa: E402
 from specplan.schema import load_spec  # noqa: E402
 from specplan.verify import verify  # noqa: E402
@@ -34,7 +33,7 @@ def compiled(text: str) -> dict:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "spec.yaml"
         path.write_text(text)
-        return build_plan(run_passes(load_spec(path))).to_json()
+        return compile(load_spec(path)).to_json()
 
 
 def measure(plan: dict, repeat: int) -> tuple[float, float, int]:

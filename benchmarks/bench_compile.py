@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from specplan.lower import build_plan, write_plan
-from specplan.passes import plan
+from specplan.lower import write_plan
+from specplan import compile
 from specplan.schema import load_spec
 
 SIZES = [8, 64, 512, 1024, 4096, 16384, 65536]
@@ -56,7 +56,7 @@ def measure(text: str, repeat: int) -> tuple[float, int, int]:
         path.write_text(text)
         for _ in range(repeat):
             t0 = time.perf_counter()
-            out = write_plan(build_plan(plan(load_spec(path))), Path(d) / "out")
+            out = write_plan(compile(load_spec(path)), Path(d) / "out")
             best = min(best, time.perf_counter() - t0)
         world = load_spec(path)
         return best, out.stat().st_size, world.topology.tp * world.topology.pp * (

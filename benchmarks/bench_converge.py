@@ -38,13 +38,12 @@ runtime: {{max_batch: 256, timeout_s: 60}}
 
 
 def compile_plan(tmp: Path, method: str, n: int):
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
+    from specplan import compile
     from specplan.schema import load_spec
 
     src = tmp / f"{method}{n}.yaml"
     src.write_text(SPEC.format(method=method, n=n))
-    return build_plan(run_passes(load_spec(str(src))))
+    return compile(load_spec(str(src)))
 
 
 def separate(tensors: list[torch.Tensor]) -> None:

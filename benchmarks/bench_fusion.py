@@ -14,8 +14,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from specplan.lower import build_plan
-from specplan.passes import plan
+from specplan import compile
 from specplan.schema import load_spec
 
 GAMMA = 7  # DSpark gamma and DFlash block size - 1
@@ -70,7 +69,7 @@ def planned(text: str) -> dict:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "spec.yaml"
         path.write_text(text)
-        return build_plan(plan(load_spec(path)))
+        return compile(load_spec(path))
 
 
 def short(node: str) -> str:

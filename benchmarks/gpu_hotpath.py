@@ -124,13 +124,12 @@ def multi_gpu(device, n: int) -> None:
 
 
 def _plan(tmp: Path, n: int, device: str) -> dict:
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
+    from specplan import compile
     from specplan.schema import load_spec
 
     src = tmp / "spec.yaml"
     src.write_text(SPEC.format(n=n, device=device))
-    return build_plan(run_passes(load_spec(str(src))))
+    return compile(load_spec(str(src)))
 
 
 def report(host_step, dev_step, host_check, dev_check, device) -> None:

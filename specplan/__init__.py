@@ -5,6 +5,10 @@ from specplan.version import __version__
 
 def __getattr__(name: str):
     # `import specplan` stays light: the API (and pydantic, the planner) load on first use.
+    if name == "compile":  # specplan.compile(spec) -> Plan: every pass, then the Plan
+        from specplan.plan.build import compile
+
+        return compile
     if name in ("load", "Deployment", "Report"):
         from specplan import api
 
@@ -12,4 +16,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'specplan' has no attribute {name!r}")
 
 
-__all__ = ["Deployment", "Report", "load", "__version__"]
+__all__ = ["Deployment", "Report", "compile", "load", "__version__"]

@@ -88,15 +88,15 @@ def _in_process(argv: list[str], cwd, env: dict | None, catch: bool) -> Run:
 
 def compile_spec(tmp: Path, text: str) -> Path:
     """Compile a spec written as YAML text into tmp/<name>/plan.json; returns the plan path."""
-    from specplan.lower import build_plan, write_plan
-    from specplan.passes import plan as run_passes
+    from specplan.lower import write_plan
+    from specplan import compile
     from specplan.schema import load_spec
 
     tmp.mkdir(parents=True, exist_ok=True)
     src = tmp / "spec.yaml"
     src.write_text(text)
     spec = load_spec(str(src))
-    return write_plan(build_plan(run_passes(spec)), tmp / spec.name)
+    return write_plan(compile(spec), tmp / spec.name)
 
 
 def draw_dp_attention_and_ep(draw, engine: str, topo: dict, moe: bool) -> None:

@@ -32,10 +32,9 @@ def run(targets: tuple[str, ...], *, as_json: bool, fmt: str, severity: str, ver
 
         plan = load_plan(targets[0])
     else:
-        from specplan.lower import build_plan
-        from specplan.passes import plan as run_passes
+        from specplan.plan.build import compile
 
-        plan = build_plan(run_passes(loaded))
+        plan = compile(loaded)
     findings = verify(plan)
     shown = formats.at_least(findings, severity)
     fmt = "json" if as_json else fmt

@@ -14,15 +14,15 @@ def run(spec: str, out_dir: str | None) -> int:
     from specplan.commands import deployment
     from specplan.deploy import InstancePair
     from specplan.files import staged_dir
-    from specplan.lower import build_plan, write_plan
-    from specplan.passes import plan as run_passes
+    from specplan.lower import write_plan
+    from specplan.plan.build import compile
     from specplan.verify import has_errors, verify
     from specplan.verify.report import render_findings
 
     loaded = load_spec_arg(spec)
     if isinstance(loaded, InstancePair):
         return deployment.compile_(loaded, out_dir, console(), write_runtime_module)
-    plan = build_plan(run_passes(loaded))
+    plan = compile(loaded)
     findings = verify(plan)
     if has_errors(findings):
         render_findings(plan, findings, console())

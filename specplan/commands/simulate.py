@@ -15,8 +15,7 @@ def run(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int, in
         timeout_s: float | None = None) -> int:
     from specplan.commands.deployment import simulate as simulate_deployment
     from specplan.deploy import InstancePair
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
+    from specplan.plan.build import compile
     from specplan.sim.command import check_options, refused_launch, run_simulate
     from specplan.sim.faults import refusal
     from specplan.sim.torchrun import simulate_rank, under_torchrun
@@ -33,7 +32,7 @@ def run(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int, in
         return simulate_deployment(target, rounds=rounds, requests=requests, seed=seed,
                                    max_layers=max_layers, inject=inject, allow_errors=allow_errors,
                                    console=console(), timeout_s=timeout_s)
-    findings = verify(plan := build_plan(run_passes(target)))
+    findings = verify(plan := compile(target))
     if why := refusal(plan.speculative.method, plan.speculative.sampling, inject or "",
                       len(plan.pipeline.stages), bool(plan.speculative.taps)):
         raise click.UsageError(why)

@@ -15,13 +15,12 @@ from specplan.deploy.cross_checks import CrossFinding
 
 def check_instances(dep) -> dict[str, tuple[dict, list]]:
     """role -> (plan, its own findings)."""
-    from specplan.plan.build import build_plan
-    from specplan.passes import plan
+    from specplan.plan.build import compile
     from specplan.verify import verify
 
     out = {}
     for inst in dep.instances:
-        built = build_plan(plan(inst.spec))
+        built = compile(inst.spec)
         out[inst.role] = (built, verify(built))
     return out
 

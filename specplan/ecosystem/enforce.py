@@ -30,10 +30,9 @@ class Enforced:
 
 
 def _planned(spec: Spec) -> Plan:
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
+    from specplan.plan.build import compile
 
-    return build_plan(run_passes(spec))
+    return compile(spec)
 
 
 def warned_sites(plan: Plan, findings: list) -> set[str]:

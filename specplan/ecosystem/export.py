@@ -64,7 +64,7 @@ def export(spec: Spec, engine: str | None = None, version: str | None = None,
         raise Refusal(f"{name} cannot run {spec.name}: {why}")
     from specplan.passes import plan
 
-    sites = plan(target).graph.sections["sites"]
+    sites = plan(target).draft.sites
     title = f"{spec.name} on {convention(engine, target.engine_version).title}"
     if target.engine != spec.engine:
         title += f" (translated from engine {spec.engine}; layouts differ where noted)"
@@ -245,7 +245,7 @@ def _sglang_method(spec: Spec, launch: Launch) -> None:
 def _sglang_env(spec: Spec, sites: dict, launch: Launch) -> None:
     t, s = spec.topology, spec.speculative
     if s.method in ("dspark", "dflash"):
-        states = {name: e["converge"] for name, e in sites.items()}
+        states = {name: e.converge for name, e in sites.items()}
         on, care = spec_tp_sync.slugs_of(states), spec_tp_sync.slugs_of(states, only_on=False)
         value = spec_tp_sync.value_for(care, on)
         launch.env.append(("SGLANG_SPEC_TP_SYNC", value, "SpecTpSync sites the plan converges: "
@@ -281,11 +281,11 @@ def _sglang_mismatch(spec: Spec, sites: dict, plugin: bool = False) -> list[str]
     lacking, extra = [], []
     for name, e in sites.items():
         engine = _sglang_converges(spec, name)
-        if engine is None or e["trivial"]:
+        if engine is None or e.trivial:
             continue
-        if e["converge"] and not engine:
+        if e.converge and not engine:
             lacking.append(name)
-        elif engine and not e["converge"]:
+        elif engine and not e.converge:
             extra.append(name)
     notes = []
     t = spec.topology
@@ -333,7 +333,7 @@ def _vllm(spec: Spec, sites: dict, launch: Launch) -> None:
     if spec.model.pp_partition and t.pp > 1:
         launch.env.append(("VLLM_PP_LAYER_PARTITION", ",".join(map(str, spec.model.pp_partition)),
                            "layers per pipeline stage (model.pp_partition)"))
-    lacking = [n for n, e in sites.items() if e["converge"] and not e["trivial"]]
+    lacking = [n for n, e in sites.items() if e.converge and not e.trivial]
     if lacking and t.tp * t.cp > 1:
         launch.notes.append("behaviour: the plan converges " + ", ".join(lacking) + ", which "
                             "vLLM never converges inside TP (it relies on identical logits and "

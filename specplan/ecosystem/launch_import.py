@@ -404,8 +404,8 @@ def _base_agrees(data: dict, slugs: frozenset[str]) -> bool:
     from specplan.ecosystem.yaml_out import reload
     from specplan.passes import plan
 
-    sites = plan(reload(data)).graph.sections["sites"]
-    states = {n: e["converge"] for n, e in sites.items()}
+    sites = plan(reload(data)).draft.sites
+    states = {n: e.converge for n, e in sites.items()}
     care = spec_tp_sync.slugs_of(states, only_on=False)
     return spec_tp_sync.slugs_of(states) == slugs & care
 

@@ -7,6 +7,7 @@ verifier's job (`specplan check`).
 
 from __future__ import annotations
 
+from specplan.ir.draft import ABSENT, Draft
 from specplan.ir.graph import StageGraph
 
 
@@ -14,11 +15,11 @@ class IRError(AssertionError):
     """A pass broke an IR invariant: a bug in specplan, never the user's input."""
 
 
-def check_ir(graph: StageGraph, after: str) -> None:
+def check_ir(graph: StageGraph, draft: Draft, after: str) -> None:
     problems = []
     if not graph.is_acyclic():
         problems.append(f"the round graph has a cycle: {' -> '.join(graph.cycle())}")
-    families = graph.sections.get("families", {})
+    families = draft.families or {}
     for node in graph.nodes("converge"):
         inputs = {c for p in graph.predecessors(node) for c in graph.edge(p, node)["carries"]}
         missing = set(node.attr("decisions", ())) - inputs
@@ -28,7 +29,7 @@ def check_ir(graph: StageGraph, after: str) -> None:
         if family is not None and families and family not in families:
             problems.append(f"{node.id} names group family {family!r}, which the plan lacks")
     for node in graph.nodes():
-        if node.stage < 0 or (graph.sections.get("pp") and node.stage >= graph.sections["pp"]):
+        if node.stage < 0 or (draft.pp is not ABSENT and node.stage >= draft.pp):
             problems.append(f"{node.id} sits on a stage outside the pipeline")
     if problems:
         raise IRError(f"after pass {after!r}: " + "; ".join(problems))

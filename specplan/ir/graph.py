@@ -1,11 +1,11 @@
-"""StageGraph: the round as a networkx DAG of Nodes, plus the plan sections passes fill.
+"""StageGraph: the round as a networkx DAG of Nodes (the plan-level facts are the draft, ir/draft.py).
 
 networkx stays inside ir/: passes use this class's methods, never the DiGraph itself.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Iterator
 
 import networkx as nx
 
@@ -17,7 +17,6 @@ ROUND_ORDER = {r: i for i, r in enumerate(ROUNDS)}
 class StageGraph:
     def __init__(self) -> None:
         self._g = nx.DiGraph()
-        self.sections: dict[str, Any] = {}  # plan-level facts passes record (sites, families...)
         self.passes_run: list[str] = []
 
     # -- building -----------------------------------------------------------------------

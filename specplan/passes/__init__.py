@@ -47,11 +47,11 @@ def plan(spec: Spec, upto: str | None = None) -> Planning:
 
 def run_pass(p: Planning, pass_) -> None:
     """One pass with its contract and the IR checks: what `plan` does per pass."""
-    contracts.check(p.graph, pass_.REQUIRES, pass_name=pass_.NAME, side="requires")
+    contracts.check(p, pass_.REQUIRES, pass_name=pass_.NAME, side="requires")
     pass_.run(p)
     p.graph.passes_run.append(pass_.NAME)
-    contracts.check(p.graph, pass_.ENSURES, pass_name=pass_.NAME, side="ensures")
-    check_ir(p.graph, after=pass_.NAME)
+    contracts.check(p, pass_.ENSURES, pass_name=pass_.NAME, side="ensures")
+    check_ir(p.graph, p.draft, after=pass_.NAME)
 
 
 __all__ = ["NAMES", "PASSES", "Planning", "plan", "run_pass"]

@@ -1,8 +1,8 @@
 """Pass assign_groups: each site's group family and source, both as global-rank rules.
 
-Requires: build_round. Ensures: `sections["families"]` holds every family in the order all
+Requires: build_round. Ensures: the draft's `families` hold every family in the order all
 ranks create them (the mesh's, then `replica_stage`: one replica's ranks on one stage) and
-`sections["sites"]` one entry per site the round makes, with the family whose groups hold
+`sites` one SiteDraft per site the round makes, with the family whose groups hold
 exactly the ranks of one replica that read the site's decisions (DESIGN.md §2, §7), and the
 source: the group member that is the replica's first rank on the last stage.
 
@@ -16,22 +16,24 @@ from __future__ import annotations
 from specplan.engines import convention
 from specplan.mesh import Family
 from specplan.passes.build_round import planned_rounds
+from specplan.ir.draft import SiteDraft
 from specplan.passes.context import Planning
+from specplan.passes.contracts import DRAFT, GRAPH
 
 NAME = "assign_groups"
-REQUIRES = ("graph",)
-ENSURES = ("families",
-           "sites[].family",
-           "sites[].source_member",
-           "sites[].readers",
-           "sites[].decisions")
+REQUIRES = (GRAPH,)
+ENSURES = (DRAFT.families,
+           DRAFT.sites.each.family,
+           DRAFT.sites.each.source_member,
+           DRAFT.sites.each.readers,
+           DRAFT.sites.each.decisions)
 
 
 def run(p: Planning) -> None:
     families = {f.name: f for f in p.mesh.families}
     replica = families["replica"]
     families["replica_stage"] = Family("replica_stage", replica.shape, replica.strides, 1)
-    p.graph.sections["families"] = families
+    p.draft.families = families
     sites = {}
     for site in p.method.sites:
         decisions = [p.method.decision(n) for n in site.decisions]
@@ -41,19 +43,15 @@ def run(p: Planning) -> None:
             continue
         last_only = all(d.readers == "last_stage" for d in decisions)
         family = _family(p, last_only, site.phase)
-        sites[site.name] = {
-            "phase": site.phase,
-            "round": rnd,
-            "decisions": [d.name for d in decisions],
-            "kind": site.kind,
-            "startup": site.startup,
-            "family": family,
-            "source_member": _source_member(p, family),
+        sites[site.name] = SiteDraft(
+            name=site.name, round=rnd, phase=site.phase, kind=site.kind,
+            decisions=tuple(d.name for d in decisions), family=family,
+            source_member=_source_member(p, family),
             # Who reads the values, not who converges them: under relay column / ring a
             # site converges on the last stage only and is then relayed to the readers.
-            "readers": "last_stage" if last_only else "all_stages",
-        }
-    p.graph.sections["sites"] = sites
+            readers="last_stage" if last_only else "all_stages",
+            startup=site.startup)
+    p.draft.sites = sites
 
 
 def _family(p: Planning, last_stage_only: bool, phase: str) -> str:
@@ -75,7 +73,7 @@ def _source_member(p: Planning, family: str) -> int:
     """Index, within each group, of the replica's first rank on the last stage."""
     if family != "replica":
         return 0  # stage-local groups: group rank 0 on the deciding (last) stage
-    per_stage = p.graph.sections["families"]["replica"].group_size // p.pp
+    per_stage = p.draft.families["replica"].group_size // p.pp
     return (p.pp - 1) * per_stage
 
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 from specplan.ir import Node
 from specplan.methods.base import Decision, Phase
 from specplan.passes.context import Planning
+from specplan.passes.contracts import DRAFT, GRAPH
 
 NAME = "build_round"
 REQUIRES = ()
-ENSURES = ("graph", "pp")
+ENSURES = (GRAPH, DRAFT.pp)
 
 
 def run(p: Planning) -> None:
@@ -26,7 +27,7 @@ def run(p: Planning) -> None:
         _round(p, "startup", (Phase("startup", tuple(d.name for d in startup)),))
     for rnd in planned_rounds(p.spec):
         _round(p, rnd, p.method.prefill if rnd == "prefill" else p.method.decode)
-    p.graph.sections["pp"] = p.pp
+    p.draft.pp = p.pp
 
 
 def planned_rounds(spec) -> tuple[str, ...]:

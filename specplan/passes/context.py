@@ -1,4 +1,5 @@
-"""What every pass works on: the spec, its mesh, its method, the symbol values, the graph."""
+"""What every pass works on: the spec, its mesh, its method, the symbol values, the graph and
+the plan's draft (ir/draft.py) the passes fill."""
 
 from __future__ import annotations
 
@@ -6,11 +7,10 @@ from dataclasses import dataclass, field
 
 from specplan.behaviour import resolve
 from specplan.engines import Choices
-from specplan.ir import StageGraph
+from specplan.ir import Draft, StageGraph
 from specplan.mesh import Mesh
 from specplan.methods.base import DTYPE_BYTES, Decision, Method
 from specplan.schema import Spec
-
 
 
 @dataclass
@@ -19,6 +19,7 @@ class Planning:
     mesh: Mesh
     method: Method
     graph: StageGraph = field(default_factory=StageGraph)
+    draft: Draft = field(default_factory=Draft)
     choices: Choices = field(init=False)
 
     def __post_init__(self) -> None:

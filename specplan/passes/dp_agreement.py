@@ -1,7 +1,7 @@
 """Pass dp_agreement: DP ranks whose collectives span replicas run in lockstep.
 
 Requires: pin_widths. Ensures, when replicas share collectives (the engine convention's
-dp_agreement: SGLang DP-attention, vLLM dp > 1 with MoE), `sections["dp_agreement"]`: the
+dp_agreement: SGLang DP-attention, vLLM dp > 1 with MoE), the draft's `dp_agreement`: the
 per-rank token-count exchange every round starts with, its family, op and ints per rank,
 and the forwards every DP rank runs per round, idle ranks with dummy passes. The graph gains that
 exchange as a converge node every stage's first decode compute waits on.
@@ -11,34 +11,36 @@ from __future__ import annotations
 
 from specplan.engines import convention
 from specplan.ir import Node
+from specplan.ir.draft import DpAgreementDraft
 from specplan.methods.base import eval_dim
 from specplan.passes.context import Planning
+from specplan.passes.contracts import DRAFT
 
 NAME = "dp_agreement"
-REQUIRES = ("boundaries[].layout",)
-ENSURES = ("dp_agreement",)
+REQUIRES = (DRAFT.boundaries.each.layout,)
+ENSURES = (DRAFT.dp_agreement,)
 
 
 def run(p: Planning) -> None:
     agreement = convention(p.spec.engine, p.spec.engine_version).dp_agreement(p.spec)
     if agreement is None:
-        p.graph.sections["dp_agreement"] = None
+        p.draft.dp_agreement = None
         return
     forwards = {}
     for phase in p.method.decode:
         if phase.compute:
             forwards[phase.name] = eval_dim(phase.forwards, p.symbols)
     ints = agreement.ints_per_rank
-    p.graph.sections["dp_agreement"] = {
-        "family": agreement.family,
-        "op": agreement.op,
-        "ints_per_rank": ints,
-        "bytes": 4 * ints * agreement.group_size,
-        "forwards_per_round": forwards,
-        "idle_ranks": p.choices.idle_ranks,  # dummy: run every forward and collective
-        "why": "MoE and MLP collectives span replicas: a DP rank that skips a forward "
-               "leaves the others waiting",
-    }
+    p.draft.dp_agreement = DpAgreementDraft(
+        family=agreement.family,
+        op=agreement.op,
+        ints_per_rank=ints,
+        bytes=4 * ints * agreement.group_size,
+        forwards_per_round=forwards,
+        idle_ranks=p.choices.idle_ranks,  # dummy: run every forward and collective
+        why="MoE and MLP collectives span replicas: a DP rank that skips a forward "
+            "leaves the others waiting",
+    )
     _graph(p, agreement.family)
 
 

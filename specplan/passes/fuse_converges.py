@@ -1,65 +1,66 @@
 """Pass fuse_converges: converges that share group and source and do not depend on each
 other become one collective (a converge boundary).
 
-Requires: insert_converges. Ensures: `sections["boundaries"]`, a list in round order, each
+Requires: insert_converges. Ensures: the draft's `boundaries`, a list in round order, each
 with an id, its round, family, source member, op and the sites it carries (in the method's
 order); every converged, non-trivial site names its boundary. Where two consecutive
-boundaries of one family stay apart, `sections["unfused"]` gives the dependency path that
+boundaries of one family stay apart, `unfused` gives the dependency path that
 forces it (site A's converge reaches site B's decision through compute).
 """
 
 from __future__ import annotations
 
 from specplan.ir import node_id
+from specplan.ir.draft import BoundaryDraft, SiteDraft, UnfusedDraft
 from specplan.passes.context import Planning
+from specplan.passes.contracts import DRAFT
 
 NAME = "fuse_converges"
-REQUIRES = ("sites[].converge", "sites[].trivial")
-ENSURES = ("boundaries[].sites", "boundaries[].source_member", "unfused")
+REQUIRES = (DRAFT.sites.each.converge, DRAFT.sites.each.trivial)
+ENSURES = (DRAFT.boundaries.each.sites, DRAFT.boundaries.each.source_member, DRAFT.unfused)
 
 
 def run(p: Planning) -> None:
-    sites = p.graph.sections["sites"]
-    live = [n for n, e in sites.items() if e["converge"] and not e["trivial"]]
-    live.sort(key=lambda n: (_round_rank(sites[n]["round"]), _order(p, n)))
-    boundaries: list[dict] = []
-    unfused: list[dict] = []
-    for name in live:
-        entry = sites[name]
-        target = _fusable(p, boundaries, name, entry, unfused)
+    live = [e for e in p.draft.sites.values() if e.converge and not e.trivial]
+    live.sort(key=lambda e: (_round_rank(e.round), _order(p, e.name)))
+    boundaries: list[BoundaryDraft] = []
+    unfused: list[UnfusedDraft] = []
+    for entry in live:
+        target = _fusable(p, boundaries, entry, unfused)
         if target is None:
-            target = {"id": len(boundaries), "round": entry["round"], "family": entry["family"],
-                      "source_member": entry["source_member"],
-                      "op": "all_reduce_min" if entry["kind"] == "min" else "broadcast",
-                      "sites": []}
+            target = BoundaryDraft(id=len(boundaries), round=entry.round, family=entry.family,
+                                   source_member=entry.source_member,
+                                   op="all_reduce_min" if entry.kind == "min" else "broadcast",
+                                   sites=[])
             boundaries.append(target)
-        target["sites"].append(name)
-        entry["boundary"] = target["id"]
-    p.graph.sections["boundaries"] = boundaries
-    p.graph.sections["unfused"] = unfused
+        target.sites.append(entry.name)
+        entry.boundary = target.id
+    p.draft.boundaries = boundaries
+    p.draft.unfused = unfused
 
 
-def _fusable(p: Planning, boundaries: list[dict], name: str, entry: dict, unfused: list) -> dict | None:
-    same = [b for b in boundaries if b["round"] == entry["round"] and b["family"] == entry["family"]
-            and b["source_member"] == entry["source_member"] and b["op"] == "broadcast"
-            and entry["kind"] == "broadcast"]
+def _fusable(p: Planning, boundaries: list[BoundaryDraft], entry: SiteDraft,
+             unfused: list[UnfusedDraft]) -> BoundaryDraft | None:
+    same = [b for b in boundaries if b.round == entry.round and b.family == entry.family
+            and b.source_member == entry.source_member and b.op == "broadcast"
+            and entry.kind == "broadcast"]
     if not same:
         return None
     last = same[-1]
-    for other in last["sites"]:
-        path = _dependency(p, other, name, entry)
+    for other in last.sites:
+        path = _dependency(p, other, entry)
         if path:
-            unfused.append({"after": other, "before": name, "family": entry["family"],
-                            "dependency": path})
+            unfused.append(UnfusedDraft(after=other, before=entry.name, family=entry.family,
+                                        dependency=tuple(path)))
             return None
     return last
 
 
-def _dependency(p: Planning, earlier: str, later: str, entry: dict) -> list[str] | None:
-    """Node ids on a path from `earlier`'s converge to a decision of `later`, if any."""
-    g, rnd, last = p.graph, entry["round"], p.last_stage
+def _dependency(p: Planning, earlier: str, entry: SiteDraft) -> list[str] | None:
+    """Node ids on a path from `earlier`'s converge to a decision of `entry`, if any."""
+    g, rnd, last = p.graph, entry.round, p.last_stage
     src = node_id("converge", rnd, earlier, last)
-    for decision in entry["decisions"]:
+    for decision in entry.decisions:
         dst = node_id("decision", rnd, decision, last)
         if g.has(src) and g.has(dst):
             path = g.path(src, dst)

@@ -1,6 +1,6 @@
 """Pass insert_converges: which sites converge, from each decision's nature and sync.policy.
 
-Requires: assign_groups. Ensures: every site entry says `converge` (bool) and `reason`;
+Requires: assign_groups. Ensures: every site says `converge`, `reason` and `trivial`;
 every converged site has a converge node on each stage its family spans, spliced between
 its decision nodes and the materialize nodes that read them.
 
@@ -15,26 +15,26 @@ from __future__ import annotations
 
 from specplan.errors import Diagnostic, PlanError
 from specplan.ir import Node
+from specplan.ir.draft import SiteDraft
 from specplan.passes.context import Planning
+from specplan.passes.contracts import DRAFT
 
 NAME = "insert_converges"
-REQUIRES = ("families", "sites[].family")
-ENSURES = ("sites[].converge", "sites[].reason", "sites[].trivial")
+REQUIRES = (DRAFT.families, DRAFT.sites.each.family)
+ENSURES = (DRAFT.sites.each.converge, DRAFT.sites.each.reason, DRAFT.sites.each.trivial)
 
 
 def run(p: Planning) -> None:
-    sites = p.graph.sections["sites"]
     _check_overrides(p)
-    families = p.graph.sections["families"]
-    for name, entry in sites.items():
-        on, reason = _decide(p, name)
-        entry["converge"], entry["reason"] = on, reason
-        entry["trivial"] = families[entry["family"]].group_size == 1
-        if on:
-            _splice(p, name, entry)
+    for site in p.draft.sites.values():
+        site.converge, site.reason = _decide(p, site)
+        site.trivial = p.draft.families[site.family].group_size == 1
+        if site.converge:
+            _splice(p, site)
 
 
-def _decide(p: Planning, name: str) -> tuple[bool, str]:
+def _decide(p: Planning, entry: SiteDraft) -> tuple[bool, str]:
+    name = entry.name
     override = p.spec.sync.sites.get(name)
     if override is not None:
         return override == "on", f"sync.sites sets {name}: {override}"
@@ -43,7 +43,7 @@ def _decide(p: Planning, name: str) -> tuple[bool, str]:
         on = engine[name]
         return on, f"engine {p.spec.engine}: {'converges' if on else 'does not converge'} {name} by default"
     site = p.method.site(name)
-    natures = {p.method.decision(d).nature for d in p.graph.sections["sites"][name]["decisions"]}
+    natures = {p.method.decision(d).nature for d in entry.decisions}
     policy = p.spec.sync.policy
     if policy == "safe":
         varying = sorted(natures - {"deterministic"})
@@ -64,16 +64,16 @@ def _check_overrides(p: Planning) -> None:
         raise PlanError(bad)
 
 
-def _splice(p: Planning, name: str, entry: dict) -> None:
-    g, rnd = p.graph, entry["round"]
-    family = entry["family"]
+def _splice(p: Planning, entry: SiteDraft) -> None:
+    g, rnd, name = p.graph, entry.round, entry.name
+    family = entry.family
     stages = range(p.pp) if family == "replica" else [p.last_stage]  # others live on one stage
     makers = [n for n in g.nodes("decision", round=rnd) if n.attr("site") == name]
     for s in stages:
-        conv = g.add(Node("converge", name, rnd, entry["phase"], s, line=p.line("sync", "policy"),
-                          attrs=(("decisions", tuple(entry["decisions"])), ("family", family),
+        conv = g.add(Node("converge", name, rnd, entry.phase, s, line=p.line("sync", "policy"),
+                          attrs=(("decisions", entry.decisions), ("family", family),
                                  ("order", makers[0].attr("order") + 1),
-                                 ("source_member", entry["source_member"]))))
+                                 ("source_member", entry.source_member))))
         for maker in makers:
             g.connect(maker, conv, (maker.name,))
             for reader in [r for r in g.successors(maker) if r.stage == s and r.kind == "materialize"]:

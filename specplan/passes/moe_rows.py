@@ -1,6 +1,6 @@
 """Pass moe_rows: MoE under DP-attention, where row ownership changes around the experts.
 
-Requires: pipeline_stages. Ensures `sections["moe"]` for MoE models (families from the
+Requires: pipeline_stages. Ensures the draft's `moe` for MoE models (families from the
 engine convention's moe_layout) and, where it splits rows (SGLang with DP-attention,
 attn_tp > 1 and an all-to-all backend, `model.moe.a2a: deepep`), the row split and
 regather of reference/sglang.md §5.3 as graph nodes around every target compute:
@@ -13,31 +13,33 @@ from __future__ import annotations
 
 from specplan.engines import convention
 from specplan.ir import Node
+from specplan.ir.draft import MoeDraft
 from specplan.passes.context import Planning
+from specplan.passes.contracts import DRAFT
 
 NAME = "moe_rows"
-REQUIRES = ("pipeline.stages",)
-ENSURES = ("moe",)
+REQUIRES = (DRAFT.pipeline.stages,)
+ENSURES = (DRAFT.moe,)
 
 
 def run(p: Planning) -> None:
     moe = p.spec.model.moe
     if moe is None:
-        p.graph.sections["moe"] = None
+        p.draft.moe = None
         return
     conv = convention(p.spec.engine, p.spec.engine_version)
     layout = conv.moe_layout(p.spec)
     rows = p.spec.runtime.max_batch * p.spec.speculative.verify_width
     split = layout.row_split
     a_tp = conv.attention_tp(p.spec.topology) if split else 1
-    p.graph.sections["moe"] = {
-        "a2a": moe.a2a,
-        "dispatch_family": layout.dispatch_family,
-        "row_split": split,
-        "gather_family": "attn_tp" if split else None,
-        "rows_per_rank": -(-rows // a_tp),
-        "gather_bytes_per_layer": rows * p.spec.model.hidden_size * p.act_bytes if split else 0,
-    }
+    p.draft.moe = MoeDraft(
+        a2a=moe.a2a,
+        dispatch_family=layout.dispatch_family,
+        row_split=split,
+        gather_family="attn_tp" if split else None,
+        rows_per_rank=-(-rows // a_tp),
+        gather_bytes_per_layer=rows * p.spec.model.hidden_size * p.act_bytes if split else 0,
+    )
     if split:
         _graph(p)
 

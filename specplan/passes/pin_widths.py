@@ -3,7 +3,7 @@
 Requires: fuse_converges. Ensures: each boundary has a packed layout: a 32-byte guard header
 (boundary id, live rows, round, plan fingerprint, batch digest: the rows' (request,
 generation), specplan/runtime/batch.py), then each decision's field at an 8-byte
-aligned offset, sized for `runtime.max_batch` rows; and `sections["buffer_bytes"]` gives,
+aligned offset, sized for `runtime.max_batch` rows; and the draft's `buffer_bytes` gives,
 per family, the one buffer size all of that family's guarded collectives use (its largest),
 so ranks that fall out of order meet a header mismatch instead of a size mismatch. The
 relays pipeline_stages adds are laid out by the same `pack` and share buffers the same way.
@@ -12,12 +12,14 @@ relays pipeline_stages adds are laid out by the same `pack` and share buffers th
 from __future__ import annotations
 
 from specplan.errors import PlanError
+from specplan.ir.draft import ABSENT, BoundaryDraft, FieldDraft, LayoutDraft, RelayDraft
 from specplan.methods.base import eval_dim, nbytes
 from specplan.passes.context import Planning
+from specplan.passes.contracts import DRAFT
 
 NAME = "pin_widths"
-REQUIRES = ("boundaries[].sites",)
-ENSURES = ("boundaries[].layout", "boundaries[].buffer_bytes", "buffer_bytes")
+REQUIRES = (DRAFT.boundaries.each.sites,)
+ENSURES = (DRAFT.boundaries.each.layout, DRAFT.boundaries.each.buffer_bytes, DRAFT.buffer_bytes)
 HEADER_BYTES = 32
 HEADER = (("boundary", "int32", 0), ("live_rows", "int32", 4), ("round", "int64", 8),
           ("fingerprint", "int64", 16), ("batch", "int64", 24))
@@ -25,26 +27,28 @@ ALIGN = 8
 
 
 def run(p: Planning) -> None:
-    for b in p.graph.sections["boundaries"]:
-        b["layout"] = pack(p, b["sites"], guarded=b["op"] == "broadcast")
-    share_buffers(p, p.graph.sections["boundaries"])
+    for b in p.draft.boundaries:
+        b.layout = pack(p, b.sites, guarded=b.op == "broadcast")
+    share_buffers(p, p.draft.boundaries)
 
 
-def share_buffers(p: Planning, collectives: list[dict]) -> None:
+def share_buffers(p: Planning, collectives: list[BoundaryDraft] | list[RelayDraft]) -> None:
     """One buffer per family: every guarded collective of a family sends the largest layout.
 
     A MIN reduction carries no header and never meets a broadcast of its family in one
     buffer, so it keeps its own size rather than the broadcasts' largest.
     """
-    sizes: dict[str, int] = p.graph.sections.setdefault("buffer_bytes", {})
-    guarded = [c for c in collectives if c["layout"]["header_bytes"]]
+    if p.draft.buffer_bytes is ABSENT:
+        p.draft.buffer_bytes = {}
+    sizes = p.draft.buffer_bytes
+    guarded = [c for c in collectives if c.layout.header_bytes]
     for c in guarded:
-        sizes[c["family"]] = max(sizes.get(c["family"], 0), c["layout"]["bytes"])
+        sizes[c.family] = max(sizes.get(c.family, 0), c.layout.bytes)
     for c in collectives:
-        c["buffer_bytes"] = sizes[c["family"]] if c["layout"]["header_bytes"] else c["layout"]["bytes"]
-    for b in p.graph.sections["boundaries"]:  # a family that gained relays grows its boundaries too
-        if b["layout"]["header_bytes"] and b["family"] in sizes:
-            b["buffer_bytes"] = sizes[b["family"]]
+        c.buffer_bytes = sizes[c.family] if c.layout.header_bytes else c.layout.bytes
+    for b in p.draft.boundaries:  # a family that gained relays grows its boundaries too
+        if b.layout.header_bytes and b.family in sizes:
+            b.buffer_bytes = sizes[b.family]
 
 
 def field_shape(p: Planning, shape: tuple[str, ...]) -> list[int]:
@@ -56,18 +60,18 @@ def field_shape(p: Planning, shape: tuple[str, ...]) -> list[int]:
     return dims
 
 
-def pack(p: Planning, sites, *, guarded: bool) -> dict:
+def pack(p: Planning, sites, *, guarded: bool) -> LayoutDraft:
     """The packed layout of `sites`' decisions: the guard header if `guarded`, then fields."""
     header = guarded
     offset = HEADER_BYTES if header else 0
     fields = []
     for site in sites:
-        for name in p.graph.sections["sites"][site]["decisions"]:
+        for name in p.draft.sites[site].decisions:
             d = p.method.decision(name)
             dims = field_shape(p, d.shape)
             size = nbytes(dims, d.dtype)
-            fields.append({"site": site, "decision": name, "dtype": d.dtype, "shape": dims,
-                           "symbols": list(d.shape), "offset": offset, "bytes": size})
+            fields.append(FieldDraft(site=site, decision=name, dtype=d.dtype, shape=tuple(dims),
+                                     symbols=tuple(d.shape), offset=offset, bytes=size))
             offset += -(-size // ALIGN) * ALIGN
-    return {"header": [list(h) for h in HEADER] if header else [], "header_bytes": HEADER_BYTES if header else 0,
-            "capacity_rows": p.spec.runtime.max_batch, "fields": fields, "bytes": offset}
+    return LayoutDraft(header=HEADER if header else (), header_bytes=HEADER_BYTES if header else 0,
+                       capacity_rows=p.spec.runtime.max_batch, fields=tuple(fields), bytes=offset)

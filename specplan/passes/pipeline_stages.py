@@ -1,6 +1,6 @@
 """Pass pipeline_stages: drafter placement, taps, tap routing and decision relays under PP.
 
-Requires: dp_agreement. Ensures `sections["pipeline"]`:
+Requires: dp_agreement. Ensures the draft's `pipeline`:
 - the drafter on the last stage with its own pipeline size 1, tensor width
   `speculative.draft_tp` (default: the target's attention TP), and draft-layer ids numbered
   after the target's total layers (a stage-local count would collide with target layers);
@@ -19,39 +19,40 @@ from __future__ import annotations
 
 from specplan.errors import PlanError
 from specplan.ir import Node, node_id
+from specplan.ir.draft import (DrafterDraft, LinkDraft, PipelineDraft, RelayDraft, RelaysDraft,
+                               RoutingDraft, SampledRowsDraft, SiteDraft, TapDraft)
 from specplan.ir.nodes import RELAY_ID_BASE
 from specplan.mesh.pipeline import draft_layer_ids
 from specplan.passes.context import Planning
+from specplan.passes.contracts import DRAFT
 from specplan.passes.pin_widths import pack, share_buffers
 
 NAME = "pipeline_stages"
-REQUIRES = ("dp_agreement", "boundaries[].layout", "buffer_bytes")
-ENSURES = ("pipeline.stages", "pipeline.relay.sampled_rows",
-           "pipeline.relay.sites[].layout",
-           "pipeline.relay.sites[].buffer_bytes")
+REQUIRES = (DRAFT.dp_agreement, DRAFT.boundaries.each.layout, DRAFT.buffer_bytes)
+ENSURES = (DRAFT.pipeline.stages, DRAFT.pipeline.relay.sampled_rows,
+           DRAFT.pipeline.relay.sites.each.layout,
+           DRAFT.pipeline.relay.sites.each.buffer_bytes)
 
 
 def run(p: Planning) -> None:
-    stages = p.mesh.stages
-    p.graph.sections["pipeline"] = {
-        "stages": [{"pp_rank": s.pp_rank, "start_layer": s.start_layer, "end_layer": s.end_layer,
-                    "taps": list(s.taps)} for s in stages],
-        "drafter": _drafter(p),
-        "taps": _tap_producers(p),
-        "tap_ids": p.choices.tap_ids,
-        "aux_routing": p.choices.aux_routing,
-        "routing": {mode: _routing(p, mode) for mode in ("chain", "direct")},
-        "relay": {"mode": p.choices.relay, "relay_drafts": p.choices.relay_drafts,
-                  "payload_width": p.choices.payload_width, "sites": [],
-                  "sampled_rows": sampled_rows(p)},
-        "handoff_bytes": _handoff_bytes(p),
-    }
-    relays = _relays(p)
-    p.graph.sections["pipeline"]["relay"]["sites"] = relays
-    share_buffers(p, relays)
+    relay = RelaysDraft(mode=p.choices.relay, relay_drafts=p.choices.relay_drafts,
+                        payload_width=p.choices.payload_width, sites=[],
+                        sampled_rows=sampled_rows(p))
+    p.draft.pipeline = PipelineDraft(
+        stages=tuple(p.mesh.stages),
+        drafter=_drafter(p),
+        taps=_tap_producers(p),
+        tap_ids=p.choices.tap_ids,
+        aux_routing=p.choices.aux_routing,
+        routing=RoutingDraft(chain=_routing(p, "chain"), direct=_routing(p, "direct")),
+        relay=relay,
+        handoff_bytes=_handoff_bytes(p),
+    )
+    relay.sites = _relays(p)
+    share_buffers(p, relay.sites)
 
 
-def sampled_rows(p: Planning) -> dict | None:
+def sampled_rows(p: Planning) -> SampledRowsDraft | None:
     """The rule choosing the rows of the sampled-token broadcast (None without a pipeline).
 
     A round may mix prefill chunks and decode rows; a row samples when it decodes or its chunk
@@ -64,10 +65,11 @@ def sampled_rows(p: Planning) -> dict | None:
     discount = p.spec.pipeline.sample_discount
     steps = p.spec.speculative.verify_width - 1  # the most drafts a round verifies
     minus = f"max drafts ({steps})" if discount == "bound" else "this round's draft count"
-    return {"discount": discount, "discount_tokens": steps if discount == "bound" else None,
-            "rule": "a row is broadcast when its round samples (a decode row, or the chunk with "
-                    "computed + scheduled >= prompt_len) and max(computed - " + minus +
-                    ", prompt_len) + 1 < max_seq_len"}
+    return SampledRowsDraft(
+        discount=discount, discount_tokens=steps if discount == "bound" else None,
+        rule="a row is broadcast when its round samples (a decode row, or the chunk with "
+             "computed + scheduled >= prompt_len) and max(computed - " + minus +
+             ", prompt_len) + 1 < max_seq_len")
 
 
 def attention_tp(p: Planning) -> int:
@@ -75,7 +77,7 @@ def attention_tp(p: Planning) -> int:
     return d["attn_tp"] if "attn_tp" in d else p.spec.topology.tp
 
 
-def _drafter(p: Planning) -> dict | None:
+def _drafter(p: Planning) -> DrafterDraft | None:
     if p.method.drafter == "none":
         return None
     width = p.spec.speculative.draft_tp or attention_tp(p)
@@ -83,13 +85,13 @@ def _drafter(p: Planning) -> dict | None:
         raise PlanError.single(p.spec, ("speculative", "draft_tp"),
                                f"draft_tp={width} must be 1 or the attention TP width {attention_tp(p)}")
     n = 0 if p.method.drafter == "lookup" else p.spec.speculative.draft_num_layers or 1
-    return {"stage": p.last_stage, "pipeline_size": 1, "tp": width,
-            "layer_ids": draft_layer_ids(p.mesh.stages, n, p.choices.draft_layer_ids),
-            "numbering": p.choices.draft_layer_ids,
-            "kind": p.method.drafter, "target_layers": [0, p.spec.model.num_layers]}
+    return DrafterDraft(stage=p.last_stage, pipeline_size=1, tp=width,
+                        layer_ids=tuple(draft_layer_ids(p.mesh.stages, n, p.choices.draft_layer_ids)),
+                        numbering=p.choices.draft_layer_ids,
+                        kind=p.method.drafter, target_layers=(0, p.spec.model.num_layers))
 
 
-def _tap_producers(p: Planning) -> list[dict]:
+def _tap_producers(p: Planning) -> tuple[TapDraft, ...]:
     """Each tap the drafter reads, with every stage that produces a value under that id.
 
     Global ids: the one owner stage. Stage-local ids: every stage reads an id as an offset
@@ -102,8 +104,8 @@ def _tap_producers(p: Planning) -> list[dict]:
             producers = [s.pp_rank for s in p.mesh.stages if tap in s.taps]
         else:
             producers = [s.pp_rank for s in p.mesh.stages if tap <= s.end_layer - s.start_layer]
-        out.append({"tap": tap, "producers": producers})
-    return out
+        out.append(TapDraft(tap=tap, producers=tuple(producers)))
+    return tuple(out)
 
 
 def _tap_bytes(p: Planning) -> int:
@@ -116,39 +118,39 @@ def _handoff_bytes(p: Planning) -> int:
     return 2 * _tap_bytes(p)
 
 
-def _routing(p: Planning, mode: str) -> list[dict]:
+def _routing(p: Planning, mode: str) -> tuple[LinkDraft, ...]:
     stages, tap = p.mesh.stages, _tap_bytes(p)
     if len(stages) == 1:
-        return []
+        return ()
     if mode == "chain":
         out, carried = [], 0
         for s in stages[:-1]:
             carried += len(s.taps)
-            out.append({"link": [s.pp_rank, s.pp_rank + 1], "taps": carried, "bytes": carried * tap,
-                        "messages": 0, "note": "rides inside the stage handoff"})
-        return out
-    return [{"link": [s.pp_rank, p.last_stage], "taps": len(s.taps), "bytes": len(s.taps) * tap,
-             "messages": 1} for s in stages[:-1] if s.taps]
+            out.append(LinkDraft(link=(s.pp_rank, s.pp_rank + 1), taps=carried, bytes=carried * tap,
+                                 messages=0, note="rides inside the stage handoff"))
+        return tuple(out)
+    return tuple(LinkDraft(link=(s.pp_rank, p.last_stage), taps=len(s.taps),
+                           bytes=len(s.taps) * tap, messages=1) for s in stages[:-1] if s.taps)
 
 
-def _relays(p: Planning) -> list[dict]:
+def _relays(p: Planning) -> list[RelayDraft]:
     if p.pp == 1:
         return []
     out = []
-    for name, entry in p.graph.sections["sites"].items():
-        if entry["readers"] != "all_stages" or entry["startup"]:
+    for entry in p.draft.sites.values():
+        if entry.readers != "all_stages" or entry.startup:
             continue
-        if entry["converge"] and entry["family"] == "replica":
+        if entry.converge and entry.family == "replica":
             continue  # the replica-wide collective already reaches every stage
-        if entry["phase"] == "draft" and not p.choices.relay_drafts:
+        if entry.phase == "draft" and not p.choices.relay_drafts:
             continue  # the engine does not relay drafts: earlier stages embed placeholders
-        mode = p.choices.relay if entry["converge"] else _unconverged_mode(p)
-        layout = pack(p, [name], guarded=True)
-        out.append({"site": name, "round": entry["round"], "mode": mode, "family": "pp",
-                    "source_member": p.pp - 1, "bytes": sum(f["bytes"] for f in layout["fields"]),
-                    "width": p.choices.payload_width, "id": RELAY_ID_BASE + len(out),
-                    "layout": layout})
-        _splice(p, name, entry, mode)
+        mode = p.choices.relay if entry.converge else _unconverged_mode(p)
+        layout = pack(p, [entry.name], guarded=True)
+        out.append(RelayDraft(site=entry.name, round=entry.round, mode=mode, family="pp",
+                              source_member=p.pp - 1, bytes=sum(f.bytes for f in layout.fields),
+                              width=p.choices.payload_width, id=RELAY_ID_BASE + len(out),
+                              layout=layout))
+        _splice(p, entry, mode)
     return out
 
 
@@ -157,18 +159,18 @@ def _unconverged_mode(p: Planning) -> str:
     return "ring" if p.choices.relay == "ring" else "column"
 
 
-def _splice(p: Planning, name: str, entry: dict, mode: str) -> None:
-    g, rnd, last = p.graph, entry["round"], p.last_stage
+def _splice(p: Planning, entry: SiteDraft, mode: str) -> None:
+    g, rnd, last, name = p.graph, entry.round, p.last_stage, entry.name
     conv = node_id("converge", rnd, name, last)
     origin = [g.get(conv)] if g.has(conv) else \
         [n for n in g.nodes("decision", round=rnd, stage=last) if n.attr("site") == name]
     for s in range(p.pp):
-        relay = g.add(Node("converge", f"relay_{name}", rnd, entry["phase"], s,
-                           attrs=(("decisions", tuple(entry["decisions"])), ("family", "pp"),
+        relay = g.add(Node("converge", f"relay_{name}", rnd, entry.phase, s,
+                           attrs=(("decisions", entry.decisions), ("family", "pp"),
                                   ("mode", mode), ("order", origin[0].attr("order") + 1),
                                   ("source_member", p.pp - 1))))
         for src in origin:
-            g.connect(src, relay, tuple(d for d in entry["decisions"] if src.kind == "converge"
+            g.connect(src, relay, tuple(d for d in entry.decisions if src.kind == "converge"
                                         or d == src.name))
             if s == last:
                 continue

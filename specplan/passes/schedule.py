@@ -1,21 +1,23 @@
 """Pass schedule: each rank class's ordered collectives for one round of each kind.
 
-Requires: moe_rows. Ensures `sections["rank_classes"]`: ranks that run the same program
+Requires: moe_rows. Ensures the draft's `rank_classes`: ranks that run the same program
 (here: the ranks of one pipeline stage) share one program, stored once with the rule that
-selects its ranks, so a plan grows with classes, not ranks; and `sections["in_flight"]`,
+selects its ranks, so a plan grows with classes, not ranks; and `in_flight`,
 the pp rounds a pipeline keeps in flight. Ops name a family (the rank's own group in it),
 bytes fixed at compile time, and the boundary or site they serve.
 """
 
 from __future__ import annotations
 
+from specplan.ir.draft import ABSENT, BoundaryDraft, OpDraft, ProgramDraft, RankClassDraft
 from specplan.methods.base import eval_dim
 from specplan.passes.context import Planning
+from specplan.passes.contracts import DRAFT
 
 NAME = "schedule"
-REQUIRES = ("moe", "dp_agreement", "boundaries[].buffer_bytes",
-            "pipeline.relay.sites[].buffer_bytes")
-ENSURES = ("rank_classes[].program", "in_flight")
+REQUIRES = (DRAFT.moe, DRAFT.dp_agreement, DRAFT.boundaries.each.buffer_bytes,
+            DRAFT.pipeline.relay.sites.each.buffer_bytes)
+ENSURES = (DRAFT.rank_classes.each.program, DRAFT.in_flight)
 IDLE_SKIPS = ("forward", "all_to_all", "all_gather")
 
 
@@ -24,20 +26,20 @@ def run(p: Planning) -> None:
     order = p.graph.topological()  # once: every stage's program is a filter of this order
     for s in range(p.pp):
         mine = [n for n in order if n.stage == s]
-        program = {rnd: _program(p, rnd, s, mine) for rnd in ("startup", "prefill", "decode")}
-        entry = {"id": s, "rule": {"pp": s}, "program": program}
-        if p.graph.sections["dp_agreement"] and p.choices.idle_ranks == "skip":
+        program = ProgramDraft(*(_program(p, rnd, s, mine) for rnd in ("startup", "prefill", "decode")))
+        idle = ABSENT
+        if p.draft.dp_agreement and p.choices.idle_ranks == "skip":
             # An idle DP rank that skips its forwards also skips every collective inside them.
-            entry["idle_program"] = {rnd: [o for o in ops if o["op"] not in IDLE_SKIPS]
-                                     for rnd, ops in program.items()}
-        classes.append(entry)
-    p.graph.sections["rank_classes"] = classes
-    p.graph.sections["in_flight"] = p.pp
+            idle = ProgramDraft(*(tuple(o for o in ops if o.op not in IDLE_SKIPS)
+                                  for ops in (program.startup, program.prefill, program.decode)))
+        classes.append(RankClassDraft(id=s, rule={"pp": s}, program=program, idle_program=idle))
+    p.draft.rank_classes = classes
+    p.draft.in_flight = p.pp
 
 
-def _program(p: Planning, rnd: str, stage: int, nodes: list) -> list[dict]:
-    sites, boundaries = p.graph.sections["sites"], p.graph.sections["boundaries"]
-    ops: list[dict] = []
+def _program(p: Planning, rnd: str, stage: int, nodes: list) -> tuple[OpDraft, ...]:
+    sites, boundaries = p.draft.sites, p.draft.boundaries
+    ops: list[OpDraft] = []
     seen: set[int] = set()
     for node in nodes:
         if node.round != rnd:
@@ -45,72 +47,68 @@ def _program(p: Planning, rnd: str, stage: int, nodes: list) -> list[dict]:
         if node.kind == "compute":
             ops.extend(_compute_ops(p, node))
         elif node.kind == "converge" and node.name == "dp_token_counts":
-            dp = p.graph.sections["dp_agreement"]
-            ops.append({"op": dp["op"], "family": dp["family"], "bytes": dp["bytes"],
-                        "what": "dp_token_counts"})
+            dp = p.draft.dp_agreement
+            ops.append(OpDraft(op=dp.op, family=dp.family, bytes=dp.bytes, what="dp_token_counts"))
         elif node.kind == "converge" and node.name.startswith("relay_"):
             ops.append(_relay_op(p, node, stage))
         elif node.kind == "converge":
-            b = sites[node.name].get("boundary")
+            b = sites[node.name].boundary
             if b is None or b in seen:
                 continue
             seen.add(b)
             bd = boundaries[b]
-            op = {"op": bd["op"], "family": bd["family"], "bytes": bd["buffer_bytes"],
-                  "boundary": b, "source_member": bd["source_member"], "sites": bd["sites"]}
+            op = OpDraft(op=bd.op, family=bd.family, bytes=bd.buffer_bytes, boundary=b,
+                         source_member=bd.source_member, sites=tuple(bd.sites))
             if _dynamic_sender(p, bd, stage):
-                op["bytes"] = None  # the last stage sends its actual width, known only at run time
+                op.bytes = None  # the last stage sends its actual width, known only at run time
             ops.append(op)
-    return ops
+    return tuple(ops)
 
 
-def _dynamic_sender(p: Planning, boundary: dict, stage: int) -> bool:
+def _dynamic_sender(p: Planning, boundary: BoundaryDraft, stage: int) -> bool:
     """payload_width: dynamic makes the deciding stage's payload to other stages unpinned."""
-    crosses_stages = boundary["family"] == "replica" and p.pp > 1
+    crosses_stages = boundary.family == "replica" and p.pp > 1
     return (p.choices.payload_width == "dynamic" and crosses_stages and stage == p.last_stage
-            and boundary["op"] == "broadcast")
+            and boundary.op == "broadcast")
 
 
-def _relay_op(p: Planning, node, stage: int) -> dict:
-    relay = next(r for r in p.graph.sections["pipeline"]["relay"]["sites"]
-                 if f"relay_{r['site']}" == node.name)
-    op = {"op": "broadcast" if relay["mode"] == "column" else "ring", "family": "pp",
-          "bytes": relay["buffer_bytes"], "site": relay["site"], "source_member": p.pp - 1}
-    if relay["width"] == "dynamic" and stage == p.pp - 1:
-        op["bytes"] = None  # the sender's actual width, known only at run time
-    if relay["mode"] == "ring":
+def _relay_op(p: Planning, node, stage: int) -> OpDraft:
+    relay = next(r for r in p.draft.pipeline.relay.sites if f"relay_{r.site}" == node.name)
+    op = OpDraft(op="broadcast" if relay.mode == "column" else "ring", family="pp",
+                 bytes=relay.buffer_bytes, site=relay.site, source_member=p.pp - 1)
+    if relay.width == "dynamic" and stage == p.pp - 1:
+        op.bytes = None  # the sender's actual width, known only at run time
+    if relay.mode == "ring":
         last = p.pp - 1
-        op["recv_from"] = None if stage == last else (last if stage == 0 else stage - 1)
-        op["send_to"] = None if stage == p.pp - 2 else (0 if stage == last else stage + 1)
+        op.recv_from = None if stage == last else (last if stage == 0 else stage - 1)
+        op.send_to = None if stage == p.pp - 2 else (0 if stage == last else stage + 1)
     return op
 
 
-def _compute_ops(p: Planning, node) -> list[dict]:
-    pipe = p.graph.sections["pipeline"]
+def _compute_ops(p: Planning, node) -> list[OpDraft]:
     kind = node.attr("compute")
     if kind == "moe_dispatch_combine":
-        moe = p.graph.sections["moe"]
-        return [{"op": "all_to_all", "family": moe["dispatch_family"], "what": "moe_dispatch_combine",
-                 "per_layer": True},
-                {"op": "all_gather", "family": "attn_tp", "bytes": moe["gather_bytes_per_layer"],
-                 "what": "moe_row_gather", "per_layer": True}]
+        moe = p.draft.moe
+        return [OpDraft(op="all_to_all", family=moe.dispatch_family, what="moe_dispatch_combine",
+                        per_layer=True),
+                OpDraft(op="all_gather", family="attn_tp", bytes=moe.gather_bytes_per_layer,
+                        what="moe_row_gather", per_layer=True)]
     ops = []
     staged = kind in ("target_verify", "target_prefill")
     rows = p.spec.runtime.max_batch * eval_dim(node.attr("tokens_per_request", "0"), p.symbols)
     hand = 2 * rows * p.spec.model.hidden_size * p.act_bytes
     taps = _chain_tap_bytes(p, node.stage - 1, rows) if kind == "target_verify" else 0
     if staged and node.stage > 0:
-        ops.append({"op": "recv", "family": "pp", "peer_member": node.stage - 1,
-                    "bytes": hand + taps, "what": f"{node.name}_handoff"})
+        ops.append(OpDraft(op="recv", family="pp", peer_member=node.stage - 1,
+                           bytes=hand + taps, what=f"{node.name}_handoff"))
     forwards = eval_dim(node.attr("forwards", "1"), p.symbols)
     if forwards:
-        ops.append({"op": "forward", "compute": kind, "family": "tp", "count": forwards,
-                    "rows": rows})
+        ops.append(OpDraft(op="forward", compute=kind, family="tp", count=forwards, rows=rows))
     if staged and node.stage < p.pp - 1:
         out_taps = _chain_tap_bytes(p, node.stage, rows) if kind == "target_verify" else 0
-        ops.append({"op": "send", "family": "pp", "peer_member": node.stage + 1,
-                    "bytes": hand + out_taps, "what": f"{node.name}_handoff"})
-    if kind == "target_verify" and pipe["aux_routing"] == "direct":
+        ops.append(OpDraft(op="send", family="pp", peer_member=node.stage + 1,
+                           bytes=hand + out_taps, what=f"{node.name}_handoff"))
+    if kind == "target_verify" and p.draft.pipeline.aux_routing == "direct":
         ops.extend(_direct_tap_ops(p, node.stage, rows))
     return ops
 
@@ -122,13 +120,13 @@ def _chain_tap_bytes(p: Planning, upto: int, rows: int) -> int:
     return taps * rows * p.spec.model.hidden_size * p.act_bytes
 
 
-def _direct_tap_ops(p: Planning, stage: int, rows: int) -> list[dict]:
+def _direct_tap_ops(p: Planning, stage: int, rows: int) -> list[OpDraft]:
     per_tap = rows * p.spec.model.hidden_size * p.act_bytes
     last = p.pp - 1
     if stage < last and p.mesh.stages[stage].taps:
-        return [{"op": "send", "family": "pp", "peer_member": last,
-                 "bytes": len(p.mesh.stages[stage].taps) * per_tap, "what": "taps_direct"}]
+        return [OpDraft(op="send", family="pp", peer_member=last,
+                        bytes=len(p.mesh.stages[stage].taps) * per_tap, what="taps_direct")]
     if stage == last:
-        return [{"op": "recv", "family": "pp", "peer_member": s.pp_rank, "bytes": len(s.taps) * per_tap,
-                 "what": "taps_direct"} for s in p.mesh.stages[:-1] if s.taps]
+        return [OpDraft(op="recv", family="pp", peer_member=s.pp_rank, bytes=len(s.taps) * per_tap,
+                        what="taps_direct") for s in p.mesh.stages[:-1] if s.taps]
     return []

@@ -4,7 +4,8 @@
     artifact.py  Plan: the whole document, its fingerprint, the lookups readers share
     view.py      PlanView: the bound plan as the runtime reads it (guarded collectives, programs)
     load.py      load_plan: plan.json -> Plan, every key checked, hand edits refused
-    build.py     build_plan: the passes' output -> Plan (imported on its own: it needs the planner)
+    build.py     compile: a Spec -> Plan; build_plan: the passes' draft -> Plan (imported on its
+                 own: it needs the planner)
     codec.py     JSON <-> dataclasses from their type hints
 
 Nothing outside this package indexes plan content by key (tests/plan/test_plan_access.py).

@@ -1,4 +1,9 @@
-"""The planner's output: the passes' sections as a Plan (plan.json, versioned, fingerprinted).
+"""The planner's output: the passes' draft as a Plan (plan.json, versioned, fingerprinted).
+
+The draft (specplan/ir/draft.py) has plan.json's objects under plan.json's names, so it goes
+to the plan's one reader (plan/codec.py `decode`) as it is; the parts the spec alone gives
+(model, speculative, sync, runtime, behaviour, source) and the sites' sized decisions are
+built here as the plan's own objects. `compile` is the one call from a Spec to its Plan.
 
 Both hashes are taken over canonical JSON (sorted keys, no whitespace; the fingerprint leaves
 out the sites' YAML line numbers), so comments and key order in the YAML change neither;
@@ -10,19 +15,23 @@ as rules (`explain --json` still lists every group).
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from specplan.engines import of
 from specplan.engines.releases import newest
 from specplan.files import write_atomic
 from specplan.methods.base import nbytes
+from specplan.ir.draft import SiteDraft
+from specplan import passes
 from specplan.passes import Planning
 from specplan.passes.pin_widths import field_shape
 from specplan.plan.artifact import SCHEMA_VERSION, Plan, canonical, fingerprint
-from specplan.plan.codec import decode
+from specplan.plan.codec import ABSENT, decode, encode
+from specplan.plan.model import (Behaviour, Decision, FamilyRule, Model, MoeShape, Rule,
+                                 RuntimeSettings, Site, Source, Speculative, Sync)
+from specplan.schema import Spec
 from specplan.schema.model import DEVICE_BACKENDS
-
 
 
 # Keys added after plans were first fingerprinted: left out while unset, so a spec that does
@@ -47,45 +56,55 @@ def spec_sha256(p: Planning) -> str:
     return hashlib.sha256(canonical(data)).hexdigest()
 
 
+def compile(spec: Spec) -> Plan:
+    """The Plan of a spec: every pass, then `build_plan` (`passes.plan(spec, upto=NAME)` runs
+    part of the pipeline, for the pass tests)."""
+    return build_plan(passes.plan(spec))
+
+
 def build_plan(p: Planning) -> Plan:
-    """The Plan of a planned spec: decoded by the same reader as plan.json, so a planner bug
-    that writes a malformed plan fails here (an internal error), not in a reader later."""
-    spec, s = p.spec, p.graph.sections
-    plan: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "name": spec.name,
-        "engine": spec.engine,
-        "spec_sha256": spec_sha256(p),
-        "fingerprint": "",
-        "world_size": p.mesh.world_size,
-        "num_worlds": p.mesh.num_worlds,
-        "device": spec.topology.device,
-        "backend": spec.topology.backend or DEVICE_BACKENDS[spec.topology.device],
-        "widths": p.mesh.widths,
-        "derived": p.mesh.derived,
-        "model": _model(p),
-        "speculative": _speculative(p),
-        "sync": {"policy": spec.sync.policy, "sites": dict(sorted(spec.sync.sites.items()))},
-        "families": [_family(f) for f in s["families"].values()],
-        "sites": [_site(p, name, e) for name, e in s["sites"].items()],
-        "boundaries": s["boundaries"],
-        "buffer_bytes": s["buffer_bytes"],
-        "unfused": s["unfused"],
-        "pipeline": s["pipeline"],
-        "dp_agreement": s["dp_agreement"],
-        "moe": s["moe"],
-        "rank_classes": s["rank_classes"],
-        "in_flight": s["in_flight"],
-        "passes": list(p.graph.passes_run),
-        "runtime": _runtime(p),
-        "behaviour": _behaviour(p),
-        "source": _source(p),
-    }
+    """The Plan of a planned spec: its draft read by the same reader as plan.json, so a
+    planner bug that drafts a malformed plan fails here (an internal error), not in a reader
+    later."""
+    spec, d = p.spec, p.draft
     refused = of(spec).launch_refusal(spec)  # the one rule export refuses by, too
-    if refused:
-        plan["launch_refusal"] = refused
-    plan["fingerprint"] = fingerprint(plan)
-    return decode(Plan, plan)
+    built = decode(Plan, _given(
+        schema_version=SCHEMA_VERSION,
+        name=spec.name,
+        engine=spec.engine,
+        spec_sha256=spec_sha256(p),
+        fingerprint="",
+        world_size=p.mesh.world_size,
+        num_worlds=p.mesh.num_worlds,
+        device=spec.topology.device,
+        backend=spec.topology.backend or DEVICE_BACKENDS[spec.topology.device],
+        widths=p.mesh.widths,
+        derived=p.mesh.derived,
+        model=_model(p),
+        speculative=_speculative(p),
+        sync=Sync(policy=spec.sync.policy, sites=dict(sorted(spec.sync.sites.items()))),
+        families=tuple(_family(f) for f in d.families.values()),
+        sites=tuple(_site(p, site) for site in d.sites.values()),
+        boundaries=d.boundaries,
+        buffer_bytes=d.buffer_bytes,
+        unfused=d.unfused,
+        pipeline=d.pipeline,
+        dp_agreement=d.dp_agreement,
+        moe=d.moe,
+        rank_classes=d.rank_classes,
+        in_flight=d.in_flight,
+        passes=tuple(p.graph.passes_run),
+        runtime=_runtime(p),
+        behaviour=_behaviour(p),
+        source=_source(p),
+        launch_refusal=refused or ABSENT,
+    ))
+    return replace(built, fingerprint=fingerprint(encode(built)))
+
+
+def _given(**fields) -> dict:
+    """The Plan's fields but ABSENT ones: a fact no pass filled reads as a missing key."""
+    return {k: v for k, v in fields.items() if v is not ABSENT}
 
 
 def write_plan(plan: Plan, out_dir: str | Path) -> Path:
@@ -93,26 +112,26 @@ def write_plan(plan: Plan, out_dir: str | Path) -> Path:
     return write_atomic(Path(out_dir) / "plan.json", plan.dumps())
 
 
-def _model(p: Planning) -> dict:
+def _model(p: Planning) -> Model:
     m = p.spec.model
-    return {"num_layers": m.num_layers, "hidden_size": m.hidden_size, "vocab_size": m.vocab_size,
-            "dtype": m.dtype, "moe": _moe(m.moe)}
+    return Model(num_layers=m.num_layers, hidden_size=m.hidden_size, vocab_size=m.vocab_size,
+                 dtype=m.dtype, moe=_moe(m.moe))
 
 
-def _moe(moe) -> dict | None:
+def _moe(moe) -> MoeShape | None:
     if moe is None:
         return None
-    out = {"num_experts": moe.num_experts, "top_k": moe.top_k, "a2a": moe.a2a}
-    if moe.eplb:
-        out["eplb"] = True  # experts move at rebalance steps: every rank at the same step
-    return out
+    # eplb: experts move at rebalance steps, every rank at the same step; left out when off
+    return MoeShape(num_experts=moe.num_experts, top_k=moe.top_k, a2a=moe.a2a,
+                    eplb=True if moe.eplb else ABSENT)
 
 
-def _speculative(p: Planning) -> dict:
+def _speculative(p: Planning) -> Speculative:
     sp = p.spec.speculative
-    return {"method": sp.method, "num_steps": sp.num_steps, "topk": sp.topk,
-            "num_draft_tokens": sp.verify_width, "sampling": sp.sampling,
-            "taps": list(sp.taps(p.spec.model.num_layers)), "max_batch": p.spec.runtime.max_batch}
+    return Speculative(method=sp.method, num_steps=sp.num_steps, topk=sp.topk,
+                       num_draft_tokens=sp.verify_width, sampling=sp.sampling,
+                       taps=tuple(sp.taps(p.spec.model.num_layers)),
+                       max_batch=p.spec.runtime.max_batch)
 
 
 KNOBS = ("behaviour", "engine", "speculative.method", "speculative.sampling", "speculative.aux_layers",
@@ -122,13 +141,13 @@ KNOBS = ("behaviour", "engine", "speculative.method", "speculative.sampling", "s
          "pipeline.sample_discount")
 
 
-def _behaviour(p: Planning) -> dict:
+def _behaviour(p: Planning) -> Behaviour:
     c = p.choices
-    return {"mode": c.behaviour, "group": c.group, "relay": c.relay, "rng_is_float": c.rng_is_float,
-            "lockstep_sites": sorted(c.lockstep_sites), "notes": list(c.notes)}
+    return Behaviour(mode=c.behaviour, group=c.group, relay=c.relay, rng_is_float=c.rng_is_float,
+                     lockstep_sites=tuple(sorted(c.lockstep_sites)), notes=tuple(c.notes))
 
 
-def _source(p: Planning) -> dict:
+def _source(p: Planning) -> Source:
     """Where findings point in the YAML; left out of the fingerprint (comments move lines)."""
     lines = {}
     src = p.spec._source
@@ -136,31 +155,31 @@ def _source(p: Planning) -> dict:
         where = src.key_at.get(tuple(knob.split("."))) if src is not None else None
         if where is not None:  # only keys the YAML really writes
             lines[knob] = where[0]
-    return {"spec_file": p.spec.line_of()[0], "lines": lines}
+    return Source(spec_file=p.spec.line_of()[0], lines=lines)
 
 
-def _runtime(p: Planning) -> dict:
+def _runtime(p: Planning) -> RuntimeSettings:
     r = p.spec.runtime
-    out = {"max_batch": r.max_batch, "timeout_s": r.timeout_s, "trace_dir": r.trace_dir,
-           "probe_every": r.probe_every, "batch_identity": r.batch_identity}
-    if r.async_scheduling is not None:
-        out["async_scheduling"] = r.async_scheduling
-    return out
+    return RuntimeSettings(max_batch=r.max_batch, timeout_s=r.timeout_s, trace_dir=r.trace_dir,
+                           probe_every=r.probe_every, batch_identity=r.batch_identity,
+                           async_scheduling=ABSENT if r.async_scheduling is None else r.async_scheduling)
 
 
-def _family(f) -> dict:
-    return {"name": f.name, "rule": f.rule(), "group_size": f.group_size, "num_groups": f.num_groups}
+def _family(f) -> FamilyRule:
+    rule = Rule(shape=tuple(f.shape), strides=tuple(f.strides), group_ndim=f.group_ndim,
+                alias=f.alias or ABSENT)
+    return FamilyRule(name=f.name, rule=rule, group_size=f.group_size, num_groups=f.num_groups)
 
 
-def _site(p: Planning, name: str, e: dict) -> dict:
+def _site(p: Planning, site: SiteDraft) -> Site:
     decisions = []
-    for dname in e["decisions"]:
-        d = p.method.decision(dname)
-        dims = field_shape(p, d.shape)
-        decisions.append({"name": dname, "symbols": list(d.shape), "shape": dims, "dtype": d.dtype,
-                          "nature": d.nature, "bytes": nbytes(dims, d.dtype)})
-    return {"name": name, "round": e["round"], "phase": e["phase"], "kind": e["kind"],
-            "decisions": decisions, "family": e["family"], "source_member": e["source_member"],
-            "readers": e["readers"], "converge": e["converge"], "reason": e["reason"],
-            "trivial": e["trivial"],
-            "boundary": e.get("boundary"), "line": p.line("sync", "sites", name) or p.line("sync", "policy")}
+    for name in site.decisions:
+        d = p.method.decision(name)
+        dims = tuple(field_shape(p, d.shape))
+        decisions.append(Decision(name=name, symbols=tuple(d.shape), shape=dims, dtype=d.dtype,
+                                  nature=d.nature, bytes=nbytes(dims, d.dtype)))
+    return Site(name=site.name, round=site.round, phase=site.phase, kind=site.kind,
+                decisions=tuple(decisions), family=site.family, source_member=site.source_member,
+                readers=site.readers, converge=site.converge, reason=site.reason,
+                trivial=site.trivial, boundary=site.boundary,
+                line=p.line("sync", "sites", site.name) or p.line("sync", "policy"))

@@ -7,6 +7,9 @@ for null), `Annotated[int, Min(n)]` a lower bound. A key the JSON may leave out 
 `ABSENT` (distinct from null) and is left out again on the way back. Every problem is collected
 with its dotted path (`boundaries[2].layout.fields[0].offset`), so a bad file is reported whole.
 Field order is the JSON key order, so `encode(decode(x)) == x` key for key.
+The planner's draft (specplan/ir/draft.py) is read the same way: a draft object's attributes
+as an object's keys (its ABSENT ones left out), a tuple as an array; plan/build.py hands the
+passes' draft to this reader, so a planner bug that drafts a malformed plan fails here.
 """
 
 from __future__ import annotations
@@ -19,28 +22,7 @@ import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Union
 
-
-class _Absent:
-    """A key the JSON leaves out (null is None)."""
-
-    _instance = None
-
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __reduce__(self):
-        return (_Absent, ())
-
-
-ABSENT: Any = _Absent()
+from specplan.ir.draft import ABSENT, _Absent
 
 
 def opt(value):
@@ -181,7 +163,7 @@ def _union(tp, data, path: str, problems: list) -> Any:
 
 def _tuple(tp, data, path: str, problems: list) -> Any:
     args = typing.get_args(tp)
-    if not isinstance(data, list):
+    if not isinstance(data, (list, tuple)):
         problems.append((path, f"expected an array, found {_show(data)}"))
         return ()
     if len(args) == 2 and args[1] is Ellipsis:
@@ -202,6 +184,8 @@ def _mapping(tp, data, path: str, problems: list) -> Any:
 
 
 def _object(cls, data, path: str, problems: list) -> Any:
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
+        data = _attributes(data)
     if not isinstance(data, dict):
         problems.append((path, f"expected an object, found {_show(data)}"))
         return None
@@ -220,6 +204,11 @@ def _object(cls, data, path: str, problems: list) -> Any:
         if key not in values:
             problems.append((_join(path, str(key)), f"unknown key (keys: {', '.join(values)})"))
     return cls(**values)
+
+
+def _attributes(obj) -> dict:
+    """A draft (or plan) object as the JSON object it stands for: its attributes but ABSENT ones."""
+    return {f.name: v for f in dataclasses.fields(obj) if (v := getattr(obj, f.name)) is not ABSENT}
 
 
 @functools.cache

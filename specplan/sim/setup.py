@@ -128,14 +128,13 @@ def sim_spec(spec, *, requests: int, max_layers: int,
 
 def compile_data(data: dict, where: Path) -> Plan:
     """Load the sim spec (written as JSON, which YAML reads) and plan it."""
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
+    from specplan.plan.build import compile
     from specplan.schema import load_spec
 
     where.mkdir(parents=True, exist_ok=True)
     path = where / f"{data['name']}.sim.yaml"
     path.write_text(json.dumps(data, indent=1))
-    return build_plan(run_passes(load_spec(path)))
+    return compile(load_spec(path))
 
 
 def prepare(spec, where: Path, *, requests: int, max_layers: int, seed: int,

@@ -115,12 +115,11 @@ def _leave(code: int, rank: int, world: int, timeout_s: float = 30.0) -> None:
 
 def _refused_by_check(spec, rank: int, allow_errors: bool, as_json: bool) -> bool:
     """simulate and check never disagree: a spec with an ERROR is not run (rank 0 says why)."""
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
+    from specplan.plan.build import compile
     from specplan.verify import formats, has_errors, verify
     from specplan.verify.report import subject_of
 
-    plan = build_plan(run_passes(spec))
+    plan = compile(spec)
     findings = verify(plan)
     if not has_errors(findings):
         return False

@@ -15,11 +15,10 @@ def plan_for(path: str) -> Plan:
     from a spec YAML."""
     if path.endswith(".json"):
         return load_plan(path)
-    from specplan.plan.build import build_plan
-    from specplan.passes import plan
+    from specplan.plan.build import compile
     from specplan.schema import load_spec
 
-    return build_plan(plan(load_spec(path)))
+    return compile(load_spec(path))
 
 
 def subject_of(plan: Plan):

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specplan.lower import build_plan
-from specplan.passes import plan as run_passes
+from specplan import compile
 from specplan.round_view import round_data, typical_batch
 from specplan.schema import load_spec
 from tests.helpers import cli
@@ -22,7 +21,7 @@ VLLM_DP = "tests/golden/explain/vllm-dp2-pp2-tp4-moe.yaml"
 
 
 def rounds_of(path: str) -> dict:
-    return round_data(build_plan(run_passes(load_spec(ROOT / path))))
+    return round_data(compile(load_spec(ROOT / path)))
 
 
 def table_rows(text: str, title: str) -> list[list[str]]:
@@ -147,7 +146,7 @@ def test_check_buffer_findings_say_their_bytes_are_per_round_at_max_batch():
     from specplan.plan import load_plan
     from specplan.verify import verify
 
-    plan = build_plan(run_passes(load_spec(ROOT / "specs/llama-3.2-1b-eagle3-pp2.yaml"))).to_json()
+    plan = compile(load_spec(ROOT / "specs/llama-3.2-1b-eagle3-pp2.yaml")).to_json()
     mutant = copy.deepcopy(plan)
     bound = next(b for b in mutant["boundaries"] if b["op"] == "broadcast")
     bound["buffer_bytes"] += 8

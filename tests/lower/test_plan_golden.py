@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from specplan.lower import build_plan, write_plan
-from specplan.passes import plan
+from specplan.lower import write_plan
+from specplan import compile
 from specplan.schema import load_spec
 
 ROOT = Path(__file__).parents[2]
@@ -30,7 +30,7 @@ def _at_root(monkeypatch):
 
 def compile_bytes(path: Path, out: Path) -> bytes:
     spec = load_spec(path.relative_to(ROOT))
-    return write_plan(build_plan(plan(spec)), out).read_bytes()
+    return write_plan(compile(spec), out).read_bytes()
 
 
 def test_matrix_is_complete():
@@ -73,19 +73,19 @@ name: dspark-greedy-pp2
 
 
 def test_comments_and_key_order_change_no_hash(tmp_path: Path):
-    base = build_plan(plan(load_spec(GOLDEN / "dspark-greedy-pp2.yaml")))
+    base = compile(load_spec(GOLDEN / "dspark-greedy-pp2.yaml"))
     moved = tmp_path / "moved.yaml"
     moved.write_text(REORDERED)
-    other = build_plan(plan(load_spec(moved)))
+    other = compile(load_spec(moved))
     assert other["spec_sha256"] == base["spec_sha256"]
     assert other["fingerprint"] == base["fingerprint"]
     assert other["sites"][0]["line"] == 12  # the line still points at sync.policy
 
 
 def test_a_real_change_changes_both_hashes(tmp_path: Path):
-    base = build_plan(plan(load_spec(GOLDEN / "dspark-greedy-pp2.yaml")))
+    base = compile(load_spec(GOLDEN / "dspark-greedy-pp2.yaml"))
     changed = tmp_path / "changed.yaml"
     changed.write_text(REORDERED.replace("max_batch: 8", "max_batch: 16"))
-    other = build_plan(plan(load_spec(changed)))
+    other = compile(load_spec(changed))
     assert other["spec_sha256"] != base["spec_sha256"]
     assert other["fingerprint"] != base["fingerprint"]

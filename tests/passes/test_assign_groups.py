@@ -16,11 +16,11 @@ runtime: {max_batch: 4}
 
 
 def test_dp_attention_sites_use_attn_tp_ranks(planned):
-    s = planned(DPATTN, upto="assign_groups").graph.sections
-    replica: Family = s["families"]["replica"]
-    assert replica.groups() == [[0, 1], [2, 3], [4, 5], [6, 7]] == s["families"]["attn_tp"].groups()
-    assert {e["family"] for e in s["sites"].values()} == {"replica"}
-    assert {e["source_member"] for e in s["sites"].values()} == {0}
+    s = planned(DPATTN, upto="assign_groups").draft
+    replica: Family = s.families["replica"]
+    assert replica.groups() == [[0, 1], [2, 3], [4, 5], [6, 7]] == s.families["attn_tp"].groups()
+    assert {e.family for e in s.sites.values()} == {"replica"}
+    assert {e.source_member for e in s.sites.values()} == {0}
 
 
 PP = """\
@@ -34,18 +34,18 @@ runtime: {max_batch: 4}
 
 
 def test_pp_sites_converge_over_the_replica_from_the_last_stage(planned):
-    s = planned(PP, upto="assign_groups").graph.sections
-    groups = s["families"]["replica"].groups()
+    s = planned(PP, upto="assign_groups").draft
+    groups = s.families["replica"].groups()
     assert groups == [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]]
-    accept = s["sites"]["eagle_accept"]
-    assert (accept["family"], accept["source_member"], accept["readers"]) == ("replica", 4, "all_stages")
-    assert [g[accept["source_member"]] for g in groups] == [4, 10]
+    accept = s.sites["eagle_accept"]
+    assert (accept.family, accept.source_member, accept.readers) == ("replica", 4, "all_stages")
+    assert [g[accept.source_member] for g in groups] == [4, 10]
     # the draft-extend proposal is read on the last stage only
-    extend = s["sites"]["eagle_draft_extend"]
-    assert (extend["family"], extend["source_member"], extend["readers"]) == ("replica_stage", 0, "last_stage")
+    extend = s.sites["eagle_draft_extend"]
+    assert (extend.family, extend.source_member, extend.readers) == ("replica_stage", 0, "last_stage")
 
 
 def test_column_relay_keeps_readers_on_every_stage(planned):
-    s = planned(PP + "pipeline: {relay: column}\n", upto="assign_groups").graph.sections
-    accept = s["sites"]["eagle_accept"]
-    assert (accept["family"], accept["readers"]) == ("replica_stage", "all_stages")
+    s = planned(PP + "pipeline: {relay: column}\n", upto="assign_groups").draft
+    accept = s.sites["eagle_accept"]
+    assert (accept.family, accept.readers) == ("replica_stage", "all_stages")

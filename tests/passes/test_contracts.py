@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from specplan.ir import IRError
+from specplan.ir.draft import ABSENT, Draft, SiteDraft
 from specplan.engines import build_mesh
 from specplan.methods import get_method
 from specplan.passes import NAMES, PASSES, Planning, contracts, plan, run_pass
@@ -32,11 +33,11 @@ def test_every_pass_declares_a_contract_that_holds_after_it(spec):
         assert pass_.ENSURES, f"{pass_.NAME} promises nothing"
         run_pass(p, pass_)
         for condition in pass_.ENSURES:
-            assert contracts.holds(p.graph, condition), (pass_.NAME, condition)
+            assert contracts.holds(p, condition), (pass_.NAME, condition)
 
 
 def test_each_pass_requires_what_an_earlier_pass_ensures():
-    ensured: set[str] = set()
+    ensured: set = set()
     for pass_ in PASSES:
         assert set(pass_.REQUIRES) <= ensured, (pass_.NAME, set(pass_.REQUIRES) - ensured)
         ensured |= set(pass_.ENSURES)
@@ -60,21 +61,39 @@ def test_a_pass_that_breaks_its_promise_fails_after_it(spec, monkeypatch):
 def test_upto_stops_after_the_named_pass(spec):
     p = plan(spec, upto="fuse_converges")
     assert p.graph.passes_run == list(NAMES[: NAMES.index("fuse_converges") + 1])
-    assert "boundaries" in p.graph.sections and "buffer_bytes" not in p.graph.sections
+    assert p.draft.boundaries is not ABSENT and p.draft.buffer_bytes is ABSENT
     assert plan(spec).graph.passes_run == list(NAMES)
     with pytest.raises(ValueError, match="no pass 'pin_width'; passes: build_round, "):
         plan(spec, upto="pin_width")
 
 
+def site(name: str, **filled) -> SiteDraft:
+    return SiteDraft(name=name, round="decode", phase="accept", kind="broadcast", decisions=(),
+                     family="replica", source_member=0, readers="all_stages", startup=False, **filled)
+
+
 def test_conditions_walk_lists_and_dicts():
-    class G:  # the two things `holds` reads
-        sections = {"sites": {"a": {"x": 1}, "b": {}}, "moe": None, "pipeline": {"relay": {"sites": [{"layout": 1}]}}}
+    class P:  # the two things `holds` reads: the draft and the graph
+        draft = Draft(sites={"a": site("a", converge=True), "b": site("b")}, moe=None)
 
-        def nodes(self):
-            return []
+        class graph:
+            @staticmethod
+            def nodes():
+                return []
 
-    g = G()
-    assert not contracts.holds(g, "sites[].x") and contracts.holds(g, "sites")
-    assert contracts.holds(g, "moe") and contracts.holds(g, "moe.a2a")  # optional, left None
-    assert contracts.holds(g, "pipeline.relay.sites[].layout") and not contracts.holds(g, "pipeline.stages")
-    assert not contracts.holds(g, "graph") and not contracts.holds(g, "rank_classes")
+    p, D = P(), contracts.DRAFT
+    assert not contracts.holds(p, D.sites.each.converge) and contracts.holds(p, D.sites)
+    assert contracts.holds(p, D.sites.each.family)
+    assert contracts.holds(p, D.moe) and contracts.holds(p, D.moe.a2a)  # optional, left None
+    assert not contracts.holds(p, contracts.GRAPH) and not contracts.holds(p, D.rank_classes)
+    assert not contracts.holds(p, D.pipeline.stages)
+
+
+def test_conditions_name_typed_attributes():
+    D = contracts.DRAFT
+    assert str(D.pipeline.relay.sites.each.buffer_bytes) == "pipeline.relay.sites[].buffer_bytes"
+    assert D.sites.each.family == D.sites.each.family and D.sites != D.sites.each
+    with pytest.raises(AttributeError, match="SiteDraft has no attribute 'familly'"):
+        D.sites.each.familly  # a typo fails where the contract is written, not when it is checked
+    with pytest.raises(AttributeError, match="Draft has no attribute 'section'"):
+        D.section

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from specplan.ir.draft import OpDraft
+
 BASE = """\
 name: dp
 engine: {engine}
@@ -23,13 +25,13 @@ MOE = ", moe: {num_experts: 4, top_k: 2}"
     ("vllm", "{tp: 2, dp: 2}", "", None),
 ])
 def test_present_only_when_replicas_share_collectives(planned, engine, topology, moe, family):
-    dp = planned(BASE.format(engine=engine, topology=topology, moe=moe)).graph.sections["dp_agreement"]
-    assert (dp and dp["family"]) == family
+    dp = planned(BASE.format(engine=engine, topology=topology, moe=moe)).draft.dp_agreement
+    assert (dp and dp.family) == family
 
 
 def test_sglang_gathers_counts_before_the_first_forward(planned):
     p = planned(BASE.format(engine="sglang", topology="{tp: 4, dp: 2, dp_attention: true}", moe=""))
-    dp = p.graph.sections["dp_agreement"]
-    assert (dp["op"], dp["ints_per_rank"], dp["bytes"]) == ("all_gather", 7, 4 * 7 * 4)
-    decode = p.graph.sections["rank_classes"][0]["program"]["decode"]
-    assert decode[0] == {"op": "all_gather", "family": "tp", "bytes": 112, "what": "dp_token_counts"}
+    dp = p.draft.dp_agreement
+    assert (dp.op, dp.ints_per_rank, dp.bytes) == ("all_gather", 7, 4 * 7 * 4)
+    decode = p.draft.rank_classes[0].program.decode
+    assert decode[0] == OpDraft(op="all_gather", family="tp", bytes=112, what="dp_token_counts")

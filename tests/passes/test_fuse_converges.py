@@ -15,8 +15,8 @@ runtime: {max_batch: 4}
 
 
 def test_dspark_accept_triple_is_one_broadcast(planned):
-    s = planned(DSPARK_TP4, upto="fuse_converges").graph.sections
-    got = [(b["round"], b["op"], b["sites"]) for b in s["boundaries"]]
+    s = planned(DSPARK_TP4, upto="fuse_converges").draft
+    got = [(b.round, b.op, b.sites) for b in s.boundaries]
     assert got == [
         ("startup", "all_reduce_min", ["dspark_mem"]),
         ("prefill", "broadcast", ["dspark_target"]),
@@ -24,13 +24,13 @@ def test_dspark_accept_triple_is_one_broadcast(planned):
         ("decode", "broadcast", ["dspark_plan_verify", "dspark_plan"]),
         ("decode", "broadcast", ["dspark_accept_greedy"]),
     ]
-    assert s["sites"]["dspark_accept_greedy"]["decisions"] == [
-        "correct_len_greedy", "bonus_greedy", "cap_trim_lens_greedy"]
+    assert s.sites["dspark_accept_greedy"].decisions == (
+        "correct_len_greedy", "bonus_greedy", "cap_trim_lens_greedy")
 
 
 def test_dspark_unfused_names_the_dependency(planned):
-    s = planned(DSPARK_TP4, upto="fuse_converges").graph.sections
-    got = {(u["after"], u["before"]): u["dependency"] for u in s["unfused"]}
+    s = planned(DSPARK_TP4, upto="fuse_converges").draft
+    got = {(u.after, u.before): list(u.dependency) for u in s.unfused}
     assert got == {
         ("dspark_draft", "dspark_plan_verify"): [
             "converge:decode.dspark_draft@0", "materialize:decode.draft@0",
@@ -43,11 +43,11 @@ def test_dspark_unfused_names_the_dependency(planned):
 
 def test_mixed_sampling_fuses_both_accept_sites(planned):
     s = planned(DSPARK_TP4.replace("num_steps: 3}", "num_steps: 3, sampling: mixed}"),
-                upto="fuse_converges").graph.sections
-    assert s["boundaries"][-1]["sites"] == ["dspark_accept_greedy", "dspark_accept_sample"]
+                upto="fuse_converges").draft
+    assert s.boundaries[-1].sites == ["dspark_accept_greedy", "dspark_accept_sample"]
 
 
 def test_trivial_groups_make_no_boundary(planned):
-    s = planned(DSPARK_TP4.replace("tp: 4", "tp: 1"), upto="fuse_converges").graph.sections
-    assert s["boundaries"] == []
-    assert all(e["trivial"] and "boundary" not in e for e in s["sites"].values())
+    s = planned(DSPARK_TP4.replace("tp: 4", "tp: 1"), upto="fuse_converges").draft
+    assert s.boundaries == []
+    assert all(e.trivial and e.boundary is None for e in s.sites.values())

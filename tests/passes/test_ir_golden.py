@@ -1,6 +1,6 @@
 """Golden round graphs: `specplan.ir.render` of three golden-plan specs after every pass
-(tests/golden/ir/<name>.ir: one block per pass, in pipeline order, with the sections the IR
-holds by then; a pass that leaves the graph as it was says so instead of repeating it).
+(tests/golden/ir/<name>.ir: one block per pass, in pipeline order, with the draft's facts
+filled by then (printed as "sections"); a pass that leaves the graph as it was says so instead of repeating it).
 Regenerate with SPECPLAN_UPDATE_GOLDEN=1 and review the diff."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def snapshots(spec) -> str:
         run_pass(p, pass_)
         graph = render(p.graph)
         head = (f"## after {pass_.NAME}: {len(p.graph.nodes())} nodes; sections "
-                f"{', '.join(sorted(p.graph.sections))}")
+                f"{', '.join(sorted(p.draft.filled()))}")
         blocks.append(head + "\n" + (graph if graph != before else "(graph unchanged)\n"))
         before = graph
     return "\n".join(blocks)

@@ -23,21 +23,20 @@ runtime: {{max_batch: 4}}
 ])
 def test_row_split_rule(planned, engine, topology, a2a, split):
     p = planned(SPEC.format(engine=engine, topology=topology, a2a=a2a))
-    moe = p.graph.sections["moe"]
-    assert moe["row_split"] is split
+    assert p.draft.moe.row_split is split
     nodes = [n.name for n in p.graph.nodes("compute") if n.attr("compute") == "moe_dispatch_combine"]
     assert bool(nodes) is split
 
 
 def test_split_rows_and_gather_bytes(planned):
     p = planned(SPEC.format(engine="sglang", topology="{tp: 4, dp: 2, dp_attention: true}", a2a="deepep"))
-    moe = p.graph.sections["moe"]
+    moe = p.draft.moe
     rows = 4 * 4  # max_batch x verify width
-    assert (moe["rows_per_rank"], moe["gather_family"], moe["dispatch_family"]) == (rows // 2, "attn_tp", "tp")
-    assert moe["gather_bytes_per_layer"] == rows * 64 * 2
+    assert (moe.rows_per_rank, moe.gather_family, moe.dispatch_family) == (rows // 2, "attn_tp", "tp")
+    assert moe.gather_bytes_per_layer == rows * 64 * 2
 
 
 def test_dense_model_has_no_moe_section(planned):
     spec = SPEC.format(engine="sglang", topology="{tp: 2}", a2a="none").replace(
         ", moe: {num_experts: 4, top_k: 2, a2a: none}", "")
-    assert planned(spec).graph.sections["moe"] is None
+    assert planned(spec).draft.moe is None

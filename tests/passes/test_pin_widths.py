@@ -15,26 +15,26 @@ runtime: {max_batch: 3}
 
 
 def test_eagle_accept_layout(planned):
-    s = planned(EAGLE_TREE, upto="pin_widths").graph.sections
-    accept = next(b for b in s["boundaries"] if b["sites"] == ["eagle_accept"])
-    fields = [(f["decision"], f["shape"], f["offset"], f["bytes"]) for f in accept["layout"]["fields"]]
+    s = planned(EAGLE_TREE, upto="pin_widths").draft
+    accept = next(b for b in s.boundaries if b.sites == ["eagle_accept"])
+    fields = [(f.decision, f.shape, f.offset, f.bytes) for f in accept.layout.fields]
     # predict [bs*N] int32 = 60 B -> 64; accept_index [bs, S+1] int32 = 48 B; num_correct [bs] int32
-    assert fields == [("predict", [15], 32, 60), ("accept_index", [3, 4], 96, 48),
-                      ("num_correct_drafts", [3], 144, 12)]
-    assert accept["layout"]["bytes"] == 160
-    assert accept["layout"]["header_bytes"] == 32
-    assert [h[0] for h in accept["layout"]["header"]] == ["boundary", "live_rows", "round", "fingerprint",
+    assert fields == [("predict", (15,), 32, 60), ("accept_index", (3, 4), 96, 48),
+                      ("num_correct_drafts", (3,), 144, 12)]
+    assert accept.layout.bytes == 160
+    assert accept.layout.header_bytes == 32
+    assert [h[0] for h in accept.layout.header] == ["boundary", "live_rows", "round", "fingerprint",
                                                          "batch"]
 
 
 def test_one_buffer_per_family_and_min_keeps_its_own(planned):
     spec = EAGLE_TREE.replace("method: eagle, num_steps: 3, topk: 2, num_draft_tokens: 5",
                               "method: dflash, num_steps: 3")
-    s = planned(spec, upto="pin_widths").graph.sections
-    largest = max(b["layout"]["bytes"] for b in s["boundaries"] if b["op"] == "broadcast")
-    assert s["buffer_bytes"] == {"replica": largest}
-    for b in s["boundaries"]:
-        want = largest if b["op"] == "broadcast" else b["layout"]["bytes"]
-        assert b["buffer_bytes"] == want, b["sites"]
-    mem = next(b for b in s["boundaries"] if b["op"] == "all_reduce_min")
-    assert mem["layout"]["header_bytes"] == 0 and mem["buffer_bytes"] == 8
+    s = planned(spec, upto="pin_widths").draft
+    largest = max(b.layout.bytes for b in s.boundaries if b.op == "broadcast")
+    assert s.buffer_bytes == {"replica": largest}
+    for b in s.boundaries:
+        want = largest if b.op == "broadcast" else b.layout.bytes
+        assert b.buffer_bytes == want, b.sites
+    mem = next(b for b in s.boundaries if b.op == "all_reduce_min")
+    assert mem.layout.header_bytes == 0 and mem.buffer_bytes == 8

@@ -152,14 +152,13 @@ def test_bind_refuses_before_any_process_group(tmp_path):
 def test_a_plan_with_relays_states_their_wire_layout(tmp_path):
     """tp 2 x pp 2 with relay: column (issue 13): each relay has its header id, packed layout
     and the pp buffer it sends; the planner, plan.json and the runtime's view agree."""
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
+    from specplan import compile
     from specplan.plan import PlanView
     from specplan.schema import load_spec
 
     spec = tmp_path / "spec.yaml"
     spec.write_text(COLUMN_SPEC)
-    plan = build_plan(run_passes(load_spec(spec)))
+    plan = compile(load_spec(spec))
     data = plan.to_json()
     assert VALIDATOR.is_valid(data), [e.message for e in VALIDATOR.iter_errors(data)]
     relays = data["pipeline"]["relay"]["sites"]
@@ -180,13 +179,12 @@ def test_optional_keys_when_set_satisfy_the_schema():
     """Keys absent at their defaults (runtime.async_scheduling, model.moe.eplb) are in the schema too."""
     import yaml
 
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
+    from specplan import compile
     from specplan.schema.load import load_spec_text
 
     data = yaml.safe_load((ROOT / "specs" / "deepseek-v4-dspark-tp8-dp8.yaml").read_text())
     data["runtime"]["async_scheduling"] = True
     data["model"]["moe"]["eplb"] = True
-    plan = json.loads(build_plan(run_passes(load_spec_text(yaml.safe_dump(data), "t.yaml"))).dumps())
+    plan = json.loads(compile(load_spec_text(yaml.safe_dump(data), "t.yaml")).dumps())
     assert plan["runtime"]["async_scheduling"] is True and plan["model"]["moe"]["eplb"] is True
     VALIDATOR.validate(plan)

@@ -134,8 +134,8 @@ def test_sglang_refuses_a_pipeline_plan_before_it_can_hang(monkeypatch, tmp_path
     (`pipeline.relay: broadcast`) would wait for earlier stages forever, so the plugin refuses
     such a plan at registration. SGLang's default plan relays ring: its converges stay on the
     last stage and its relays ride SGLang's messages, so it is accepted."""
-    from specplan.lower import build_plan, write_plan
-    from specplan.passes import plan as run_passes
+    from specplan.lower import write_plan
+    from specplan import compile
     from specplan.plugins.sglang import refuse_stage_spanning_sites
     from specplan.schema.load import load_spec_text
 
@@ -143,7 +143,7 @@ def test_sglang_refuses_a_pipeline_plan_before_it_can_hang(monkeypatch, tmp_path
         spec = load_spec_text(f"name: {name}\nengine: sglang\ntopology: {topology}\n"
                               "model: {num_layers: 8, hidden_size: 64, vocab_size: 1000}\n"
                               f"speculative: {{method: eagle, num_steps: 3}}\n{extra}", "s.yaml")
-        path = write_plan(build_plan(run_passes(spec)), tmp_path / name)
+        path = write_plan(compile(spec), tmp_path / name)
         monkeypatch.setenv("SPECPLAN_PLAN", str(path))
         monkeypatch.setattr(common, "_ACTIVE", {})
         return activate("sglang", "0.5.23")

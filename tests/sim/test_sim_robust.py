@@ -137,15 +137,14 @@ def test_dropped_aux_routing_hands_the_drafter_the_last_stages_taps_only():
     """SGLang 0.5.23 under PP (behaviour: engine): non-last stages return hidden states only
     (PPProxyTensors), so their captures never reach the drafter; check's 'nothing carries it'
     ERROR is what the sim's drafter sees (LayoutMismatch at the first verify)."""
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
+    from specplan import compile
     from specplan.schema.load import load_spec_text
     from specplan.sim.engine import produced_taps
 
     text = ("name: dropped\nengine: sglang\nbehaviour: engine\ntopology: {tp: 1, pp: 2, device: cpu}\n"
             "model: {num_layers: 8, hidden_size: 64, vocab_size: 512}\n"
             "speculative: {method: eagle3, num_steps: 2}\n")
-    plan = build_plan(run_passes(load_spec_text(text, "dropped.yaml")))
+    plan = compile(load_spec_text(text, "dropped.yaml"))
     assert plan.pipeline.aux_routing == "dropped" and plan.speculative.taps == (2, 4, 5)
     assert [produced_taps(plan, s) for s in (0, 1)] == [(), (5,)]
 

@@ -102,15 +102,14 @@ ENGINE_SPECS = sorted((Path(__file__).resolve().parents[2] / "specs" / "engine")
 
 def test_an_engine_spec_simulates_the_engines_own_plan(tmp_path):
     """The sim's plan converges, groups and sources exactly what the spec's own plan does."""
-    from specplan.lower import build_plan
-    from specplan.passes import plan as run_passes
+    from specplan import compile
 
     def sites(plan):
         return [(s.name, s.converge, s.family, s.source_member, s.reason) for s in plan.sites]
 
     for path in ENGINE_SPECS:
         spec = load_spec(path)
-        own = build_plan(run_passes(spec))
+        own = compile(spec)
         prep = prepare(spec, tmp_path / path.stem, requests=4, max_layers=16, seed=0)
         assert prep.plan.behaviour.mode == "engine", path.name
         assert sites(prep.plan) == sites(own), path.name

@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 
 from specplan.errors import UserError
-from specplan.lower import build_plan
 from specplan.mesh.digits import Digits, partitions
 from specplan.mesh.family import Family
-from specplan.passes import plan as run_passes
+from specplan import compile
 from specplan.plan import PlanView
 from specplan.schema import load_spec
 from specplan.verify import agreement, schedules
@@ -32,7 +31,7 @@ SPECS = sorted(p for d in ("specs", "tests/verify/specs", "tests/golden/explain"
 @lru_cache(maxsize=None)
 def view_of(path: Path) -> PlanView | None:
     try:
-        return PlanView(build_plan(run_passes(load_spec(path))))
+        return PlanView(compile(load_spec(path)))
     except UserError:
         return None  # a spec the loader refuses (its own tests cover that)
 

@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specplan.lower import build_plan
-from specplan.passes import plan as run_passes
+from specplan import compile
 from specplan.plan import PlanView
 from specplan.schema import load_spec
 from specplan.verify.mixed import Shape, Step, check_mixed, explore, explore_shape, in_broadcast
@@ -84,7 +83,7 @@ def _view(tmp_path, discount: str, pp: int = 2) -> PlanView:
                     "model: {num_layers: 8, hidden_size: 64, vocab_size: 512}\n"
                     "speculative: {method: eagle3, num_steps: 3, sampling: greedy}\n"
                     f"pipeline: {{sample_discount: {discount}}}\n")
-    return PlanView(build_plan(run_passes(load_spec(str(path)))))
+    return PlanView(compile(load_spec(str(path))))
 
 
 def test_the_plan_states_the_rule_and_check_proves_it(tmp_path):

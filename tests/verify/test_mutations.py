@@ -19,8 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specplan.lower import build_plan
-from specplan.passes import plan as run_passes
+from specplan import compile
 from specplan.plan import PlanFileError, PlanView, load_plan
 from specplan.schema import load_spec
 from specplan.verify import Finding
@@ -85,7 +84,7 @@ def _bases() -> dict[str, dict]:
         for name, text in BASES.items():
             path = Path(root) / f"{name}.yaml"
             path.write_text(text)
-            out[name] = build_plan(run_passes(load_spec(str(path)))).to_json()
+            out[name] = compile(load_spec(str(path))).to_json()
         return out
 
 

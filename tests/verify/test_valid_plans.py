@@ -17,8 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from specplan.errors import PlanError, SpecError
-from specplan.lower import build_plan
-from specplan.passes import plan as run_passes
+from specplan import compile
 from specplan.schema import load_spec
 from specplan.verify import verify
 
@@ -67,7 +66,7 @@ def test_planner_plans_verify_clean(spec):
         path = Path(root) / "spec.yaml"
         path.write_text(yaml.safe_dump(spec, sort_keys=False))
         try:
-            plan = build_plan(run_passes(load_spec(str(path))))
+            plan = compile(load_spec(str(path)))
         except (SpecError, PlanError):
             assume(False)  # a topology the schema or planner refuses is not a plan
             return
