@@ -70,13 +70,12 @@ class Deployment:
 
     def __init__(self, spec: Spec | None, path: Path | None, pair: InstancePair | None = None,
                  *, target: Target | None = None):
-        from specplan.commands.load import from_spec, target_of
+        from specplan.commands.load import target_of
 
         self.spec = spec
         self.path = path
         self.pair = pair
-        where = None if path is None else str(path)
-        self._target = target or (target_of(pair, where) if pair is not None else from_spec(spec, where))
+        self._target = target or target_of(pair or spec, None if path is None else str(path))
 
     @classmethod
     def _of(cls, target: Target, path: Path) -> Deployment:

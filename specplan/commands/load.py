@@ -10,7 +10,8 @@ from specplan.commands.target import Target
 
 
 def target_of(loaded, path: str | None) -> Target:
-    """The Target of what deploy.load_target or load_pair read from `path`."""
+    """The Target of a Spec or an InstancePair (what deploy.load_target or load_pair read from
+    `path`; None: a spec made from a dict)."""
     from specplan.commands.deployment import DeploymentTarget
     from specplan.commands.spec_target import SpecTarget
     from specplan.deploy import InstancePair
@@ -32,13 +33,6 @@ def load_pair(first: str, second: str) -> Target:
     from specplan.deploy import load_pair as pair
 
     return target_of(pair(first, second), first)
-
-
-def from_spec(spec, path: str | None) -> Target:
-    """A spec already loaded (`path`: its file, None for a spec made from a dict)."""
-    from specplan.commands.spec_target import SpecTarget
-
-    return SpecTarget(spec, path)
 
 
 def load_spec_arg(path: str) -> Target:
