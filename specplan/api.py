@@ -30,50 +30,37 @@ imports torch until `simulate` (or the runtime half of compile) needs it.
 
 from __future__ import annotations
 
-import tempfile
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specplan.commands.target import Report
+
 if TYPE_CHECKING:
+    from specplan.commands.target import Target
     from specplan.deploy import InstancePair
     from specplan.passes import Planning
     from specplan.schema.model import Spec
     from specplan.verify.findings import Finding
 
-
-@dataclass(frozen=True)
-class Report:
-    """What `simulate` found: the verdict and the figures of the run."""
-
-    ok: bool
-    problems: tuple[str, ...]
-    requests_checked: int  # requests whose tokens were compared with single-process decoding
-    requests_agreed: int  # requests whose ranks all emitted the same tokens
-    world_size: int
-    rounds: int
-    wall_s: float
+__all__ = ["Deployment", "Report", "load"]
 
 
 def load(spec: str | Path | dict[str, Any], peer: str | Path | None = None) -> Deployment:
     """A spec YAML file, a deployment (file, or spec with a peer), or a dict of a spec's keys
     (diagnostics then name `<dict>`); with `peer`, two instance specs paired as
     `specplan check A.yaml B.yaml` pairs them."""
-    from specplan.deploy import InstancePair, load_pair, load_target
+    from specplan.commands import load as targets
 
     if peer is not None:
-        return Deployment(None, Path(spec), pair=load_pair(str(spec), str(peer)))
-    from specplan.schema.load import load_spec_text
-
+        return Deployment._of(targets.load_pair(str(spec), str(peer)), Path(spec))
     if isinstance(spec, dict):
         import yaml
 
+        from specplan.schema.load import load_spec_text
+
         return Deployment(load_spec_text(yaml.safe_dump(spec, sort_keys=False), "<dict>"), None)
-    target = load_target(str(spec))
-    if isinstance(target, InstancePair):
-        return Deployment(None, Path(spec), pair=target)
-    return Deployment(target, Path(spec))
+    return Deployment._of(targets.load(str(spec)), Path(spec))
 
 
 class Deployment:
@@ -81,10 +68,18 @@ class Deployment:
 
     A single spec (`spec`), or a disaggregated prefill/decode pair (`pair`, `instances`)."""
 
-    def __init__(self, spec: Spec | None, path: Path | None, pair: InstancePair | None = None):
+    def __init__(self, spec: Spec | None, path: Path | None, pair: InstancePair | None = None,
+                 *, target: Target | None = None):
+        from specplan.commands.load import target_of
+
         self.spec = spec
         self.path = path
         self.pair = pair
+        self._target = target or target_of(pair or spec, None if path is None else str(path))
+
+    @classmethod
+    def _of(cls, target: Target, path: Path) -> Deployment:
+        return cls(target.spec, path, target.pair, target=target)
 
     @property
     def disaggregated(self) -> bool:
@@ -100,125 +95,53 @@ class Deployment:
 
     @property
     def name(self) -> str:
-        return self.pair.name if self.pair else self.spec.name
+        return self._target.name
 
-    @cached_property
+    @property
     def planning(self) -> Planning:
-        from specplan.passes import plan
+        return self._target.planning
 
-        return plan(self.spec)
-
-    @cached_property
-    def plan(self) -> dict[str, Any]:
+    @property
+    def plan(self):
         """The plan, as plan.json holds it."""
-        from specplan.lower import build_plan
-
-        return build_plan(self.planning)
+        return self._target.plan
 
     def explain(self) -> dict[str, Any]:
         """Widths, families, ranks, stages, replicas and the round: `explain --json`."""
-        if self.pair is not None:
-            from specplan.deploy.explain import deployment_data
-
-            return deployment_data(self.pair)
-        from specplan.explain import explain_data
-        from specplan.round_view import round_data
-
-        data = explain_data(self.spec, self.planning.mesh)
-        data["round"] = round_data(self.plan)
-        return data
+        return self._target.explain_data(lazy=False)
 
     def check(self) -> list[Finding]:
         """The verifier's findings, worst first; no ERROR means proven free of desyncs and hangs.
         A disaggregated deployment: the findings across the instances (CrossFinding), then the
         prefill instance's, then the decode instance's (`check --json`'s three lists, joined)."""
-        from specplan.verify import verify
+        return self._target.findings()
 
-        if self.pair is not None:
-            cross, own = self._checked
-            return [*cross, *(f for _, found in own.values() for f in found)]
-
-        return verify(self.plan)
-
-    def compile(self, out_dir: str | Path | None = None) -> dict[str, Any]:
-        """The plan; with `out_dir`, plan.json is written there as `specplan compile` writes it.
+    def compile(self, out_dir: str | Path | None = None) -> Any:
+        """The plan; with `out_dir`, plan.json is written there as `specplan compile` writes it
+        (a deployment: {"prefill": plan, "decode": plan, "kv_handoff": [...]}, and each plan.json
+        with kv_handoff.json).
 
         Raises PlanError when the verifier finds an ERROR (no file is written then)."""
         from specplan.errors import Diagnostic, PlanError
-        from specplan.lower import write_plan
-        from specplan.verify import has_errors
 
         findings = self.check()
-        if has_errors(findings):
+        if any(f.severity == "ERROR" for f in findings):
             where = str(self.path or "<dict>")
             raise PlanError([Diagnostic(where, getattr(f, "line", None), None,
                                         getattr(f, "site", None) or getattr(f, "kind", ""), f.message)
                              for f in findings if f.severity == "ERROR"])
-        if self.pair is not None:
-            return self._compile_pair(out_dir)
         if out_dir is not None:
-            write_plan(self.plan, out_dir)
-        return self.plan
+            list(self._target.write(Path(out_dir), runtime=False))
+        return self._target.compiled()
 
     def export(self, engine: str | None = None) -> str:
         """The launch line (with its environment) that runs this deployment on `engine`."""
-        from specplan.ecosystem.export import export, render
-
-        if self.pair is not None:
-            from specplan.commands.deployment import export as export_pair
-
-            if engine is not None:
-                raise ValueError("a disaggregated deployment exports each instance on its own "
-                                 "engine; call export() without an engine")
-            return export_pair(self.pair)
-        return render(export(self.spec, engine))
+        return self._target.export(engine)
 
     def simulate(self, *, rounds: int = 16, requests: int = 4, seed: int = 0,
                  max_layers: int = 16) -> Report:
         """Run the whole topology on the CPU (one gloo process per rank, a tiny model; the
         ranks are forked from specplan's fork server, which never imports the calling script)."""
-        from specplan.sim.launch import Options, simulate
-        from specplan.sim.report import verdict
+        from specplan.commands.target import Simulation
 
-        opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers, inject="")
-        if self.pair is not None:
-            from specplan.deploy.simulate import simulate as simulate_pair, verdict as pair_verdict
-
-            out = simulate_pair(self.pair, opt)
-            v = pair_verdict(out)
-            return Report(v.ok, tuple(v.problems), v.checked, v.agreed,
-                          len(out.prefill) + len(out.results), rounds, out.wall_s)
-        with tempfile.TemporaryDirectory(prefix="specplan-api-") as tmp:
-            path = self.path or _written(self.spec, Path(tmp))
-            outcome = simulate(str(path), opt)
-        v = verdict(outcome)
-        return Report(v.ok, tuple(v.problems), v.checked, v.agreed, len(outcome.results), rounds,
-                      outcome.wall_s)
-
-
-    @cached_property
-    def _checked(self) -> tuple[list, dict]:
-        from specplan.deploy.handoff import plan_handoff
-        from specplan.deploy.cross_report import check_instances
-        from specplan.deploy.cross_checks import check_deployment
-
-        self._handoff = plan_handoff(self.pair)
-        return check_deployment(self._handoff), check_instances(self.pair)
-
-    def _compile_pair(self, out_dir) -> dict[str, Any]:
-        from specplan.commands.deployment import handoff_data, write_plans
-
-        _, own = self._checked
-        if out_dir is not None:
-            write_plans(self.pair, own, self._handoff, Path(out_dir))
-        data = handoff_data(self.pair, own, self._handoff)
-        return {**{role: built for role, (built, _) in own.items()}, "kv_handoff": data["kv_handoff"]}
-
-
-def _written(spec: Spec, folder: Path) -> Path:
-    """A dict-made spec as a file, for the simulated ranks to load."""
-    import yaml
-
-    path = folder / f"{spec.name}.yaml"
-    path.write_text(yaml.safe_dump(spec.model_dump(mode="json", exclude_unset=True), sort_keys=False))
-    return path
+        return self._target.simulated(Simulation(rounds, requests, seed, max_layers))

@@ -206,17 +206,10 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
     """
     import os
 
-    from specplan.commands.export import check_release
-    from specplan.ecosystem.import_cli import run_import
+    from specplan.commands.import_ import run
 
-    check_release(engine, version)
-    code, text, messages = run_import(engine, list(line), dict(os.environ), script, base,
-                                      model_config, name, out, draft_config, version)
-    for message in messages:
-        click.echo(message, err=True)
-    if text:
-        click.echo(text, nl=False)
-    sys.exit(code)
+    sys.exit(run(engine, list(line), dict(os.environ), script, base, model_config, name, out,
+                 draft_config, version))
 
 
 @main.command(context_settings={"ignore_unknown_options": True})
@@ -247,17 +240,13 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
     """
     import os
 
-    from specplan.ecosystem.enforce import run
+    from specplan.commands.enforce import run
 
     if engine is None and len(words) != 1:
         raise click.UsageError("enforce takes one SPEC, or --engine E -- LINE")
     target = None if engine else words[0]
-    code, text, messages = run(target, out, engine, list(words), dict(os.environ), script, base,
-                               model_config, name)
-    sys.stdout.write(text)
-    for message in messages:
-        click.echo(message, err=True)
-    sys.exit(code)
+    sys.exit(run(target, out, engine, list(words), dict(os.environ), script, base, model_config,
+                 name))
 
 
 @main.command()

@@ -1,4 +1,5 @@
-"""What every command shares: exit codes, the spec loader, the console, JSON output."""
+"""What every command shares: exit codes, telling a plan file, the console, JSON output, the
+engine release an option names."""
 
 from __future__ import annotations
 
@@ -9,23 +10,6 @@ import click
 
 EXIT_BAD_INPUT = 2
 EXIT_FOUND_PROBLEM = 3
-
-
-def load_spec_arg(path: str):
-    """The spec (or deployment) a command takes; a plan.json given instead is named as such."""
-    from specplan.deploy import load_target
-    from specplan.errors import Diagnostic, SpecError
-
-    try:
-        return load_target(path)
-    except SpecError:
-        plan = as_plan(path)
-        if plan is None:
-            raise
-        command = click.get_current_context().info_name
-        spec_file = (plan.get("source") or {}).get("spec_file") or "the spec it was compiled from"
-        raise SpecError([Diagnostic(path, None, None, "", f"this is a plan; {command} takes the spec "
-                                    f"(the YAML this plan was compiled from: {spec_file})")]) from None
 
 
 def as_plan(path: str) -> dict | None:
@@ -59,3 +43,13 @@ def console():
 
 def dump_json(data) -> None:
     sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
+
+
+def check_release(engine: str, version: str | None) -> None:
+    """--engine-version outside the engine's table: a usage error (exit 2) listing them."""
+    from specplan.engines.releases import UnknownRelease, check
+
+    try:
+        check(engine, version)
+    except UnknownRelease as exc:
+        raise click.BadParameter(str(exc), param_hint="'--engine-version'") from None

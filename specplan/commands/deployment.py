@@ -1,5 +1,5 @@
-"""What `explain`, `check`, `compile`, `export` and `simulate` do with a deployment (the CLI
-hands them over).
+"""A deployment of a prefill and a decode instance as a Target (commands/target.py): both
+instances' plans and the KV handoff between them, for every command.
 
 Exit codes as everywhere: 0 done, 3 a finding of severity ERROR (nothing written by compile).
 """
@@ -8,97 +8,193 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
+from functools import cached_property
 from pathlib import Path
+from typing import Any, Iterator
 
+import click
+
+from specplan.commands.common import EXIT_FOUND_PROBLEM, dump_json
+from specplan.commands.target import Report, Simulation
 from specplan.deploy.handoff import plan_handoff
 from specplan.deploy.load import InstancePair
-
-EXIT_FOUND_PROBLEM = 3
-
-
-def explain(dep: InstancePair, as_json: bool, console, picture: str | None = None,
-            fmt: str = "svg", out: str | None = None) -> int:
-    from specplan.deploy.explain import deployment_data, render_deployment
-
-    if picture is not None:
-        return _picture(dep, picture, fmt, out)
-    data = deployment_data(dep)
-    if as_json:
-        sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
-    else:
-        render_deployment(data, console)
-    return 0
+from specplan.errors import Diagnostic, SpecError
 
 
-def _picture(dep: InstancePair, picture: str, fmt: str, out: str | None) -> int:
-    from specplan.deploy.picture import kv_picture_data
-    from specplan.errors import Diagnostic, SpecError
-    from specplan.pictures import emit
-    from specplan.pictures.kv import RENDER
+class DeploymentTarget:
+    """`pair`: the deployment as deploy/load.py reads it."""
 
-    if picture != "kv":
-        raise SpecError([Diagnostic(dep.file, None, None, "", f"--picture {picture} draws one "
-                                    "spec; a deployment draws --picture kv (or explain an "
-                                    "instance's spec)")])
-    if emit(out, RENDER["svg" if fmt == "png" else fmt](kv_picture_data(dep, plan_handoff(dep))), fmt):
-        print(out)
-    return 0
+    def __init__(self, pair: InstancePair):
+        self.pair = pair
+        self.name = pair.name
+        self.spec = None
+
+    @cached_property
+    def handoff(self):
+        return plan_handoff(self.pair)
+
+    @cached_property
+    def _checked(self) -> tuple[list, dict]:
+        """(the findings across the instances, role -> (plan, its own findings))."""
+        from specplan.deploy.cross_checks import check_deployment
+        from specplan.deploy.cross_report import check_instances
+
+        return check_deployment(self.handoff), check_instances(self.pair)
+
+    # explain
+    def refuse_explain(self, *, rank: int | None, picture: str | None) -> None:
+        if rank is not None:
+            raise click.UsageError("--rank shows one rank of a spec; explain an instance's spec")
+        if picture not in (None, "kv"):
+            raise SpecError([Diagnostic(self.pair.file, None, None, "", f"--picture {picture} "
+                                        "draws one spec; a deployment draws --picture kv (or "
+                                        "explain an instance's spec)")])
+
+    def explain_data(self, *, lazy: bool = True) -> dict[str, Any]:
+        from specplan.deploy.explain import deployment_data
+
+        return deployment_data(self.pair)
+
+    def print_explain(self, data: dict, *, as_json: bool, rank: int | None, all_families: bool,
+                      console) -> None:
+        from specplan.deploy.explain import render_deployment
+
+        if as_json:
+            dump_json(data)
+        else:
+            render_deployment(data, console)
+
+    def picture(self, kind: str, fmt: str, family: str | None, out: str | None) -> str | None:
+        from specplan.deploy.picture import kv_picture_data
+        from specplan.pictures import emit
+        from specplan.pictures.kv import RENDER
+
+        return emit(out, RENDER["svg" if fmt == "png" else fmt](kv_picture_data(self.pair, self.handoff)),
+                    fmt)
+
+    # check
+    def refuse_check(self, fmt: str) -> None:
+        if fmt in ("sarif", "junit"):
+            raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints text "
+                                   "or json")
+
+    def findings(self) -> list:
+        cross, own = self._checked
+        return [*cross, *(f for _, found in own.values() for f in found)]
+
+    def print_check(self, *, fmt: str, severity: str, verbose: bool) -> None:
+        from specplan.commands.common import console
+        from specplan.deploy.cross_report import as_json, render
+
+        cross, own = self._checked
+        if fmt == "json":
+            dump_json(as_json(cross, own))
+        else:
+            render(self.pair, cross, own, console())
+
+    # compile
+    def print_refused(self, console) -> None:
+        from specplan.deploy.cross_report import render
+
+        render(self.pair, *self._checked, console)
+
+    def compiled(self) -> dict[str, Any]:
+        """{"prefill": plan, "decode": plan, "kv_handoff": [...]}."""
+        _, own = self._checked
+        return {**{role: built for role, (built, _) in own.items()},
+                "kv_handoff": self.handoff.entries}
+
+    def write(self, out: Path, *, runtime: bool) -> Iterator[str]:
+        """<out>/<role>/plan.json per instance (with `runtime`, its runtime module beside it),
+        then <out>/kv_handoff.json: the handoff beside the fingerprints of the plans it pairs."""
+        from specplan.commands.spec_target import write_runtime_module
+        from specplan.lower import write_plan
+
+        _, own = self._checked
+        written = [(role, write_plan(built, out / role), built) for role, (built, _) in own.items()]
+        kv = _write_json(out / "kv_handoff.json", self._handoff_data())
+        for role, path, built in written:
+            yield (f"wrote {path} ({role}: fingerprint {built.fingerprint[:16]}, "
+                   f"{len(built.rank_classes)} rank classes)")
+            if runtime:
+                yield write_runtime_module(built, path.parent)
+        yield f"wrote {kv} ({len(self.handoff.entries)} decode ranks)"
+
+    def _handoff_data(self) -> dict:
+        dep, (_, own) = self.pair, self._checked
+        return {"name": dep.name, "connector": dep.connector, "rules": self.handoff.rules.function,
+                "fingerprints": {role: built.fingerprint for role, (built, _) in own.items()},
+                "kv_handoff": self.handoff.entries}
+
+    # export
+    def refuse_export(self, engine: str | None, version: str | None) -> None:
+        if engine or version:
+            raise click.UsageError("--engine and --engine-version apply to one spec; a deployment "
+                                   "exports each instance on its own engine and release")
+
+    def export(self, engine: str | None = None, version: str | None = None) -> str:
+        """One launch script per instance, each with its role and connector flags."""
+        from specplan.ecosystem.export import export as export_spec, render
+        from specplan.schema.model import Disaggregation
+
+        if engine is not None or version is not None:
+            raise ValueError("a disaggregated deployment exports each instance on its own "
+                             "engine; call export() without an engine")
+        dep, parts = self.pair, []
+        for inst in dep.instances:
+            dis = Disaggregation(role=inst.role, connector=dep.connector)
+            spec = inst.spec.model_copy(update={"disaggregation": dis})
+            launch = export_spec(spec, plan_path=f"build/{dep.name}/{inst.role}/plan.json")
+            if launch.plan_path:  # where `specplan compile DEPLOYMENT` writes each instance's plan
+                launch.plan_how = f"specplan compile {shlex.quote(str(dep.file))} -o build/{dep.name}"
+            parts.append(f"# {inst.role} instance ({inst.file})\n" + render(launch))
+        return "\n".join(parts)
+
+    # simulate
+    def simulate(self, sim: Simulation, console) -> int:
+        """Refuse what check rejects, run, report, exit code."""
+        from specplan.deploy.simulate import INJECTIONS, simulate as run, verdict
+        from specplan.sim.report import render
+
+        inject = sim.inject
+        if inject not in (None, *INJECTIONS):
+            raise SpecError([Diagnostic(self.pair.file, None, None, "", f"--inject {inject} is "
+                                        "for one spec; a deployment takes --inject "
+                                        f"{', '.join(INJECTIONS)}")])
+        if not sim.allow_errors and any(f.severity == "ERROR" for f in self.findings()):
+            self.print_refused(console)
+            console.print("not simulated: `specplan check` predicts the failures above; run with "
+                          "--allow-errors to watch them happen")
+            return EXIT_FOUND_PROBLEM
+        out = run(self.pair, _options(sim))
+        v = verdict(out)
+        console.print(f"handoff: {len(out.transfers)} point-to-point KV transfers from "
+                      f"{out.handoff.prefill.num_ranks} prefill ranks to "
+                      f"{out.handoff.decode.num_ranks} decode ranks ({out.handoff.rules.function})"
+                      + (f", inject {inject}" if inject else ""), markup=False)
+        render(out, v, console)
+        if v.ok:
+            return 0
+        internal = [(role, r, x["error"]) for role, res in (("prefill", out.prefill), ("decode", out.results))
+                    for r, x in res.items() if x.get("known") is False]
+        for role, r, error in internal:
+            console.print(f"{role} rank {r} hit an internal error:\n{error}", markup=False)
+        return 1 if internal and not inject else EXIT_FOUND_PROBLEM
+
+    def simulated(self, sim: Simulation) -> Report:
+        from specplan.deploy.simulate import simulate as run, verdict
+
+        out = run(self.pair, _options(Simulation(sim.rounds, sim.requests, sim.seed, sim.max_layers)))
+        v = verdict(out)
+        return Report(v.ok, tuple(v.problems), v.checked, v.agreed,
+                      len(out.prefill) + len(out.results), sim.rounds, out.wall_s)
 
 
-def check(dep: InstancePair, as_json: bool, console) -> int:
-    from specplan.deploy.cross_report import as_json as to_json, check_instances, render
-    from specplan.deploy.cross_checks import check_deployment
+def _options(sim: Simulation):
+    from specplan.sim.launch import Options
 
-    cross = check_deployment(plan_handoff(dep))
-    own = check_instances(dep)
-    if as_json:
-        sys.stdout.write(json.dumps(to_json(cross, own), separators=(",", ":")) + "\n")
-    else:
-        render(dep, cross, own, console)
-    errors = any(f.severity == "ERROR" for f in cross) or any(
-        f.severity == "ERROR" for _, found in own.values() for f in found)
-    return EXIT_FOUND_PROBLEM if errors else 0
-
-
-def compile_(dep: InstancePair, out_dir: str | None, console, write_runtime) -> int:
-    """A plan per instance (<out>/<role>/plan.json) and the handoff (<out>/kv_handoff.json)."""
-    from specplan.deploy.cross_report import check_instances, render
-    from specplan.deploy.cross_checks import check_deployment
-
-    handoff = plan_handoff(dep)
-    cross = check_deployment(handoff)
-    own = check_instances(dep)
-    if any(f.severity == "ERROR" for f in cross) or any(
-            f.severity == "ERROR" for _, found in own.values() for f in found):
-        render(dep, cross, own, console)
-        print("no plan written: the verifier found errors (see `specplan check`)", file=sys.stderr)
-        return EXIT_FOUND_PROBLEM
-    out = Path(out_dir or f"build/{dep.name}")
-    for role, path, built in write_plans(dep, own, handoff, out):
-        if role == "kv_handoff":
-            print(f"wrote {path} ({len(handoff.entries)} decode ranks)")
-            continue
-        print(f"wrote {path} ({role}: fingerprint {built.fingerprint[:16]}, "
-              f"{len(built.rank_classes)} rank classes)")
-        print(write_runtime(built, path.parent))
-    return 0
-
-
-def handoff_data(dep: InstancePair, own: dict, handoff) -> dict:
-    """kv_handoff.json: the handoff beside the fingerprints of the plans it pairs."""
-    return {"name": dep.name, "connector": dep.connector, "rules": handoff.rules.function,
-            "fingerprints": {role: built.fingerprint for role, (built, _) in own.items()},
-            "kv_handoff": handoff.entries}
-
-
-def write_plans(dep: InstancePair, own: dict, handoff, out: Path) -> list[tuple[str, Path, object]]:
-    """<out>/<role>/plan.json per instance, then <out>/kv_handoff.json: (role, path, plan)."""
-    from specplan.lower import write_plan
-
-    written = [(role, write_plan(built, out / role), built) for role, (built, _) in own.items()]
-    path = _write_json(out / "kv_handoff.json", handoff_data(dep, own, handoff))
-    return written + [("kv_handoff", path, None)]
+    return Options(rounds=sim.rounds, requests=sim.requests, seed=sim.seed,
+                   max_layers=sim.max_layers, inject=sim.inject or "", timeout_s=sim.timeout_s)
 
 
 def _write_json(path: Path, data: dict) -> Path:
@@ -106,61 +202,3 @@ def _write_json(path: Path, data: dict) -> Path:
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     tmp.replace(path)
     return path
-
-
-def export(dep: InstancePair) -> str:
-    """One launch script per instance, each with its role and connector flags."""
-    from specplan.ecosystem.export import export as export_spec, render
-    from specplan.schema.model import Disaggregation
-
-    parts = []
-    for inst in dep.instances:
-        dis = Disaggregation(role=inst.role, connector=dep.connector)
-        spec = inst.spec.model_copy(update={"disaggregation": dis})
-        launch = export_spec(spec, plan_path=f"build/{dep.name}/{inst.role}/plan.json")
-        if launch.plan_path:  # where `specplan compile DEPLOYMENT` writes each instance's plan
-            launch.plan_how = f"specplan compile {shlex.quote(str(dep.file))} -o build/{dep.name}"
-        parts.append(f"# {inst.role} instance ({inst.file})\n" + render(launch))
-    return "\n".join(parts)
-
-
-def simulate(dep: InstancePair, *, rounds: int, requests: int, seed: int, max_layers: int,
-            inject: str | None, allow_errors: bool, console, timeout_s: float | None = None) -> int:
-    """The CLI's body for a deployment: refuse what check rejects, run, report, exit code."""
-    from specplan.deploy.cross_checks import check_deployment
-    from specplan.deploy.cross_report import check_instances, render as render_check
-    from specplan.deploy.simulate import INJECTIONS, simulate as run, verdict
-    from specplan.errors import Diagnostic, SpecError
-    from specplan.sim.launch import Options
-    from specplan.sim.report import render
-
-    if not isinstance(dep, InstancePair):
-        raise SpecError([Diagnostic(dep.line_of()[0], None, None, "", f"--inject {inject} breaks "
-                                    "a deployment's KV handoff; this is one instance's spec (give "
-                                    "the deployment, or a spec with disaggregation.peer)")])
-    if inject not in (None, *INJECTIONS):
-        raise SpecError([Diagnostic(dep.file, None, None, "", f"--inject {inject} is for one "
-                                    f"spec; a deployment takes --inject {', '.join(INJECTIONS)}")])
-    cross, own = check_deployment(plan_handoff(dep)), check_instances(dep)
-    found = list(cross) + [f for _, fs in own.values() for f in fs]
-    if not allow_errors and any(f.severity == "ERROR" for f in found):
-        render_check(dep, cross, own, console)
-        console.print("not simulated: `specplan check` predicts the failures above; run with "
-                      "--allow-errors to watch them happen")
-        return EXIT_FOUND_PROBLEM
-    opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
-                  inject=inject or "", timeout_s=timeout_s)
-    out = run(dep, opt)
-    v = verdict(out)
-    console.print(f"handoff: {len(out.transfers)} point-to-point KV transfers from "
-                  f"{out.handoff.prefill.num_ranks} prefill ranks to "
-                  f"{out.handoff.decode.num_ranks} decode ranks ({out.handoff.rules.function})"
-                  + (f", inject {inject}" if inject else ""), markup=False)
-    render(out, v, console)
-    if v.ok:
-        return 0
-    internal = [(role, r, x["error"]) for role, res in (("prefill", out.prefill), ("decode", out.results))
-                for r, x in res.items() if x.get("known") is False]
-    for role, r, error in internal:
-        console.print(f"{role} rank {r} hit an internal error:\n{error}", markup=False)
-    return 1 if internal and not inject else EXIT_FOUND_PROBLEM

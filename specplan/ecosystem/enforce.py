@@ -6,7 +6,8 @@ deployment as `behaviour: specplan` with `sync.policy: safe` (every decision tha
 deterministic converges) and `sync.sites: on` for any warned site the policy would still leave
 off, compiles it, and prints the user's own launch line with `SPECPLAN_PLAN=DIR/plan.json` in
 front: the specplan plugin then runs the plan's converges inside the engine (docs/engines.md).
-Torch-free, like check and the plan.json half of compile.
+Torch-free, like check and the plan.json half of compile. The command (loading, writing,
+printing, its exit code) is commands/enforce.py.
 """
 
 from __future__ import annotations
@@ -16,9 +17,6 @@ from pathlib import Path
 
 from specplan.plan import Plan
 from specplan.schema import Spec
-
-EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM = 2, 3
-
 
 @dataclass
 class Enforced:
@@ -90,57 +88,3 @@ def launch_line(spec: Spec, new: Spec, plan_path: Path) -> str:
     from specplan.ecosystem.export import export, render
 
     return render(export(new, plan_path=str(plan_path)))
-
-
-def run(target: str | None, out: str, engine: str | None, line: list[str], environ: dict,
-        script: str | None, base: str | None, model_config: str | None,
-        name: str | None) -> tuple[int, str, list[str]]:
-    """(exit code, stdout text, stderr lines) of `specplan enforce`."""
-    from specplan.files import staged_dir, write_atomic
-    from specplan.lower import write_plan
-    from specplan.schema import load_spec
-    from specplan.verify import has_errors
-    from specplan.verify.formats import render_text, terminal_width
-    from specplan.verify.report import subject_of
-
-    messages: list[str] = []
-    if engine is not None:
-        spec, messages = _imported(engine, line, environ, script, base, model_config, name)
-        if spec is None:
-            return EXIT_BAD_INPUT, "", messages
-    else:
-        spec = load_spec(target)
-    out_dir = Path(out)
-    done = enforce(spec, out_dir)
-    if has_errors(done.findings):
-        text = render_text(subject_of(done.plan), done.findings, width=terminal_width(), verbose=False)
-        return EXIT_FOUND_PROBLEM, text, messages + [
-            "nothing written: even specplan's plan of this deployment has errors (above)"]
-    with staged_dir(out_dir) as stage:  # both files or neither
-        write_atomic(stage / "spec.yaml", done.spec_text, what="the spec")
-        write_plan(done.plan, stage)
-    plan_path = out_dir / "plan.json"
-    lines = [f"wrote {out_dir / 'spec.yaml'} (behaviour specplan, policy {done.spec.sync.policy})",
-             f"wrote {plan_path} (fingerprint {done.plan.fingerprint[:16]}, "
-             f"{len(done.plan.boundaries)} converge boundaries)"]
-    if done.converged:
-        lines.append(f"the plan converges what {spec.engine} did not:")
-        lines += [f"  {item}" for item in done.converged]
-    else:
-        lines.append("the plan converges nothing the spec's own plan did not")
-    warns = sum(1 for f in done.findings if f.severity == "WARN")
-    if warns:
-        lines.append(f"{warns} WARN remain that no converge answers: specplan check {plan_path}")
-    lines.append("launch (the specplan plugin loads the plan):")
-    return 0, "\n".join(lines) + "\n" + launch_line(spec, done.spec, plan_path), messages
-
-
-def _imported(engine, line, environ, script, base, model_config, name):
-    """The spec `specplan import` makes of a launch line, or None and import's messages."""
-    from specplan.ecosystem.import_cli import run_import
-    from specplan.schema.load import load_spec_text
-
-    code, text, messages = run_import(engine, line, environ, script, base, model_config, name, None)
-    if code != 0:
-        return None, [m.replace("specplan import:", "specplan enforce:", 1) for m in messages]
-    return load_spec_text(text, "<the imported launch line>"), messages

@@ -34,7 +34,7 @@ IDENTITY_CHECKS = {
     "specplan/plugins/common.py: if plan.engine != engine:",
     "specplan/ecosystem/export.py: if target.engine != spec.engine:",
     'specplan/ecosystem/export.py: if spec.behaviour == "specplan" and engine == spec.engine:',
-    "specplan/ecosystem/import_cli.py: if version is None and base is not None and base.engine == engine:",
+    "specplan/commands/import_.py: if version is None and base is not None and base.engine == engine:",
 }
 
 

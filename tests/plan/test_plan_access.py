@@ -22,8 +22,8 @@ PLAN_KEYS = {f.name for m in (model, artifact) for v in vars(m).values()
 NOT_PLAN = {
     # explain_data / round_data output: the JSON view `explain --json` prints, not plan.json
     "explain.py::*": "explain view (built from the mesh)",
-    "commands/explain.py::run": "explain view",
-    "api.py::Deployment.explain": "explain view",
+    "commands/spec_target.py::SpecTarget.explain_data": "explain view",
+    "commands/spec_target.py::SpecTarget.print_explain": "explain view",
     "deploy/explain.py::*": "explain view of a deployment",
     "deploy/load.py::*": "deployment YAML data",
     "pictures/kv.py::*": "explain view of a deployment",
@@ -48,7 +48,8 @@ NOT_PLAN = {
     "sim/comm.py::*": "rank lists by family",
     "trace.py::*": "trace records",
     "trace_input.py::*": "trace records",
-    "commands/common.py::load_spec_arg": "a JSON file that may be a plan, read only to say so",
+    "commands/load.py::load_spec_arg": "a JSON file that may be a plan, read only to say so",
+    "commands/import_.py::imported": "engine arguments (a launch line read)",
     "runtime/host_sync.py::_device_to_host": "a torch op's keyword arguments",
     # SGLang's resolved speculative settings, under SPEC_KEYS (an engine dict, not the plan)
     "plugins/sglang.py::SGLangState._engine_spec": "engine settings under SPEC_KEYS",

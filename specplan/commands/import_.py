@@ -1,0 +1,95 @@
+"""`specplan import`: gather the launch line, the base spec and the model shape; write YAML.
+
+ecosystem/ reads the line (launch_import.py, import_line.py); this module loads the base spec,
+writes the YAML, prints and returns the exit code."""
+
+from __future__ import annotations
+
+import click
+
+from specplan.commands.common import EXIT_BAD_INPUT, check_release
+
+
+def run(engine: str, line: list[str], environ: dict[str, str], script: str | None,
+        base: str | None, model_config: str | None, name: str | None, out: str | None,
+        draft_config: str | None, version: str | None) -> int:
+    """Messages on stderr, the YAML on stdout (or in `out`); the exit code."""
+    check_release(engine, version)
+    code, text, messages = imported(engine, line, environ, script, base, model_config, name, out,
+                                    draft_config, version)
+    for message in messages:
+        click.echo(message, err=True)
+    if text:
+        click.echo(text, nl=False)
+    return code
+
+
+def imported(engine: str, line: list[str], environ: dict[str, str], script: str | None,
+             base_path: str | None, model_config: str | None, name: str | None,
+             out: str | None, draft_config: str | None = None,
+             version: str | None = None) -> tuple[int, str, list[str]]:
+    """(exit code, YAML for stdout, messages for stderr). `draft_config`: the draft's config.json
+    (else found beside a local draft path or in the Hugging Face cache, as the target's).
+    `version`: the release whose flags read the line; None: the base spec's engine_version, else
+    the newest release whose parser accepts every word of it."""
+    from specplan.ecosystem.import_line import draft_taps, pick_release, read_config
+    from specplan.ecosystem.launch_import import (ImportProblem, build, find_config, ignored_env,
+                                                  model_shape, read_launch)
+    from specplan.ecosystem.yaml_out import reload, to_yaml
+    from specplan.errors import UserError
+    from specplan.files import write_atomic
+    from specplan.schema import load_spec
+
+    found = _line(line, environ, script)
+    if isinstance(found, str):
+        return EXIT_BAD_INPUT, "", [found]
+    env, argv, own_form = found
+    base = load_spec(base_path) if base_path else None
+    if version is None and base is not None and base.engine == engine:
+        version = base.engine_version  # the base's release, when it names one
+    try:
+        launch = read_launch(engine, env, argv, version) if version else pick_release(engine, env, argv)
+        if own_form:
+            launch["_line"] = None
+        config = read_config(find_config(model_config, launch["model"].get("path")))
+        data = build(engine, launch, base, model_shape(config) if config else {}, name, config)
+        draft_taps(engine, data, draft_config, launch)
+    except ImportProblem as exc:
+        return EXIT_BAD_INPUT, "", [f"specplan import: {exc}"]
+    try:
+        reload(data, "<the imported launch line>")
+    except UserError as exc:
+        return EXIT_BAD_INPUT, "", [f"specplan import: the launch line makes an invalid spec: "
+                                    f"{d.path}: {d.message}" for d in exc.diagnostics]
+    skipped = ignored_env(engine, env)  # from the environment or `export` lines, not the line
+    notes = launch["_notes"] + ([launch["_release"]] if "_release" in launch else [])
+    messages = [f"specplan import: {note}" for note in notes]
+    if skipped:
+        messages.append(f"specplan import: ignored {', '.join(skipped)} (no bearing on the plan)")
+    text = to_yaml(data, header=f"Imported from a {engine} launch line by `specplan import`.")
+    if out is None:
+        return 0, text, messages
+    write_atomic(out, text, what="the spec")
+    return 0, "", messages + [f"wrote {out}"]
+
+
+def _line(line: list[str], environ: dict[str, str], script: str | None):
+    """(the SGLANG_* / VLLM_* environment, the argv, whether it is export's own one-flag-per-line
+    form), or the message that there is no line to read."""
+    from specplan.ecosystem.launch_import import ImportProblem, parse_script
+    from specplan.files import read_text
+
+    env = {k: v for k, v in environ.items() if k.startswith(("SGLANG_", "VLLM_"))}
+    argv = list(line)
+    own_form = False  # specplan export's one-flag-per-line form: its spelling, not the user's
+    if script:
+        text = read_text(script, "a shell script holding a launch line")
+        try:
+            script_env, script_argv = parse_script(text)
+        except ImportProblem as exc:
+            return f"specplan import: {script}: {exc}"
+        env, argv = {**env, **script_env}, script_argv + argv
+        own_form = '"${args[@]}"' in text
+    if not argv:
+        return "specplan import: no launch line: give it after `--` or with --file"
+    return env, argv, own_form

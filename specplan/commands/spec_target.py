@@ -1,0 +1,243 @@
+"""One spec as a Target (commands/target.py): what each command does with a single instance's
+plan. A plan.json given to `check` is a PlanTarget, the check half of it."""
+
+from __future__ import annotations
+
+import sys
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import click
+
+from specplan.commands.common import EXIT_FOUND_PROBLEM, check_release, dump_json
+from specplan.commands.target import Report, Simulation
+from specplan.errors import Diagnostic, SpecError
+
+if TYPE_CHECKING:
+    from specplan.passes import Planning
+    from specplan.plan import Plan
+    from specplan.schema.model import Spec
+
+
+class PlanTarget:
+    """A plan, checked: the plan.json `check` takes, and the base of a spec's target."""
+
+    def __init__(self, plan: Plan | None = None):
+        if plan is not None:
+            self.plan = plan
+
+    @cached_property
+    def plan(self) -> Plan:
+        raise NotImplementedError  # a SpecTarget builds it; a PlanTarget is given it
+
+    def refuse_check(self, fmt: str) -> None:
+        return None  # every format reports one plan
+
+    @cached_property
+    def _findings(self) -> list:
+        from specplan.verify import verify
+
+        return verify(self.plan)
+
+    def findings(self) -> list:
+        return self._findings
+
+    def print_check(self, *, fmt: str, severity: str, verbose: bool) -> None:
+        from specplan.verify import formats
+        from specplan.verify.report import subject_of
+
+        findings = self.findings()
+        shown = formats.at_least(findings, severity)
+        subject = subject_of(self.plan)
+        if fmt == "json":
+            text = formats.to_json(shown)
+        elif fmt == "sarif":
+            text = formats.to_sarif(subject, shown)
+        elif fmt == "junit":
+            text = formats.to_junit(subject, shown)
+        else:
+            filtered = len(findings) if len(shown) != len(findings) else None
+            text = formats.render_text(subject, shown, width=formats.terminal_width(),
+                                       verbose=verbose, shown_of=filtered)
+        sys.stdout.write(text)
+
+
+class SpecTarget(PlanTarget):
+    """One spec: `path` is the file it was read from (None for a spec made from a dict)."""
+
+    def __init__(self, spec: Spec, path: str | None):
+        super().__init__()
+        self.spec = spec
+        self.path = path
+        self.name = spec.name
+        self.pair = None
+
+    @property
+    def _where(self) -> str:
+        return self.path or "<dict>"
+
+    @cached_property
+    def planning(self) -> Planning:
+        from specplan.passes import plan as run_passes
+
+        return run_passes(self.spec)
+
+    @cached_property
+    def plan(self) -> Plan:
+        from specplan.lower import build_plan
+
+        return build_plan(self.planning)
+
+    # explain
+    def refuse_explain(self, *, rank: int | None, picture: str | None) -> None:
+        if picture == "kv":
+            raise SpecError([Diagnostic(self._where, None, None, "", "--picture kv draws a "
+                                        "deployment's KV handoff; this spec has no peer (see "
+                                        "disaggregation)")])
+        world = self.planning.mesh.world_size
+        if rank is not None and not 0 <= rank < world:
+            raise SpecError([Diagnostic(self._where, None, None, "", f"--rank {rank} is outside "
+                                        f"the world: expected 0 .. {world - 1}")])
+
+    def explain_data(self, *, lazy: bool = True) -> dict[str, Any]:
+        from specplan.explain import explain_data
+        from specplan.round_view import round_data
+
+        data = explain_data(self.spec, self.planning.mesh, lazy=lazy)
+        data["round"] = round_data(self.plan, lazy=lazy)
+        return data
+
+    def print_explain(self, data: dict, *, as_json: bool, rank: int | None, all_families: bool,
+                      console) -> None:
+        from specplan.explain import rank_data, render
+        from specplan.round_view import render_round
+
+        if as_json and rank is not None:
+            dump_json(rank_data(data, rank))
+            return
+        if as_json:  # rows are written as they are made: 1M ranks never sit in memory at once
+            from specplan.explain_stream import write_json
+
+            write_json(data, sys.stdout.write)
+            sys.stdout.write("\n")
+            return
+        render(data, console, rank, all_families)
+        if rank is None:
+            render_round(data["round"], console)
+
+    def picture(self, kind: str, fmt: str, family: str | None, out: str | None) -> str | None:
+        from specplan.pictures import write_picture
+
+        data = self.explain_data(lazy=False)  # pictures read plain lists
+        return write_picture(self._where, kind, fmt, data, self.planning, self.plan, family, out)
+
+    # compile
+    def print_refused(self, console) -> None:
+        from specplan.verify.report import render_findings
+
+        render_findings(self.plan, self.findings(), console)
+
+    def compiled(self) -> Plan:
+        return self.plan
+
+    def write(self, out: Path, *, runtime: bool) -> Iterator[str]:
+        from specplan.files import staged_dir
+        from specplan.lower import write_plan
+
+        plan = self.plan
+        if not runtime:
+            write_plan(plan, out)
+            return
+        # every file or none: a failure leaves `out` as it was; another plan's module goes
+        with staged_dir(out, replaces="runtime_*.py") as stage:
+            write_plan(plan, stage)
+            note = write_runtime_module(plan, stage)
+        yield (f"wrote {out / 'plan.json'} (fingerprint {plan.fingerprint[:16]}, "
+               f"{len(plan.boundaries)} converge boundaries, {len(plan.rank_classes)} rank classes)")
+        yield note.format(out=out)
+
+    # export
+    def refuse_export(self, engine: str | None, version: str | None) -> None:
+        if version:
+            check_release(engine or self.spec.engine, version)
+
+    def export(self, engine: str | None = None, version: str | None = None) -> str:
+        from specplan.ecosystem.export import export, render
+
+        return render(export(self.spec, engine, version))
+
+    # simulate
+    def simulate(self, sim: Simulation, console) -> int:
+        from specplan.sim.command import check_options, refused_launch, run_simulate
+        from specplan.sim.faults import refusal
+        from specplan.sim.torchrun import simulate_rank, under_torchrun
+        from specplan.verify import formats, has_errors
+        from specplan.verify.report import subject_of
+
+        options = dict(rounds=sim.rounds, requests=sim.requests, seed=sim.seed,
+                       max_layers=sim.max_layers, inject=sim.inject, console=console,
+                       as_json=sim.as_json, trace_dir=sim.trace_dir, timeout_s=sim.timeout_s)
+        if under_torchrun() and sim.chunk is None:  # one rank of a torchrun job
+            return simulate_rank(self.path, self.spec, allow_errors=sim.allow_errors, **options)
+        if sim.inject == "layer-map":
+            raise SpecError([Diagnostic(self.spec.line_of()[0], None, None, "", "--inject "
+                                        "layer-map breaks a deployment's KV handoff; this is one "
+                                        "instance's spec (give the deployment, or a spec with "
+                                        "disaggregation.peer)")])
+        plan, findings = self.plan, self.findings()
+        if why := refusal(plan.speculative.method, plan.speculative.sampling, sim.inject or "",
+                          len(plan.pipeline.stages), bool(plan.speculative.taps)):
+            raise click.UsageError(why)
+        check_options(rounds=sim.rounds, requests=sim.requests,
+                      width=plan.speculative.num_draft_tokens)
+        if has_errors(findings) and not sim.allow_errors:  # simulate and check never disagree
+            sys.stdout.write(formats.to_json(findings) if sim.as_json else formats.render_text(
+                subject_of(plan), findings, width=formats.terminal_width(), verbose=False))
+            click.echo("not simulated: `specplan check` predicts the failures above; run with "
+                       "--allow-errors to watch them happen", err=True)
+            return EXIT_FOUND_PROBLEM
+        if isinstance(plan.launch_refusal, str):  # --allow-errors: the engine's launch is what fails
+            return refused_launch(plan, sim.as_json)
+        return run_simulate(self.path, chunk=sim.chunk, **options)
+
+    def simulated(self, sim: Simulation) -> Report:
+        import tempfile
+
+        from specplan.sim.launch import Options, simulate
+        from specplan.sim.report import verdict
+
+        opt = Options(rounds=sim.rounds, requests=sim.requests, seed=sim.seed,
+                      max_layers=sim.max_layers, inject="")
+        with tempfile.TemporaryDirectory(prefix="specplan-api-") as tmp:
+            path = self.path or _written(self.spec, Path(tmp))
+            outcome = simulate(str(path), opt)
+        v = verdict(outcome)
+        return Report(v.ok, tuple(v.problems), v.checked, v.agreed, len(outcome.results),
+                      sim.rounds, outcome.wall_s)
+
+
+def _written(spec: Spec, folder: Path) -> Path:
+    """A dict-made spec as a file, for the simulated ranks to load."""
+    import yaml
+
+    path = folder / f"{spec.name}.yaml"
+    path.write_text(yaml.safe_dump(spec.model_dump(mode="json", exclude_unset=True), sort_keys=False))
+    return path
+
+
+def write_runtime_module(plan, out_dir) -> str:
+    """The torch half of compile, imported only after plan.json is written; a runtime module
+    of another plan in `out_dir` is removed (it would sit beside a plan it does not run)."""
+    from specplan.files import remove_stale
+
+    try:
+        from specplan.lower.fx_module import write_runtime_module as write
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "torch":
+            raise
+        remove_stale(out_dir, "runtime_*.py", keep=set())
+        return "runtime module: skipped (torch is not installed; pip install 'specplan[runtime]')"
+    name = write(plan, out_dir).name
+    remove_stale(out_dir, "runtime_*.py", keep={name})
+    return "wrote {out}/" + name + " (runtime module)"

@@ -1,0 +1,73 @@
+"""What `specplan import` reads beside the launch line: the release whose flags accept it, the
+model's config.json and the draft's EAGLE3 taps (the command itself: commands/import_.py)."""
+
+from __future__ import annotations
+
+import json
+
+from specplan.ecosystem.launch_import import FlagRefused, ImportProblem, find_config, read_launch
+from specplan.errors import UserError
+from specplan.files import read_text
+
+
+def draft_taps(engine: str, data: dict, draft_config: str | None, launch: dict) -> None:
+    """vLLM's EAGLE3 taps come from the draft's config (`eagle_aux_hidden_state_layer_ids`, used
+    as tap ids as they are), which the engine's start-up check compares with the plan's."""
+    spec = data.get("speculative") or {}
+    from specplan.engines import convention
+
+    if spec.get("method") not in convention(engine).taps_from_draft_config:
+        return
+    path = find_config(draft_config, spec.get("draft_path"))
+    draft = read_config(path) or {}
+    ids = draft.get("eagle_aux_hidden_state_layer_ids") or \
+        (draft.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
+    if not ids:
+        return
+    if not (isinstance(ids, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in ids)):
+        raise ImportProblem(f"the draft config {path}: eagle_aux_hidden_state_layer_ids must be a "
+                            f"list of layer ids, found {ids!r}")
+    spec["aux_layers"] = sorted(ids)
+    launch["_notes"].append(f"speculative.aux_layers {sorted(ids)} from the draft's "
+                            f"eagle_aux_hidden_state_layer_ids ({path})")
+
+
+def pick_release(engine: str, env: dict[str, str], argv: list[str]) -> dict:
+    """read_launch by the newest release whose flags accept the whole line; the note says
+    which (and why not a newer one)."""
+    from specplan.engines import convention
+    from specplan.engines.releases import newest_first
+
+    refused: list[tuple[str, str]] = []  # (release, argparse's message), newest first
+    for version in newest_first(engine):
+        title = convention(engine, version).title
+        try:
+            launch = read_launch(engine, env, argv, version)
+        except FlagRefused as exc:
+            refused.append((title, str(exc)))
+            continue
+        why = f" ({'; '.join(f'{t}: {m}' for t, m in refused)})" if refused else ""
+        launch["_release"] = (f"read as {title}, the newest supported release whose flags "
+                              f"accept every flag of the line{why}")
+        return launch
+    others = [f"{t}: {m}" for t, m in refused[1:] if m != refused[0][1]]
+    raise ImportProblem(f"{refused[0][1]} (no supported release accepts the line: "
+                        f"{refused[-1][0]} to {refused[0][0]}"
+                        + "".join(f"; {o}" for o in others) + ")")
+
+
+def read_config(path: str | None) -> dict | None:
+    if path is None:
+        return None
+    try:
+        data = json.loads(read_text(path, "a model's config.json"))
+    except UserError as exc:
+        raise ImportProblem(f"cannot read the model config {exc.diagnostics[0]}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ImportProblem(f"cannot read the model config {path}: {exc}") from None
+    text_config = data.get("text_config", data) if isinstance(data, dict) else None
+    if not isinstance(text_config, dict):
+        what = "its text_config is" if isinstance(data, dict) else "it is"
+        raise ImportProblem(f"the model config {path}: {what} not a JSON object; expected a "
+                            "Hugging Face config.json")
+    return data
