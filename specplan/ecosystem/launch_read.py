@@ -16,6 +16,7 @@ from specplan.ecosystem.flags import (DEEPEP_BACKENDS, DRAFT_PLACEHOLDER, DTYPE_
 from specplan.engines import spec_tp_sync
 from specplan.engines.sglang import SGLANG_ALGORITHMS
 from specplan.engines.vllm import VLLM_METHODS
+from specplan.methods import get_method
 
 
 class ImportProblem(Exception):
@@ -109,7 +110,7 @@ def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
         runtime["max_batch"] = cap
     spec = _sglang_speculative(v)
     slugs = None
-    if spec.get("method") in ("dspark", "dflash"):
+    if "method" in spec and spec_tp_sync.has_sites(get_method(spec["method"])):
         try:
             slugs = spec_tp_sync.parse(env.get("SGLANG_SPEC_TP_SYNC", "all"))
         except ValueError as exc:
@@ -169,9 +170,10 @@ def _sglang_speculative(v: dict) -> dict:
                             f"{', '.join(SGLANG_ALGORITHMS.values())}")
     out: dict = {"method": method}
     width = _int(v, "speculative_num_draft_tokens", "--speculative-num-draft-tokens", None)
-    if method in ("dspark", "dflash"):
+    m = get_method(method, "sglang")
+    if m.round == "block":  # SGLang names each block method's width flag after the method
         block = _int(v, f"speculative_{method}_block_size", f"--speculative-{method}-block-size", None)
-        steps = block if method == "dspark" else (block - 1 if block else None)
+        steps = m.steps_of_block(block) if block is not None else None
         steps = steps if steps is not None else (width - 1 if width else None)
         if steps is None:
             raise ImportProblem(f"the {algo} draft width is not on the command line (SGLang reads "
