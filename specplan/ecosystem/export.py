@@ -227,7 +227,7 @@ def _sglang_method(spec: Spec, launch: Launch) -> None:
              _block_why(m, s.num_steps)))
     else:
         add(("--speculative-num-steps", str(s.num_steps), "draft steps (speculative.num_steps)"))
-        add(("--speculative-eagle-topk", str(s.topk), "draft tree branching (speculative.topk)"))
+        add(_sglang_topk(m, s.topk))
         add(("--speculative-num-draft-tokens", str(s.verify_width),
              "verify width, root included (speculative.num_draft_tokens)"))
     if s.draft_tp is not None:
@@ -236,6 +236,15 @@ def _sglang_method(spec: Spec, launch: Launch) -> None:
     # Move the draft path (added by _paths right after the model path) to the method block.
     draft = [a for a in launch.args if a[0] == "--speculative-draft-model-path"]
     launch.args[:] = [a for a in launch.args if a[0] != "--speculative-draft-model-path"] + draft
+
+
+def _sglang_topk(m, topk: int) -> tuple[str, str, str]:
+    """SGLang's NGRAM (a trie) takes topk from its BFS breadth and ignores
+    --speculative-eagle-topk (_handle_ngram)."""
+    if m.trie:
+        return ("--speculative-ngram-max-bfs-breadth", str(topk),
+                "children per trie node, SGLang's NGRAM topk (speculative.topk)")
+    return ("--speculative-eagle-topk", str(topk), "draft tree branching (speculative.topk)")
 
 
 def _block_why(m, steps: int) -> str:

@@ -367,7 +367,7 @@ def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | No
             steps, why = d.vllm_tokens(auto["vllm_method"], config)
             notes.append(f"num_steps {steps}: {why}")
             return {"num_steps": steps}
-        if auto["algorithm"] == "NGRAM":
+        if auto["trie"]:  # SGLang's NGRAM: its widths from the trie's breadth
             (steps, topk, width), why = d.sglang_ngram(auto["breadth"], auto["draft_tokens"])
         else:
             arch = ((config or {}).get("architectures") or [None])[0]

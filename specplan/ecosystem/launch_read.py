@@ -108,7 +108,7 @@ def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
     cap = _int(v, "cuda_graph_max_bs_decode", "--cuda-graph-max-bs-decode", None)
     if cap is not None:
         runtime["max_batch"] = cap
-    spec = _sglang_speculative(v)
+    spec = _sglang_speculative(v, notes)
     slugs = None
     if "method" in spec and spec_tp_sync.has_sites(get_method(spec["method"])):
         try:
@@ -159,7 +159,7 @@ def _moe(backend, flag: str, eplb, notes: list[str]) -> dict:
     return out
 
 
-def _sglang_speculative(v: dict) -> dict:
+def _sglang_speculative(v: dict, notes: list[str]) -> dict:
     algo = v.get("speculative_algorithm")
     if algo is None:
         return {}
@@ -181,22 +181,43 @@ def _sglang_speculative(v: dict) -> dict:
                                 f"--speculative-{method}-block-size")
         out["num_steps"] = steps
     else:
-        steps = _int(v, "speculative_num_steps", "--speculative-num-steps", None)
-        topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk", None)
-        if steps is None:  # SGLang's own defaults, chosen once the model config is read
-            breadth = _int(v, "speculative_ngram_max_bfs_breadth",
-                           "--speculative-ngram-max-bfs-breadth", None)
-            out["_auto"] = {"algorithm": algo.upper(), "topk": topk, "draft_tokens": width,
-                            "breadth": breadth}
-        else:
-            out["num_steps"] = steps
-            if (topk or 1) > 1:
-                out["topk"] = topk
-            if width is not None and width != steps + 1:
-                out["num_draft_tokens"] = width
+        out.update(_sglang_widths(v, algo.upper(), m.trie, width, notes))
     draft = _path(v.get("speculative_draft_model_path"), DRAFT_PLACEHOLDER)
     if draft:
         out["draft_path"] = draft
+    return out
+
+
+def _sglang_widths(v: dict, algo: str, trie: bool, width: int | None, notes: list[str]) -> dict:
+    """num_steps, topk and num_draft_tokens of an EAGLE-family or n-gram line, as SGLang
+    resolves them. A trie (SGLang's NGRAM, methods/ngram.py) takes topk from
+    --speculative-ngram-max-bfs-breadth, default 10, whatever --speculative-eagle-topk says, and
+    12 draft tokens by default (_handle_ngram declares speculative_eagle_topk =
+    speculative_ngram_max_bfs_breadth; the same in 0.5.20 .. 0.5.23)."""
+    from specplan.engines import spec_defaults as d
+
+    steps = _int(v, "speculative_num_steps", "--speculative-num-steps", None)
+    topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk", None)
+    breadth = _int(v, "speculative_ngram_max_bfs_breadth", "--speculative-ngram-max-bfs-breadth", None)
+    runs = breadth or d.SGLANG_NGRAM_BFS_BREADTH
+    if trie and topk is not None and topk != runs:
+        notes.append(f"--speculative-eagle-topk {topk} is not what SGLang's {algo} runs: it takes "
+                     f"topk from --speculative-ngram-max-bfs-breadth, {runs}"
+                     + ("" if breadth else " by default") + f" (_handle_ngram); imported as topk "
+                     f"{runs}, the flag kept as written")
+    if steps is None:  # SGLang's own defaults, chosen once the model config is read
+        return {"_auto": {"algorithm": algo, "trie": trie, "topk": topk, "draft_tokens": width,
+                          "breadth": breadth}}
+    if trie:
+        topk = runs
+        if width is None:
+            width = d.SGLANG_NGRAM_DRAFT_TOKENS
+            notes.append(f"num_draft_tokens {width}: SGLang's {algo} default (_handle_ngram)")
+    out: dict = {"num_steps": steps}
+    if (topk or 1) > 1:
+        out["topk"] = topk
+    if width is not None and width != steps + 1:
+        out["num_draft_tokens"] = width
     return out
 
 
