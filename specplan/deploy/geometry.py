@@ -112,7 +112,7 @@ class Geometry:
     @cached_property
     def draft_layers(self) -> tuple[int, ...]:
         """The ids the last stage registers the drafter's KV under; () without draft KV."""
-        if get_method(self.method).drafter in ("none", "lookup"):
+        if not get_method(self.method).draft_model:
             return ()
         count = self.spec.speculative.draft_num_layers or 1
         return tuple(draft_layer_ids(self.mesh.stages, count, self.choices.draft_layer_ids))

@@ -20,12 +20,12 @@ from specplan.engines import spec_tp_sync
 from specplan.engines.sglang import SGLANG_ALGORITHMS
 from specplan.engines.spec_tp_sync import SITE_SLUGS
 from specplan.engines.vllm import VLLM_METHODS
+from specplan.methods import get_method
 from specplan.schema import Spec
 
 PROGRAMS = {"sglang": "python -m sglang.launch_server", "vllm": "vllm serve"}
 # SGLang converges DFlash's greedy drafts without SpecTpSync (an all-gather of (max, id)).
 _SGLANG_ALWAYS = frozenset({"dflash_draft"})
-_NO_DRAFT_PATH = ("ngram", "mtp", "none")
 
 
 @dataclass
@@ -153,7 +153,7 @@ def _paths(spec: Spec, launch: Launch, model_flag: str, draft_flag: str | None) 
     if draft_flag is None:
         return
     draft = spec.speculative.draft_path
-    if draft is None and spec.speculative.method in _NO_DRAFT_PATH:
+    if draft is None and not get_method(spec.speculative.method).needs_draft_checkpoint:
         return
     launch.args.append((draft_flag, draft or DRAFT_PLACEHOLDER, "draft checkpoint "
                         "(speculative.draft_path" + (")" if draft else f"; unset: set "
@@ -217,21 +217,17 @@ def _sglang(spec: Spec, sites: dict, launch: Launch) -> None:
 
 
 def _sglang_method(spec: Spec, launch: Launch) -> None:
-    s, add = spec.speculative, launch.args.append
-    if s.method == "none":
+    s, add, m = spec.speculative, launch.args.append, get_method(spec.speculative.method, "sglang")
+    if not m.speculates:
         return
     add(("--speculative-algorithm", SGLANG_ALGORITHMS[s.method],
          f"speculative method (speculative.method: {s.method})"))
-    if s.method == "dspark":
-        add(("--speculative-dspark-block-size", str(s.num_steps),
-             f"DSpark gamma: {s.num_steps} drafts, verify window {s.num_steps + 1} "
-             "(speculative.num_steps)"))
-    elif s.method == "dflash":
-        add(("--speculative-dflash-block-size", str(s.num_steps + 1),
-             "DFlash block size = speculative.num_steps + 1"))
+    if m.round == "block":  # SGLang names each block method's width flag after the method
+        add((f"--speculative-{s.method}-block-size", str(m.block_size(s.num_steps)),
+             _block_why(m, s.num_steps)))
     else:
         add(("--speculative-num-steps", str(s.num_steps), "draft steps (speculative.num_steps)"))
-        add(("--speculative-eagle-topk", str(s.topk), "draft tree branching (speculative.topk)"))
+        add(_sglang_topk(m, s.topk))
         add(("--speculative-num-draft-tokens", str(s.verify_width),
              "verify width, root included (speculative.num_draft_tokens)"))
     if s.draft_tp is not None:
@@ -242,15 +238,30 @@ def _sglang_method(spec: Spec, launch: Launch) -> None:
     launch.args[:] = [a for a in launch.args if a[0] != "--speculative-draft-model-path"] + draft
 
 
+def _sglang_topk(m, topk: int) -> tuple[str, str, str]:
+    """SGLang's NGRAM (a trie) takes topk from its BFS breadth and ignores
+    --speculative-eagle-topk (_handle_ngram)."""
+    if m.trie:
+        return ("--speculative-ngram-max-bfs-breadth", str(topk),
+                "children per trie node, SGLang's NGRAM topk (speculative.topk)")
+    return ("--speculative-eagle-topk", str(topk), "draft tree branching (speculative.topk)")
+
+
+def _block_why(m, steps: int) -> str:
+    if m.draft_root:
+        return f"{m.title} block size = speculative.num_steps + 1"
+    return f"{m.title} gamma: {steps} drafts, verify window {steps + 1} (speculative.num_steps)"
+
+
 def _sglang_env(spec: Spec, sites: dict, launch: Launch) -> None:
-    t, s = spec.topology, spec.speculative
-    if s.method in ("dspark", "dflash"):
+    t, m = spec.topology, get_method(spec.speculative.method)
+    if spec_tp_sync.has_sites(m):
         states = {name: e.converge for name, e in sites.items()}
         on, care = spec_tp_sync.slugs_of(states), spec_tp_sync.slugs_of(states, only_on=False)
         value = spec_tp_sync.value_for(care, on)
         launch.env.append(("SGLANG_SPEC_TP_SYNC", value, "SpecTpSync sites the plan converges: "
                            + (", ".join(sorted(on)) or "none")))
-    if t.pp > 1 and s.method in ("eagle", "mtp"):
+    if t.pp > 1 and m.speculates and m.engine_notes.get("sglang_pp") == "yes":
         launch.env.append(("SGLANG_ENABLE_PP_SPEC", "1", "EAGLE decode rounds under pipeline "
                            "parallel (the gated last-stage relay)"))
     if spec.model.pp_partition and t.pp > 1:
@@ -291,7 +302,8 @@ def _sglang_mismatch(spec: Spec, sites: dict, plugin: bool = False) -> list[str]
     t = spec.topology
     if t.tp // (t.dp if t.dp_attention else 1) == 1:
         lacking = extra = []  # one rank per stage: SGLang's PP relay carries the decisions
-    if spec.speculative.method not in ("dspark", "dflash", "none"):
+    m = get_method(spec.speculative.method)
+    if m.speculates and not spec_tp_sync.has_sites(m):
         notes.append("SGLang has no SGLANG_SPEC_TP_SYNC sites for this method: eagle_sample "
                      "broadcasts only the accept triple, on sampling paths and ROCm greedy")
     if lacking:
@@ -317,11 +329,12 @@ def _vllm(spec: Spec, sites: dict, launch: Launch) -> None:
         on = spec.runtime.async_scheduling
         launch.args.append(("--async-scheduling" if on else "--no-async-scheduling", None,
                             f"runtime.async_scheduling: {'true' if on else 'false'}"))
-    if s.method != "none":
+    m = get_method(s.method, "vllm")
+    if m.speculates:
         config = {"method": VLLM_METHODS[s.method], "num_speculative_tokens": s.num_steps}
         if s.draft_path:
             config["model"] = s.draft_path
-        elif s.method not in _NO_DRAFT_PATH:
+        elif m.needs_draft_checkpoint:
             launch.notes.append(f"speculative.draft_path is unset: add \"model\": <the {s.method} "
                                 "draft checkpoint> to --speculative-config")
         if s.draft_tp is not None:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import shlex
 
 from specplan.ecosystem.flags import DRAFT_PLACEHOLDER
+from specplan.methods import METHODS
 from specplan.schema import Spec
 
 # Values that equal the engine's behaviour when the variable is unset: never added.
 _ENGINE_DEFAULTS = {("SGLANG_SPEC_TP_SYNC", "all")}
-_NEEDS_DRAFT = ("eagle", "eagle3", "standalone", "dflash", "dspark")
 
 
 def restated(spec: Spec, env: dict[str, str] | None = None) -> list[str] | None:
@@ -31,7 +31,9 @@ def restated(spec: Spec, env: dict[str, str] | None = None) -> list[str] | None:
         return None
     words = [w for arg in spec.engine_args for w in shlex.split(arg)]
     launch = read_launch(spec.engine, dict(env or {}), words, spec.engine_version)
-    hint = {"num_nextn_predict_layers": 1} if spec.speculative.method == "mtp" else None
+    # A method drafting with the checkpoint's own layers reads back as itself only from a
+    # config that has them (ecosystem/launch_import.py own_mtp).
+    hint = {"num_nextn_predict_layers": 1} if METHODS[spec.speculative.method].own_layers else None
     data = build(spec.engine, launch, spec, {}, spec.name, hint)
     got, want = spec_data(reload(data)), spec_data(spec)
     return sorted(_diff(got, want))
@@ -59,7 +61,7 @@ def render_faithful(spec: Spec, launch, title: str) -> str:
     added_flags = []
     s = spec.speculative
     has_draft = any(a.split(" ")[0] == "--speculative-draft-model-path" for a in spec.engine_args)
-    if s.method in _NEEDS_DRAFT and s.draft_path is None and not has_draft:
+    if METHODS[s.method].needs_draft_checkpoint and s.draft_path is None and not has_draft:
         for flag, value, _ in launch.args:
             if value == DRAFT_PLACEHOLDER and flag.startswith("--speculative-draft"):
                 added_flags.append((flag, f'"${DRAFT_PLACEHOLDER}"', f"speculative.draft_path is "

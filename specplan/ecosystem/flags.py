@@ -36,6 +36,7 @@ SGLANG_MODELLED: dict[str, str] = {
     "moe_a2a_backend": "model.moe.a2a", "enable_eplb": "model.moe.eplb",
     "speculative_algorithm": "speculative.method", "speculative_num_steps": "speculative.num_steps",
     "speculative_eagle_topk": "speculative.topk",
+    "speculative_ngram_max_bfs_breadth": "speculative.topk",  # NGRAM's (_handle_ngram)
     "speculative_num_draft_tokens": "speculative.num_draft_tokens",
     "speculative_dspark_block_size": "speculative.num_steps",
     "speculative_dflash_block_size": "speculative.num_steps",

@@ -25,6 +25,7 @@ from specplan.engines import convention
 from specplan.engines import spec_tp_sync
 from specplan.engines.flag_table import FlagProblem
 from specplan.engines.spec_tp_sync import SITE_SLUGS
+from specplan.methods import METHODS
 from specplan.schema import Spec
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*=")
@@ -338,10 +339,13 @@ def _speculative(engine: str, data: dict, launch: dict, base: Spec | None,
     auto = told.pop("_auto", None)
     if auto is not None:
         told.update(_engine_widths(auto, told["method"], base, config, launch["_notes"]))
-    if told.get("method") == "eagle" and "draft_path" not in told and own_mtp(config):
-        told["method"] = "mtp"  # SGLang runs EAGLE on the checkpoint's own MTP layers: NEXTN
-        launch["_notes"].append("EAGLE without a draft model on a checkpoint with its own MTP "
-                                "layers (num_nextn_predict_layers) is MTP")
+    named = METHODS.get(told.get("method"))
+    if named and named.without_draft and "draft_path" not in told and own_mtp(config):
+        # SGLang runs EAGLE on the checkpoint's own MTP layers: NEXTN (Method.without_draft)
+        told["method"] = named.without_draft
+        launch["_notes"].append(f"{named.title} without a draft model on a checkpoint with its "
+                                f"own MTP layers (num_nextn_predict_layers) is "
+                                f"{METHODS[named.without_draft].title}")
     if told:
         data["speculative"] = {**spec, **told}
     else:
@@ -363,7 +367,7 @@ def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | No
             steps, why = d.vllm_tokens(auto["vllm_method"], config)
             notes.append(f"num_steps {steps}: {why}")
             return {"num_steps": steps}
-        if auto["algorithm"] == "NGRAM":
+        if auto["trie"]:  # SGLang's NGRAM: its widths from the trie's breadth
             (steps, topk, width), why = d.sglang_ngram(auto["breadth"], auto["draft_tokens"])
         else:
             arch = ((config or {}).get("architectures") or [None])[0]

@@ -16,6 +16,7 @@ from specplan.ecosystem.flags import (DEEPEP_BACKENDS, DRAFT_PLACEHOLDER, DTYPE_
 from specplan.engines import spec_tp_sync
 from specplan.engines.sglang import SGLANG_ALGORITHMS
 from specplan.engines.vllm import VLLM_METHODS
+from specplan.methods import get_method
 
 
 class ImportProblem(Exception):
@@ -107,9 +108,9 @@ def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
     cap = _int(v, "cuda_graph_max_bs_decode", "--cuda-graph-max-bs-decode", None)
     if cap is not None:
         runtime["max_batch"] = cap
-    spec = _sglang_speculative(v)
+    spec = _sglang_speculative(v, notes)
     slugs = None
-    if spec.get("method") in ("dspark", "dflash"):
+    if "method" in spec and spec_tp_sync.has_sites(get_method(spec["method"])):
         try:
             slugs = spec_tp_sync.parse(env.get("SGLANG_SPEC_TP_SYNC", "all"))
         except ValueError as exc:
@@ -158,7 +159,7 @@ def _moe(backend, flag: str, eplb, notes: list[str]) -> dict:
     return out
 
 
-def _sglang_speculative(v: dict) -> dict:
+def _sglang_speculative(v: dict, notes: list[str]) -> dict:
     algo = v.get("speculative_algorithm")
     if algo is None:
         return {}
@@ -169,9 +170,10 @@ def _sglang_speculative(v: dict) -> dict:
                             f"{', '.join(SGLANG_ALGORITHMS.values())}")
     out: dict = {"method": method}
     width = _int(v, "speculative_num_draft_tokens", "--speculative-num-draft-tokens", None)
-    if method in ("dspark", "dflash"):
+    m = get_method(method, "sglang")
+    if m.round == "block":  # SGLang names each block method's width flag after the method
         block = _int(v, f"speculative_{method}_block_size", f"--speculative-{method}-block-size", None)
-        steps = block if method == "dspark" else (block - 1 if block else None)
+        steps = m.steps_of_block(block) if block is not None else None
         steps = steps if steps is not None else (width - 1 if width else None)
         if steps is None:
             raise ImportProblem(f"the {algo} draft width is not on the command line (SGLang reads "
@@ -179,22 +181,43 @@ def _sglang_speculative(v: dict) -> dict:
                                 f"--speculative-{method}-block-size")
         out["num_steps"] = steps
     else:
-        steps = _int(v, "speculative_num_steps", "--speculative-num-steps", None)
-        topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk", None)
-        if steps is None:  # SGLang's own defaults, chosen once the model config is read
-            breadth = _int(v, "speculative_ngram_max_bfs_breadth",
-                           "--speculative-ngram-max-bfs-breadth", None)
-            out["_auto"] = {"algorithm": algo.upper(), "topk": topk, "draft_tokens": width,
-                            "breadth": breadth}
-        else:
-            out["num_steps"] = steps
-            if (topk or 1) > 1:
-                out["topk"] = topk
-            if width is not None and width != steps + 1:
-                out["num_draft_tokens"] = width
+        out.update(_sglang_widths(v, algo.upper(), m.trie, width, notes))
     draft = _path(v.get("speculative_draft_model_path"), DRAFT_PLACEHOLDER)
     if draft:
         out["draft_path"] = draft
+    return out
+
+
+def _sglang_widths(v: dict, algo: str, trie: bool, width: int | None, notes: list[str]) -> dict:
+    """num_steps, topk and num_draft_tokens of an EAGLE-family or n-gram line, as SGLang
+    resolves them. A trie (SGLang's NGRAM, methods/ngram.py) takes topk from
+    --speculative-ngram-max-bfs-breadth, default 10, whatever --speculative-eagle-topk says, and
+    12 draft tokens by default (_handle_ngram declares speculative_eagle_topk =
+    speculative_ngram_max_bfs_breadth; the same in 0.5.20 .. 0.5.23)."""
+    from specplan.engines import spec_defaults as d
+
+    steps = _int(v, "speculative_num_steps", "--speculative-num-steps", None)
+    topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk", None)
+    breadth = _int(v, "speculative_ngram_max_bfs_breadth", "--speculative-ngram-max-bfs-breadth", None)
+    runs = breadth or d.SGLANG_NGRAM_BFS_BREADTH
+    if trie and topk is not None and topk != runs:
+        notes.append(f"--speculative-eagle-topk {topk} is not what SGLang's {algo} runs: it takes "
+                     f"topk from --speculative-ngram-max-bfs-breadth, {runs}"
+                     + ("" if breadth else " by default") + f" (_handle_ngram); imported as topk "
+                     f"{runs}, the flag kept as written")
+    if steps is None:  # SGLang's own defaults, chosen once the model config is read
+        return {"_auto": {"algorithm": algo, "trie": trie, "topk": topk, "draft_tokens": width,
+                          "breadth": breadth}}
+    if trie:
+        topk = runs
+        if width is None:
+            width = d.SGLANG_NGRAM_DRAFT_TOKENS
+            notes.append(f"num_draft_tokens {width}: SGLang's {algo} default (_handle_ngram)")
+    out: dict = {"num_steps": steps}
+    if (topk or 1) > 1:
+        out["topk"] = topk
+    if width is not None and width != steps + 1:
+        out["num_draft_tokens"] = width
     return out
 
 

@@ -22,6 +22,7 @@ from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollec
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import Layout
 from specplan.mesh.family import Family
+from specplan.methods import engine_names
 from specplan.methods.base import Method
 
 T = title("sglang")  # the newest release, which the messages below cite
@@ -35,9 +36,7 @@ PP_EAGLE = ("eagle", "mtp")
 
 # speculative.method -> SGLang --speculative-algorithm (fields/spec.py lists the builtins:
 # EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, DFLASH, DSPARK, UNO; NEXTN aliases EAGLE).
-SGLANG_ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
-                     "standalone": "STANDALONE", "ngram": "NGRAM", "dflash": "DFLASH",
-                     "dspark": "DSPARK"}
+SGLANG_ALGORITHMS = engine_names("sglang")  # the methods' own field (Method.engine_names)
 
 
 class SGLang(Convention):

@@ -86,3 +86,9 @@ def _resolve(token: str) -> frozenset[str]:
 def site_states(method_sites: list[str], on: frozenset[str]) -> dict[str, bool]:
     """For each specplan site that SGLang has, whether `on` converges it (its first slug)."""
     return {site: SITE_SLUGS[site][0] in on for site in method_sites if site in SITE_SLUGS}
+
+
+def has_sites(method) -> bool:
+    """Whether SGLang has SpecTpSync sites for `method` (a methods/ Method): DSpark's and
+    DFlash's; the EAGLE family and n-gram converge only inside eagle_sample."""
+    return any(s.name in SITE_SLUGS for s in method.sites)

@@ -19,6 +19,7 @@ from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollec
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import Layout
 from specplan.mesh.family import Family
+from specplan.methods import engine_names
 from specplan.methods.base import Method
 
 T = title("vllm")  # the newest release, which the messages below cite
@@ -35,8 +36,7 @@ STAGE_LOCAL_DRAFT_NOTE = (f"{T} numbers EAGLE draft layers from the last stage's
 
 # speculative.method -> vLLM speculative_config.method (vllm/config/speculative.py
 # SpeculativeMethod; "mtp" is one of MTPModelTypes, "draft_model" the standalone drafter).
-VLLM_METHODS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "standalone": "draft_model",
-                "ngram": "ngram", "dflash": "dflash", "dspark": "dspark"}
+VLLM_METHODS = engine_names("vllm")  # the methods' own field (Method.engine_names)
 
 class VLLM(Convention):
     name = "vllm"

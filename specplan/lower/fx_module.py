@@ -29,6 +29,7 @@ from specplan.files import write_atomic
 from specplan.plan import Plan, load_plan
 from specplan.plan.codec import encode
 from specplan.runtime import steps
+from specplan.runtime.commit import accept_site
 from specplan.runtime.plan_view import Boundary, PlanView
 
 ROUND_KINDS = ("startup", "prefill", "decode")
@@ -82,8 +83,8 @@ class _Builder:
         that fired in the `accept_site` input, and finalize reads that site's decisions."""
         names = [d.name for site in sites for d in site.decisions]
         kwargs = dict(live_rows=self.live, prefix_lens=self.value("prefix_lens"))
-        if "num_correct_drafts" not in names:
-            kwargs["draft_tokens"] = self.value("draft_tokens")
+        if any(accept_site(self.view.plan, s.name).accept != "path" for s in sites):
+            kwargs["draft_tokens"] = self.value("draft_tokens")  # a chain finalized by counts
         kwargs.update({d: self.value(d) for d in names})
         one = len(sites) == 1
         which = sites[0].name if one else self.value("accept_site")

@@ -31,4 +31,10 @@ def get_method(name: str, engine: str | None = None) -> Method:
         raise KeyError(f"unknown speculative method {name!r}; expected one of: {valid}") from None
 
 
-__all__ = ["METHODS", "Method", "get_method"]
+def engine_names(engine: str) -> dict[str, str]:
+    """speculative.method -> `engine`'s name for it, for every method the engine names
+    (Method.engine_names), in the catalog's order."""
+    return {name: m.engine_names[engine] for name, m in METHODS.items() if engine in m.engine_names}
+
+
+__all__ = ["METHODS", "Method", "engine_names", "get_method"]

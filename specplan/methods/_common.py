@@ -17,10 +17,10 @@ ALL_ONLY = frozenset()
 COMMIT_DERIVES = ("commit_lens", "new_seq_lens", "out_tokens", "positions", "cache_locations")
 
 
-def vllm_supported(name: str, note: str) -> dict[str, str]:
-    """The engine notes of a method vLLM supports: its name in vLLM's speculative config
-    (`method`), and what differs from SGLang's (`note`)."""
-    return {"vllm": "supported", "vllm_name": name, "vllm_note": note}
+def vllm_supported(note: str) -> dict[str, str]:
+    """The engine notes of a method vLLM supports: what differs from SGLang's (`note`); its
+    name in vLLM's speculative config is in Method.engine_names."""
+    return {"vllm": "supported", "vllm_note": note}
 
 
 def presets_for(nature: Nature, *, startup: bool = False) -> frozenset[str]:

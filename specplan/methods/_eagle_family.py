@@ -119,8 +119,9 @@ def _sites(method: str) -> tuple[Site, ...]:
     )
 
 
-def build(name: str, *, drafter: str, needs_taps: bool, engine_notes: Mapping[str, str],
-          doc: str) -> Method:
+def build(name: str, *, drafter: str, needs_taps: bool, engine_names: Mapping[str, str],
+          engine_notes: Mapping[str, str], title: str, doc: str, own_layers: bool = False,
+          without_draft: str | None = None) -> Method:
     """One EAGLE-family method; every site name is prefixed by `name`."""
     token, target_site = first_token(
         name, sglang=False,
@@ -139,4 +140,5 @@ def build(name: str, *, drafter: str, needs_taps: bool, engine_notes: Mapping[st
                    *_accept_decisions(name), _adaptive_steps()),
         sites=(target_site, *_sites(name)),
         needs_taps=needs_taps, tree=True, drafter=drafter,  # type: ignore[arg-type]
-        engine_notes=notes, doc=doc)
+        own_layers=own_layers, without_draft=without_draft, title=title,
+        engine_names=engine_names, engine_notes=notes, doc=doc)

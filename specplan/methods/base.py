@@ -115,6 +115,16 @@ class Method:
     drafter: Literal["none", "head", "model", "lookup"] = "head"
     round: Round = "draft_verify"
     draft_root: bool = False  # the draft site's tokens begin with the root (DFlash's block)
+    # The drafter is the target checkpoint's own multi-token-prediction layers (a config's
+    # num_nextn_predict_layers), not a separate draft checkpoint (MTP).
+    own_layers: bool = False
+    # The method a line naming this one runs instead when it names no draft checkpoint and the
+    # target carries its own MTP layers (SGLang resolves EAGLE and NEXTN alike: EAGLE's is mtp).
+    without_draft: str | None = None
+    title: str = ""  # how the method is written in prose and engine comments ("DFlash")
+    # The method's name in each engine that runs it: SGLang's --speculative-algorithm, vLLM's
+    # speculative_config.method (engines/sglang.py SGLANG_ALGORITHMS, vllm.py VLLM_METHODS).
+    engine_names: Mapping[str, str] = field(default_factory=dict)
     engine_notes: Mapping[str, str] = field(default_factory=dict)
     doc: str = ""
     # The method as an engine runs it where its decisions differ (vLLM's ngram drafts a chain
@@ -140,6 +150,29 @@ class Method:
     def speculates(self) -> bool:
         """Whether the method drafts at all (method none: plain decoding)."""
         return self.drafter != "none"
+
+    @property
+    def draft_model(self) -> bool:
+        """Whether a draft network runs, with KV layers of its own (a head or a model); n-gram
+        looks its drafts up and none drafts nothing."""
+        return self.drafter in ("head", "model")
+
+    @property
+    def needs_draft_checkpoint(self) -> bool:
+        """Whether the drafter is a checkpoint of its own that a launch line names (SGLang
+        --speculative-draft-model-path, vLLM speculative_config.model)."""
+        return self.draft_model and not self.own_layers
+
+    def block_size(self, num_steps: int) -> int:
+        """A block method's block for `num_steps` drafts: the drafts, and the root when the
+        block holds it (DFlash: num_steps + 1; DSpark's gamma: num_steps)."""
+        assert self.round == "block", f"{self.name} drafts no block"
+        return num_steps + int(self.draft_root)
+
+    def steps_of_block(self, block: int) -> int:
+        """The num_steps of a block of `block` tokens (block_size's inverse)."""
+        assert self.round == "block", f"{self.name} drafts no block"
+        return block - int(self.draft_root)
 
     @property
     def extends_drafts(self) -> bool:

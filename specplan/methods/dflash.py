@@ -75,13 +75,14 @@ DFLASH = Method(
     ),
     decisions=(_TOKEN, *_decisions(), _MEM_DECISION),
     sites=(*_sites(), _MEM_SITE),
-    needs_taps=True, tree=False, drafter="head", round="block", draft_root=True,
+    needs_taps=True, tree=False, drafter="head", round="block", draft_root=True, title="DFlash",
+    engine_names={"sglang": "DFLASH", "vllm": "dflash"},
     engine_notes={
         "sglang_group": "tp",
         "sglang_pp": "no",
         "sglang_variants": "dflash_selector: DFLASH_SELECTOR (13) carries accept_len, bonus "
                            "for selector/LiLiCorr sampled accept; presets all, rng",
-        **vllm_supported("dflash", "chain only; taps relayed along PP in Model Runner V2"),
+        **vllm_supported("chain only; taps relayed along PP in Model Runner V2"),
     },
     doc="DFlash block drafting with a chain verify.",
 )

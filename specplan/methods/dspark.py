@@ -110,14 +110,15 @@ DSPARK = Method(
     ),
     decisions=(*_decisions(), _MEM_DECISION),
     sites=(*_sites(), _MEM_SITE),
-    needs_taps=True, tree=False, drafter="head", round="block",
+    needs_taps=True, tree=False, drafter="head", round="block", title="DSpark",
+    engine_names={"sglang": "DSPARK", "vllm": "dspark"},
     engine_notes={
         "sglang_group": "attn_tp_or_tp",
         "sglang_pp": "prefill_only",
         "sglang_variants": "dspark_accept_graph: DSPARK_ACCEPT_GRAPH (10) carries the same "
                            "three from the in-graph greedy epilogue; all only",
         "sglang_mem_group": "draft tp group (full tp for a MoE draft under DP-attention)",
-        **vllm_supported("dspark", "chain only; PP support open (vllm#56956)"),
+        **vllm_supported("chain only; PP support open (vllm#56956)"),
     },
     doc="DSpark block drafting with a Markov head and a confidence-planned ragged verify.",
 )

@@ -9,12 +9,13 @@ from ._common import vllm_supported
 from ._eagle_family import build
 
 EAGLE = build(
-    "eagle", drafter="head", needs_taps=False,
+    "eagle", drafter="head", needs_taps=False, title="EAGLE", without_draft="mtp",
+    engine_names={"sglang": "EAGLE", "vllm": "eagle"},
     engine_notes={
         "sglang_pp": "yes",
         "sglang_pp_note": "gated relay under SGLANG_ENABLE_PP_SPEC=1 (no PD, no adaptive, no "
                           "DP-attention); otherwise PD prefill nodes only, relaying the proposal",
-        **vllm_supported("eagle", "chain only: vLLM has no tree verify (tree attention removed)"),
+        **vllm_supported("chain only: vLLM has no tree verify (tree attention removed)"),
     },
     doc="EAGLE: S-1 draft forwards of a head over the last hidden state, tree or chain verify.",
 )

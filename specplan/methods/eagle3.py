@@ -8,10 +8,11 @@ from ._common import vllm_supported
 from ._eagle_family import build
 
 EAGLE3 = build(
-    "eagle3", drafter="head", needs_taps=True,
+    "eagle3", drafter="head", needs_taps=True, title="EAGLE3",
+    engine_names={"sglang": "EAGLE3", "vllm": "eagle3"},
     engine_notes={
         "sglang_pp": "no",
-        **vllm_supported("eagle3", "chain only; PP with chained tap relay in Model Runner V2"),
+        **vllm_supported("chain only; PP with chained tap relay in Model Runner V2"),
     },
     doc="EAGLE3: EAGLE with a tap-reading head (default taps 2, L/2, L-3 in vLLM).",
 )

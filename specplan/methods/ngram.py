@@ -23,6 +23,7 @@ SGLang keeps for start-up probes.
 from ._common import COMMIT_DERIVES, first_token, presets_for, target_prefill_phase, vllm_supported
 from .base import Decision, Method, Phase, Site
 
+_NAMES = {"sglang": "NGRAM", "vllm": "ngram"}
 _DRAFT = ("draft_tokens", "tree_mask")
 _ACCEPT = ("predict", "accept_index", "num_correct_drafts")
 _ACCEPT_DOC = "Verify-kernel output; rng on the sampling path, float on the greedy path."
@@ -99,8 +100,8 @@ NGRAM_CHAIN = Method(
         Site("ngram_accept", "accept", _ACCEPT, presets=presets_for("rng"), accept="path",
              doc="vLLM's chain RejectionSampler output (sampled tokens and counts)."),
     ),
-    needs_taps=False, tree=False, drafter="lookup",
-    engine_notes=vllm_supported("ngram", "chain only; rejection sampler without draft probs"),
+    needs_taps=False, tree=False, drafter="lookup", title="n-gram", engine_names=_NAMES,
+    engine_notes=vllm_supported("chain only; rejection sampler without draft probs"),
     doc="N-gram lookup drafting, verified as a chain (vLLM).",
 )
 
@@ -118,12 +119,12 @@ NGRAM = Method(
     ),
     decisions=_decisions(),
     sites=_sites(),
-    needs_taps=False, tree=True, trie=True, drafter="lookup",
+    needs_taps=False, tree=True, trie=True, drafter="lookup", title="n-gram", engine_names=_NAMES,
     engine_notes={
         "sglang_group": "attn_tp_or_tp",
         "sglang_pp": "no",
         "sglang_accept_greedy": "unconverged on cuda/npu/cpu/xpu; broadcast on hip",
-        **vllm_supported("ngram", "chain only; rejection sampler without draft probs"),
+        **vllm_supported("chain only; rejection sampler without draft probs"),
     },
     doc="N-gram lookup drafting with tree verify.",
     engines={"vllm": NGRAM_CHAIN},

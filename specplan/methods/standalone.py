@@ -8,10 +8,11 @@ from ._common import vllm_supported
 from ._eagle_family import build
 
 STANDALONE = build(
-    "standalone", drafter="model", needs_taps=False,
+    "standalone", drafter="model", needs_taps=False, title="standalone",
+    engine_names={"sglang": "STANDALONE", "vllm": "draft_model"},
     engine_notes={
         "sglang_pp": "no",
-        **vllm_supported("draft_model", "chain only"),
+        **vllm_supported("chain only"),
     },
     doc="Standalone draft model through the EAGLE worker.",
 )

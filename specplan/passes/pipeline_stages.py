@@ -78,7 +78,7 @@ def attention_tp(p: Planning) -> int:
 
 
 def _drafter(p: Planning) -> DrafterDraft | None:
-    if p.method.drafter == "none":
+    if not p.method.speculates:
         return None
     width = p.spec.speculative.draft_tp or attention_tp(p)
     if width not in (1, attention_tp(p)):

@@ -147,7 +147,7 @@ def _sites(plan) -> Problems:
 
 def _speculative(plan) -> Problems:
     sp = plan.speculative
-    if sp.method == "none":
+    if not get_method(sp.method, plan.engine).speculates:
         ok = sp.num_steps == 0 and sp.num_draft_tokens == 1
         return [] if ok else [("speculative", "method none drafts nothing: expected num_steps 0 "
                                               f"and num_draft_tokens 1, found {sp.num_steps} and "

@@ -40,7 +40,7 @@ class VllmBridge:
         self.sites = plan_sites(plan)
         accept = self.sites["accept"]
         self.accept_names = tuple(d.name for d in accept.decisions) if accept else ()
-        self.layout = accept_layout(self.accept_names) if accept else None
+        self.layout = accept_layout(plan, accept) if accept else None
         self.pp = rt.plan.families["pp"].group_size if "pp" in rt.plan.families else 1
         self.stage = rt.plan.stage_of(rt.rank) if self.pp > 1 else 0
         self.rounds: dict[str, int] = defaultdict(lambda: -1)

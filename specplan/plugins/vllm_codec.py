@@ -3,24 +3,26 @@
 vLLM 0.33.0 verifies a chain for every method it runs (tree verification was removed): one
 accept is `sampled [R, W]` int64 and `num_sampled [R]` int32, W = K + 1, K =
 num_speculative_tokens; an accepted position holds the draft token itself, the position after
-the last accepted draft holds the bonus. The plan names one of two accept layouts:
+the last accepted draft holds the bonus. The plan's method says its accept site's layout
+(methods/base.py Site.accept), its decisions in this order:
 
-EAGLE family (eagle, eagle3, mtp, standalone): the triple, one row per request
+"path" (the EAGLE family, n-gram): the triple, one row per request
 
     predict            [R * W] int32   sampled, -1 past num_sampled and to W, row-major
     accept_index       [R, W]  int32   r * W + j for j < num_sampled[r], else -1
     num_correct_drafts [R]     int32   num_sampled - 1 (-1: a chunked-prefill row, no sample)
 
-DSpark / DFlash (vLLM's V2 DSparkSpeculator / DFlashSpeculator propose, the same
-RejectionSampler verifies): a count and a bonus, the accepted drafts being the step's own
-inputs, which every rank of the replica holds alike (the draft site converged them):
+"count_bonus" (DSpark, DFlash sampled: vLLM's V2 DSparkSpeculator / DFlashSpeculator
+propose, the same RejectionSampler verifies): a count and a bonus, the accepted drafts being
+the step's own inputs, which every rank of the replica holds alike (the draft site converged
+them):
 
     correct_len_* / accept_len   [R] int32   num_sampled - 1 (-1: no sample)
     bonus_* / bonus              [R] int64   sampled[r, num_sampled - 1]
     cap_trim_lens_*              [R] int32   0 (vLLM caps nothing after the accept)
 
 decoded as sampled[r, j] = the input token of logits row j + 1 (draft j) for j < count, the
-bonus at j = count. DFlash greedy names the target's own predictions instead:
+bonus at j = count. "target_predict" (DFlash greedy) names the target's own predictions:
 
     target_predict               [R, W] int64   sampled, -1 past num_sampled (vLLM stops at
                                                  the first mismatch; every rank derives the
@@ -34,33 +36,31 @@ from __future__ import annotations
 
 import torch
 
+from specplan.methods import get_method
 from specplan.plan import Plan
 from specplan.plan.model import Site
 
-CHAIN = ("predict", "accept_index", "num_correct_drafts")
-PREDICT = ("target_predict",)
 TARGET = ("next_token_ids",)
 DRAFT = ("draft_tokens",)
-# DSpark / DFlash decisions by what they carry of vLLM's accept.
-COUNT_BONUS = {"correct_len_greedy": "accepted", "correct_len_sample": "accepted", "accept_len": "accepted",
-               "bonus_greedy": "bonus", "bonus_sample": "bonus", "bonus": "bonus",
-               "cap_trim_lens_greedy": "zero", "cap_trim_lens_sample": "zero"}
+# A count_bonus site's decisions by position: what each carries of vLLM's accept.
+COUNT_BONUS = ("accepted", "bonus", "zero")
 
 
 class PlanMismatch(ValueError):
     """The plan's sites cannot carry vLLM's tensors (the plugin refuses the start)."""
 
 
-def accept_layout(names: tuple[str, ...]) -> str | None:
-    """"chain", "predict", "count_bonus" or None (decisions vLLM's accept does not map to)."""
-    if names == CHAIN:
-        return "chain"
-    if names == PREDICT:
-        return "predict"
-    roles = [COUNT_BONUS.get(n) for n in names]
-    if None not in roles and roles.count("accepted") == 1 and roles.count("bonus") == 1:
-        return "count_bonus"
-    return None
+def accept_layout(plan: Plan, site: Site) -> str:
+    """The layout of the plan's accept `site`, as its method says (Site.accept): "path",
+    "count_bonus" or "target_predict"."""
+    layout = get_method(plan.speculative.method, plan.engine).site(site.name).accept
+    assert layout is not None, f"{site.name} is not an accept site"
+    return layout
+
+
+def _roles(names: tuple[str, ...]) -> dict[str, str]:
+    """A count_bonus site's decision names by role (accepted, bonus, then a cap trim)."""
+    return dict(zip(COUNT_BONUS, names))
 
 
 def plan_sites(plan: Plan) -> dict[str, Site | None]:
@@ -71,17 +71,22 @@ def plan_sites(plan: Plan) -> dict[str, Site | None]:
     found: dict[str, Site | None] = {"accept": None, "target": None, "draft": None}
     for site in plan.sites:
         names = tuple(d.name for d in site.decisions)
-        if site.phase == "accept" and accept_layout(names):
-            if found["accept"] is None or site.name.endswith("_sample"):
+        if site.phase == "accept":
+            if found["accept"] is None or _sampled(plan, site):
                 found["accept"] = site
         elif site.phase in ("target", "draft") and names == (TARGET if site.phase == "target" else DRAFT):
             found[site.phase] = site
-        elif site.phase in ("accept", "draft") and plan.speculative.method != "none":
+        elif site.phase == "draft":
             raise PlanMismatch(f"speculative.method {plan.speculative.method}: site {site.name} "
-                               f"carries {list(names)}, which vLLM 0.33.0's chain accept does not "
-                               f"compute (it maps to {list(CHAIN)}, {list(PREDICT)}, a count and a "
-                               f"bonus (dspark, dflash), or {list(DRAFT)})")
+                               f"carries {list(names)}, which vLLM 0.33.0's chain drafts do not "
+                               f"compute (it maps to {list(DRAFT)})")
     return found
+
+
+def _sampled(plan: Plan, site: Site) -> bool:
+    """Whether `site` is the accept of the sampling path (its first decision's path)."""
+    m = get_method(plan.speculative.method, plan.engine)
+    return m.decision(site.decisions[0].name).path == "sampling"
 
 
 def encode_accept(layout: str, names: tuple[str, ...], sampled: torch.Tensor,
@@ -92,32 +97,32 @@ def encode_accept(layout: str, names: tuple[str, ...], sampled: torch.Tensor,
         bonus = torch.where(num_sampled > 0, sampled.gather(1, last)[:, 0], torch.full_like(last[:, 0], -1))
         by_role = {"accepted": (num_sampled - 1).to(torch.int32), "bonus": bonus,
                    "zero": torch.zeros(rows, dtype=torch.int32, device=dev)}
-        return {n: by_role[COUNT_BONUS[n]] for n in names}
-    padded = torch.full((rows, width), -1, dtype=torch.int32 if layout == "chain" else torch.int64,
+        return {n: by_role[role] for role, n in _roles(names).items()}
+    padded = torch.full((rows, width), -1, dtype=torch.int32 if layout == "path" else torch.int64,
                         device=dev)
     padded[:, : sampled.shape[1]] = sampled
     cols = torch.arange(width, dtype=torch.int32, device=dev)
     live = cols[None, :] < num_sampled[:, None]  # past num_sampled vLLM leaves stale memory
-    if layout == "predict":
-        return {"target_predict": torch.where(live, padded, torch.full_like(padded, -1))}
+    if layout == "target_predict":
+        return {names[0]: torch.where(live, padded, torch.full_like(padded, -1))}
     flat = torch.arange(rows, dtype=torch.int32, device=dev)[:, None] * width + cols
     index = torch.where(live, flat, torch.full_like(flat, -1))
     predict = torch.where(live, padded, torch.full_like(padded, -1))
-    return {"predict": predict.reshape(-1), "accept_index": index,
-            "num_correct_drafts": (num_sampled - 1).to(torch.int32)}
+    return dict(zip(names, (predict.reshape(-1), index, (num_sampled - 1).to(torch.int32))))
 
 
 def decode_accept(layout: str, names: tuple[str, ...], dec: dict, rows: int, width: int,
                   batch=None) -> tuple[torch.Tensor, torch.Tensor]:
     """(sampled [rows, width] int64, num_sampled [rows] int32) from converged decisions.
     count_bonus reads the step's drafts from `batch` (input_ids at its logits rows)."""
-    if layout == "chain":
-        sampled = dec["predict"][: rows * width].reshape(rows, width).to(torch.int64)
-        return sampled, (dec["num_correct_drafts"][:rows] + 1).to(torch.int32)
-    if layout == "predict":
-        sampled = dec["target_predict"][:rows, :width].to(torch.int64)
+    if layout == "path":
+        predict, _, correct = names
+        sampled = dec[predict][: rows * width].reshape(rows, width).to(torch.int64)
+        return sampled, (dec[correct][:rows] + 1).to(torch.int32)
+    if layout == "target_predict":
+        sampled = dec[names[0]][:rows, :width].to(torch.int64)
         return sampled, (sampled >= 0).sum(dim=1).to(torch.int32)
-    role = {COUNT_BONUS[n]: n for n in names}
+    role = _roles(names)
     count = dec[role["accepted"]][:rows].to(torch.int64)
     bonus = dec[role["bonus"]][:rows].to(torch.int64)
     tokens = batch.input_ids[batch.logits_indices].to(torch.int64).to(count.device)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
+from specplan.methods import get_method
+from specplan.methods.base import Site
 from specplan.runtime.kernels import finalize_accept
 
 
@@ -21,53 +23,67 @@ class Accepted:
     cap_trim_lens: torch.Tensor | None = None
 
 
-def fired(sites: dict, target, dec: dict) -> dict:
-    """The decisions of the accept site that fired: all of `dec` for a boundary of one accept
-    site; for alternatives (a mixed batch) the named site's, which the caller must name."""
+def fired(sites: dict, target, dec: dict) -> tuple[str, dict]:
+    """The accept site that fired and its decisions: for a boundary of one accept site, that
+    site and all of `dec`; for alternatives (a mixed batch) the named site's, which the caller
+    must name."""
     site = sites.get(target) if isinstance(target, str) else None
     if site is None:
-        names = {f for s in sites.values() if s.phase == "accept" for f in
-                 (d.name for d in s.decisions) if f in dec}
-        alternatives = {s.name for s in sites.values() if s.phase == "accept"
-                        and any(d.name in names for d in s.decisions)}
-        if len(alternatives) > 1:
+        accepts = sorted(s.name for s in sites.values() if s.phase == "accept"
+                         and any(d.name in dec for d in s.decisions))
+        if len(accepts) > 1:
             raise ValueError(f"boundary {target} carries the alternative accept sites "
-                             f"{sorted(alternatives)}: name the site that fired this round")
-        return dec
+                             f"{accepts}: name the site that fired this round")
+        if not accepts:
+            raise ValueError(f"boundary {target} carries no accept site's decisions "
+                             f"(found {sorted(dec)})")
+        return accepts[0], dec
     mine = {d.name for d in site.decisions}
-    return {k: v for k, v in dec.items() if k in mine}
+    return site.name, {k: v for k, v in dec.items() if k in mine}
 
 
-def derive_commit(site: str, dec: dict, prefix: torch.Tensor, draft_tokens: torch.Tensor | None = None,
+def accept_site(plan, name: str) -> Site:
+    """The method's record of the plan's accept site `name` (its Site.accept layout), as the
+    plan's engine runs the method (methods/)."""
+    return get_method(plan.speculative.method, plan.engine).site(name)
+
+
+def derive_commit(site: Site, dec: dict, prefix: torch.Tensor, draft_tokens: torch.Tensor | None = None,
                   verify_lens: torch.Tensor | None = None) -> Accepted:
     """What an accept site commits, from converged decisions only, so every rank commits the same.
 
-    DSpark / DFlash style (correct_len, bonus): `finalize_accept` with the round's drafts.
-    DFlash greedy (target_predict): `greedy_accept` of the drafts first.
-    EAGLE style (predict, accept_index, num_correct_drafts): tokens gathered along the path.
+    The site's layout (Site.accept, its decisions in that order) says how:
+    "path" (predict, accept_index, num_correct_drafts: the EAGLE family, n-gram): tokens
+    gathered along the accepted path. "count_bonus" (accepted drafts, bonus[, cap trim]:
+    DSpark, DFlash sampled): `finalize_accept` with the round's drafts. "target_predict"
+    (DFlash greedy): `greedy_accept` of the drafts first.
     `Accepted.out_tokens` holds -1 past each row's commit_lens (never a valid token id).
     """
-    by_prefix = {k.rsplit("_", 1)[0] if k.endswith(("_greedy", "_sample")) else k: v
-                 for k, v in dec.items()}
-    if "num_correct_drafts" in by_prefix:
-        return _eagle_commit(dec, by_prefix, prefix)
+    names = site.decisions
+    if site.accept == "path":
+        return _path_commit(dec, *(dec[n] for n in names), prefix)
+    if site.accept not in ("count_bonus", "target_predict"):
+        raise ValueError(f"{site.name} is not an accept site (Site.accept is {site.accept!r})")
     if draft_tokens is None:
-        raise ValueError(f"{site}: finalizing a chain accept needs this round's draft_tokens")
-    if "target_predict" in by_prefix:
-        by_prefix = _greedy_from_predict(by_prefix, draft_tokens)
+        raise ValueError(f"{site.name}: finalizing a chain accept needs this round's draft_tokens")
+    cap = dec.get(names[2]) if len(names) > 2 else None
+    if site.accept == "target_predict":
+        correct, bonus = _greedy_from_predict(dec[names[0]], draft_tokens)
         draft_tokens = draft_tokens[:, 1:]  # DFlash: column 0 is the root, not a draft
-    correct = by_prefix.get("correct_len", by_prefix.get("accept_len"))
-    commit, seq, trim, out = finalize_accept(correct, by_prefix["bonus"], prefix, draft_tokens,
-                                             verify_lens)
+    else:
+        correct, bonus = dec[names[0]], dec[names[1]]
+    commit, seq, trim, out = finalize_accept(correct, bonus, prefix, draft_tokens, verify_lens)
     out = out.masked_fill(_past(commit, out.shape[1]), -1)
-    return Accepted(dec, commit, seq, out, by_prefix.get("cap_trim_lens", trim))
+    return Accepted(dec, commit, seq, out, trim if cap is None else cap)
 
 
-def _greedy_from_predict(by_prefix: dict, draft_tokens: torch.Tensor) -> dict:
+def _greedy_from_predict(predict: torch.Tensor, draft_tokens: torch.Tensor) -> tuple:
+    """(accepted drafts, bonus) of a greedy accept of the drafts against the target's own
+    predictions."""
     from specplan.runtime.kernels import greedy_accept
 
-    _, correct, bonus = greedy_accept(draft_tokens[:, 1:], by_prefix["target_predict"])
-    return dict(by_prefix, correct_len=correct.to(torch.int32), bonus=bonus.to(torch.int64))
+    _, correct, bonus = greedy_accept(draft_tokens[:, 1:], predict)
+    return correct.to(torch.int32), bonus.to(torch.int64)
 
 
 def _past(commit: torch.Tensor, width: int) -> torch.Tensor:
@@ -75,10 +91,11 @@ def _past(commit: torch.Tensor, width: int) -> torch.Tensor:
     return torch.arange(width, device=commit.device)[None, :] >= commit.to(torch.int64)[:, None]
 
 
-def _eagle_commit(dec: dict, by_prefix: dict, prefix: torch.Tensor) -> Accepted:
-    correct = by_prefix["num_correct_drafts"].to(torch.int32)
-    index = by_prefix["accept_index"].to(torch.int64)  # [bs, num_steps + 1], -1 past the path
-    predict = by_prefix["predict"].to(torch.int64)
+def _path_commit(dec: dict, predict: torch.Tensor, index: torch.Tensor, correct: torch.Tensor,
+                 prefix: torch.Tensor) -> Accepted:
+    correct = correct.to(torch.int32)
+    index = index.to(torch.int64)  # [bs, num_steps + 1], -1 past the path
+    predict = predict.to(torch.int64)
     out = torch.where(index >= 0, predict[index.clamp(min=0)], torch.full_like(index, -1))
     commit = correct + 1
     return Accepted(dec, commit, (prefix + commit).to(torch.int32), out)

@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 
 from specplan.runtime import binding as _bind, comm
-from specplan.runtime.commit import Accepted, derive_commit, fired
+from specplan.runtime.commit import Accepted, accept_site, derive_commit, fired
 from specplan.runtime.errors import CollectiveTimeout
 from specplan.runtime.guard import (BATCH_WORD, HEADER_WORDS, DeviceFlag, batch_only, check_header,
                                     header_slot, read_header, words_header)
@@ -37,7 +37,8 @@ from specplan.runtime.prepared import DTYPES, Prepared, accept_sites
 from specplan.runtime.probe import ProbeState, run_probe
 from specplan.runtime.tracing import TraceWriter
 
-__all__ = ["Accepted", "DTYPES", "Runtime", "accept_sites", "bind", "derive_commit", "fired", "wait_for"]
+__all__ = ["Accepted", "DTYPES", "Runtime", "accept_site", "accept_sites", "bind", "derive_commit", "fired",
+           "wait_for"]
 
 
 class Runtime:
@@ -293,8 +294,8 @@ class Runtime:
         dec = self.converge(target, values, round=round, live_rows=live_rows, requests=requests)
         prefix = prefix_lens[:live_rows].to(self.device, torch.int32)
         drafts = None if draft_tokens is None else draft_tokens[:live_rows].to(self.device)
-        result = derive_commit(str(target), fired(self.plan.sites, target, dec), prefix, drafts,
-                               verify_lens)
+        name, mine = fired(self.plan.sites, target, dec)
+        result = derive_commit(accept_site(self.plan.plan, name), mine, prefix, drafts, verify_lens)
         if self.trace:
             self.trace.commit(round, requests, prefix, result.new_seq_lens, result.out_tokens,
                               result.commit_lens)

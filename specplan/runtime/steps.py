@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from specplan.runtime.errors import FingerprintMismatch
-from specplan.runtime.runtime import accept_sites, derive_commit, fired, wait_for
+from specplan.runtime.runtime import accept_site, accept_sites, derive_commit, fired, wait_for
 
 def check_plan(rt, fingerprint: str) -> None:
     """Refuse a Runtime bound to another plan than the one a module was generated from."""
@@ -76,7 +76,8 @@ def finalize(rt, site: str | None, *, live_rows: int, prefix_lens: torch.Tensor 
                          f"accept_site, the one that fired (found {site!r})")
     prefix = prefix_lens[:live_rows].to(rt.device, torch.int32)
     drafts = None if draft_tokens is None else draft_tokens[:live_rows].to(rt.device)
-    return derive_commit(site, fired(rt.plan.sites, site, decisions), prefix, drafts)
+    name, mine = fired(rt.plan.sites, site, decisions)
+    return derive_commit(accept_site(rt.plan.plan, name), mine, prefix, drafts)
 
 
 def _held(values: dict) -> dict | None:

@@ -8,6 +8,7 @@ function that refuses the topology.
 from __future__ import annotations
 
 from specplan.errors import Diagnostic
+from specplan.methods import get_method
 from specplan.schema.model import TAP_METHODS, TREE_METHODS, Spec
 from specplan.schema.yaml_source import Source
 
@@ -51,10 +52,10 @@ def _partition(spec: Spec, src: Source) -> list[Diagnostic]:
 def _speculative(spec: Spec, src: Source) -> list[Diagnostic]:
     s = spec.speculative
     at = ("speculative",)
-    if s.method == "none":
+    if not get_method(s.method).speculates:
         extra = [k for k in ("num_steps", "num_draft_tokens", "aux_layers")
                  if getattr(s, k) not in (None, 0)]
-        return [src.diag(at + (k,), f"{k} is set but method is 'none'") for k in extra]
+        return [src.diag(at + (k,), f"{k} is set but method is {s.method!r}") for k in extra]
     out = []
     if _trie(spec):
         return _trie_widths(spec, src)
@@ -76,8 +77,6 @@ def _speculative(spec: Spec, src: Source) -> list[Diagnostic]:
 
 
 def _trie(spec: Spec) -> bool:
-    from specplan.methods import get_method
-
     return get_method(spec.speculative.method, spec.engine).trie
 
 

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from specplan.engines.releases import RELEASES
+from specplan.methods import METHODS
 
 # Limits (documented in the JSON Schema and README): far past any deployment, low enough that
 # every size stays an exact machine integer and the planner never allocates by a typo.
@@ -56,8 +57,9 @@ Connector = Literal["mooncake", "nixl", "nixl_push"]
 Attention = Literal["mha", "gqa", "mla"]
 KvCacheDtype = Literal["auto", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"]
 
-TAP_METHODS = ("eagle3", "dflash", "dspark")
-TREE_METHODS = ("eagle", "eagle3", "mtp", "standalone", "ngram")
+# What the methods say of themselves (methods/): which read taps, which may draft a tree.
+TAP_METHODS = tuple(name for name, m in METHODS.items() if m.needs_taps)
+TREE_METHODS = tuple(name for name, m in METHODS.items() if m.tree)
 
 
 class _Model(BaseModel):
@@ -158,7 +160,7 @@ class Speculative(_Model):
     @property
     def verify_width(self) -> int:
         """Tokens verified per request per round, root included."""
-        if self.method == "none":
+        if not METHODS[self.method].speculates:
             return 1
         return self.num_draft_tokens or self.num_steps + 1
 

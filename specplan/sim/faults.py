@@ -31,7 +31,7 @@ VERIFY_PLANS = tuple(name for name, m in METHODS.items() if m.round == "block")
 def refusal(method: str, sampling: str, inject: str, pp: int, taps: bool) -> str | None:
     """Why `inject` cannot apply to `method`, or None."""
     m = METHODS[method]
-    if inject == "draft-noise" and m.drafter in ("none", "lookup"):
+    if inject == "draft-noise" and not m.draft_model:
         return f"--inject draft-noise perturbs a drafter's logits; method {method} has no drafter model"
     if inject == "verify-noise" and method not in VERIFY_PLANS:
         return (f"--inject verify-noise perturbs the verify plans of {' and '.join(VERIFY_PLANS)}; "

@@ -69,3 +69,38 @@ def test_vllm_takes_any_positive_chain_and_specplan_up_to_its_own_bound(version)
         spec("vllm", "{method: ngram, num_steps: 5000}")
     with pytest.raises(SpecError, match="needs num_steps >= 1, found 0"):
         spec("vllm", "{method: ngram, num_steps: 0}")
+
+
+NGRAM_LINES = [  # the corpus's line, then breadth, both, eagle-topk alone, nothing
+    (Path(__file__).resolve().parents[1] / "ecosystem" / "lines" / "llama-3.1-8b-ngram.sglang.sh")
+    .read_text().split()[3:],
+    ["--model", "m", "--speculative-algorithm", "NGRAM", "--speculative-num-steps", "4",
+     "--speculative-ngram-max-bfs-breadth", "3", "--speculative-num-draft-tokens", "9"],
+    ["--model", "m", "--speculative-algorithm", "NGRAM", "--speculative-num-steps", "2",
+     "--speculative-eagle-topk", "1", "--speculative-ngram-max-bfs-breadth", "4"],
+    ["--model", "m", "--speculative-algorithm", "NGRAM", "--speculative-eagle-topk", "4"],
+    ["--model", "m", "--speculative-algorithm", "NGRAM", "--speculative-ngram-max-bfs-breadth", "3",
+     "--speculative-num-draft-tokens", "7"],
+]
+
+
+@pytest.mark.parametrize("version", releases("sglang"))
+def test_sglang_ngram_topk_is_what_the_wheel_resolves_for_the_line(cli, tmp_path, version):
+    """Each line through the wheel's own parser and _handle_ngram, and through `specplan
+    import`: the same num_steps, topk (the BFS breadth, never --speculative-eagle-topk) and
+    num_draft_tokens."""
+    proc = subprocess.run([sys.executable, str(HERE / "ngram_limits_probe.py"), "sglang-lines", version],
+                          input=json.dumps(NGRAM_LINES), capture_output=True, text=True, timeout=600,
+                          cwd=HERE)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    real = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert real[0] == [4, 10, 5]  # the corpus line's --speculative-eagle-topk 1 is not run
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"num_hidden_layers": 32, "hidden_size": 4096,
+                                  "vocab_size": 128256, "architectures": ["LlamaForCausalLM"]}))
+    for words, want in zip(NGRAM_LINES, real):
+        result = cli("import", "--engine", "sglang", "--engine-version", version, "--model-config",
+                     str(config), "--", "python", "-m", "sglang.launch_server", *words)
+        assert result.exit_code == 0, result.stderr
+        s = load_spec_text(result.stdout, "imported").speculative
+        assert [s.num_steps, s.topk, s.verify_width] == want, words

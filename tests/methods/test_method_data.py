@@ -47,3 +47,51 @@ def test_the_fields_say_what_each_method_is():
     assert [n for n, m in METHODS.items() if m.draft_root] == ["dflash"]
     assert {n: m.drafter for n, m in METHODS.items() if m.drafter in ("model", "lookup")} == {
         "standalone": "model", "ngram": "lookup"}
+
+
+def test_what_the_launch_lines_ask_of_a_method():
+    assert [n for n, m in METHODS.items() if m.draft_model] == [
+        "eagle", "eagle3", "mtp", "standalone", "dflash", "dspark"]
+    assert [n for n, m in METHODS.items() if m.needs_draft_checkpoint] == [
+        "eagle", "eagle3", "standalone", "dflash", "dspark"]
+    assert [n for n, m in METHODS.items() if m.own_layers] == ["mtp"]
+    assert {n: m.without_draft for n, m in METHODS.items() if m.without_draft} == {"eagle": "mtp"}
+    assert all(METHODS[m.without_draft].own_layers for m in METHODS.values() if m.without_draft)
+    assert all(m.title for m in METHODS.values())
+
+
+@pytest.mark.parametrize("name,engine", ALL)
+def test_engine_names_are_the_methods_own_whatever_the_engine(name, engine):
+    m = METHODS[name].for_engine(engine)
+    assert m.engine_names == METHODS[name].engine_names
+    assert bool(m.engine_names) == m.speculates
+    assert set(m.engine_names) <= {"sglang", "vllm"}
+
+
+def test_the_engines_tables_are_read_from_the_methods():
+    from specplan.engines.sglang import SGLANG_ALGORITHMS
+    from specplan.engines.vllm import VLLM_METHODS
+
+    assert SGLANG_ALGORITHMS == {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
+                                 "standalone": "STANDALONE", "ngram": "NGRAM", "dflash": "DFLASH",
+                                 "dspark": "DSPARK"}
+    assert VLLM_METHODS == {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp",
+                            "standalone": "draft_model", "ngram": "ngram", "dflash": "dflash",
+                            "dspark": "dspark"}
+
+
+@pytest.mark.parametrize("name,block", [("dflash", 5), ("dspark", 4)])
+def test_a_block_methods_block_and_its_steps(name, block):
+    m = METHODS[name]
+    assert m.round == "block" and m.block_size(4) == block and m.steps_of_block(block) == 4
+
+
+def test_only_block_methods_have_a_block():
+    with pytest.raises(AssertionError, match="eagle drafts no block"):
+        METHODS["eagle"].block_size(3)
+
+
+def test_sglang_spec_tp_sync_covers_the_methods_with_its_sites():
+    from specplan.engines import spec_tp_sync
+
+    assert [n for n, m in METHODS.items() if spec_tp_sync.has_sites(m)] == ["dflash", "dspark"]

@@ -26,17 +26,17 @@ CHAIN = ("predict", "accept_index", "num_correct_drafts")
 def test_codec_carries_the_accepted_prefix_and_drops_stale_columns():
     sampled = torch.tensor([[5, 6, 7, 8], [9, 123456789, -7, 3], [4, 0, 0, 0]])
     num = torch.tensor([4, 1, 0], dtype=torch.int32)  # row 2: a chunked-prefill row, no sample
-    enc = encode_accept("chain", CHAIN, sampled, num, 4)
+    enc = encode_accept("path", CHAIN, sampled, num, 4)
     assert enc["predict"].tolist() == [5, 6, 7, 8, 9, -1, -1, -1, -1, -1, -1, -1]
     assert enc["accept_index"].tolist() == [[0, 1, 2, 3], [4, -1, -1, -1], [-1, -1, -1, -1]]
     assert enc["num_correct_drafts"].tolist() == [3, 0, -1]
-    out, n = decode_accept("chain", CHAIN, enc, 3, 4)
+    out, n = decode_accept("path", CHAIN, enc, 3, 4)
     assert out.dtype == torch.int64 and n.tolist() == [4, 1, 0]
     assert [row[:k] for row, k in zip(out.tolist(), n.tolist())] == [[5, 6, 7, 8], [9], []]
 
 
 def test_width_one_step_pads_to_the_plan_width():
-    enc = encode_accept("chain", CHAIN, torch.tensor([[11], [12]]), torch.tensor([1, 1], dtype=torch.int32), 3)
+    enc = encode_accept("path", CHAIN, torch.tensor([[11], [12]]), torch.tensor([1, 1], dtype=torch.int32), 3)
     assert enc["predict"].tolist() == [11, -1, -1, 12, -1, -1]
 
 
@@ -57,10 +57,10 @@ def test_count_and_bonus_decode_the_accepted_drafts_from_the_steps_inputs():
 
 
 def test_dflash_greedy_carries_the_targets_prefix():
-    enc = encode_accept("predict", ("target_predict",), torch.tensor([[3, 4, 9], [8, 0, 0]]),
+    enc = encode_accept("target_predict", ("target_predict",), torch.tensor([[3, 4, 9], [8, 0, 0]]),
                         torch.tensor([3, 1], dtype=torch.int32), 4)
     assert enc["target_predict"].tolist() == [[3, 4, 9, -1], [8, -1, -1, -1]]
-    out, n = decode_accept("predict", ("target_predict",), enc, 2, 4)
+    out, n = decode_accept("target_predict", ("target_predict",), enc, 2, 4)
     assert n.tolist() == [3, 1] and out[0, :3].tolist() == [3, 4, 9]
 
 
