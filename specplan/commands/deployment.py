@@ -117,7 +117,7 @@ class DeploymentTarget:
             yield (f"wrote {path} ({role}: fingerprint {built.fingerprint[:16]}, "
                    f"{len(built.rank_classes)} rank classes)")
             if runtime:
-                yield write_runtime_module(built, path.parent)
+                yield write_runtime_module(built, path.parent).format(out=path.parent)
         yield f"wrote {kv} ({len(self.handoff.entries)} decode ranks)"
 
     def _handoff_data(self) -> dict:

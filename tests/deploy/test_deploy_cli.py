@@ -83,6 +83,8 @@ def test_compile_writes_a_plan_per_instance_and_the_handoff(tmp_path):
     for role in ("prefill", "decode"):
         plan = json.loads((tmp_path / "out" / role / "plan.json").read_text())
         assert handoff["fingerprints"][role] == plan["fingerprint"]
+        module = next((tmp_path / "out" / role).glob("runtime_*.py"))
+        assert f"wrote {module} (runtime module)" in run.stdout
 
 
 def test_an_instance_without_a_peer_is_planned_alone(tmp_path):
