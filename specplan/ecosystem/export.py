@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from specplan.ecosystem.faithful import dp_attention_note, plan_comment, render_faithful, restated
 from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER
 from specplan.ecosystem.translate import Refusal, refusal, translate
-from specplan.engines import spec_tp_sync
-from specplan.engines.sglang import SGLANG_ALGORITHMS
-from specplan.engines.spec_tp_sync import SITE_SLUGS
-from specplan.engines.vllm import VLLM_METHODS
+from specplan.engines.sglang import spec_tp_sync
+from specplan.engines.sglang.convention import SGLANG_ALGORITHMS
+from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
+from specplan.engines.vllm.convention import VLLM_METHODS
 from specplan.schema import Spec
 
 PROGRAMS = {"sglang": "python -m sglang.launch_server", "vllm": "vllm serve"}

@@ -1,6 +1,6 @@
 """The engines' launch options specplan plans, reads and writes, as data.
 
-Every option each engine's parser accepts is in specplan/engines/flags/*.json (generated from
+Every option each engine's parser accepts is in specplan/engines/<engine>/flags/*.json (generated from
 the real parsers by tools/engine_flags.py); this module says which of them specplan plans and
 into which spec key (MODELLED), and how it spells what it writes. Every name below was read
 from the released wheels (`pip download --no-deps`), never guessed:
@@ -23,7 +23,7 @@ from the released wheels (`pip download --no-deps`), never guessed:
 from __future__ import annotations
 
 # Which of the engine's arguments specplan plans: argparse dest -> the spec key it lands in.
-# Every other argument the engine's parser accepts (specplan/engines/flags/*.json) is kept
+# Every other argument the engine's parser accepts (specplan/engines/<engine>/flags/*.json) is kept
 # verbatim in `engine_args:` and re-emitted by export ("kept, not planned").
 SGLANG_MODELLED: dict[str, str] = {
     "model_path": "model.path", "tp_size": "topology.tp", "pp_size": "topology.pp",
@@ -78,8 +78,8 @@ SGLANG_EP_SPANNING_A2A = frozenset({"megamoe", "deepep", "deepep_v2", "mooncake"
                                     "ascend_fuseep", "flashinfer", "flashinfer_megamoe", "mori",
                                     "pplx"})
 
-# speculative.method -> SGLang --speculative-algorithm: engines/sglang.py (SGLANG_ALGORITHMS).
-# speculative.method -> vLLM speculative_config.method: engines/vllm.py (VLLM_METHODS).
+# speculative.method -> SGLang --speculative-algorithm: engines/sglang/convention.py (SGLANG_ALGORITHMS).
+# speculative.method -> vLLM speculative_config.method: engines/vllm/convention.py (VLLM_METHODS).
 # speculative_config keys import plans; the other SpeculativeConfig fields (flags/vllm.json
 # "keys") are kept in the line, not planned.
 VLLM_SPEC_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size")
@@ -90,7 +90,7 @@ DTYPE_ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32
                  "float": "fp32"}
 
 # SGLang's SpecTpSyncSite slugs, presets and the specplan sites they carry:
-# engines/spec_tp_sync.py.
+# engines/sglang/spec_tp_sync.py.
 
 SGLANG_ENV = ("SGLANG_SPEC_TP_SYNC", "SGLANG_ENABLE_PP_SPEC", "SGLANG_PP_LAYER_PARTITION",
               "SGLANG_ZBAL_LOCAL_MEM_SIZE")

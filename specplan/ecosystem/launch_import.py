@@ -22,9 +22,9 @@ from specplan.ecosystem.flags import (DRAFT_PLACEHOLDER, MODEL_PLACEHOLDER, MODE
 from specplan.ecosystem.launch_read import READERS, FlagRefused, ImportProblem
 from specplan.ecosystem.yaml_out import spec_data
 from specplan.engines import convention
-from specplan.engines import spec_tp_sync
+from specplan.engines.sglang import spec_tp_sync
 from specplan.engines.flag_table import FlagProblem
-from specplan.engines.spec_tp_sync import SITE_SLUGS
+from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
 from specplan.schema import Spec
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*=")
@@ -351,8 +351,10 @@ def _speculative(engine: str, data: dict, launch: dict, base: Spec | None,
 def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | None,
                    notes: list[str]) -> dict:
     """The widths the line leaves to the engine: the base spec's (same method), else the
-    engine's own default for the model (specplan/engines/spec_defaults.py), said in a note."""
-    from specplan.engines import spec_defaults as d
+    engine's own default for the model (specplan/engines/<engine>/defaults.py), said in a note."""
+    from specplan.engines.base import NoDefault
+    from specplan.engines.sglang import defaults as sglang
+    from specplan.engines.vllm import defaults as vllm
 
     if base is not None and base.speculative.method == method:
         s = base.speculative
@@ -360,16 +362,16 @@ def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | No
                 **({"num_draft_tokens": s.num_draft_tokens} if s.num_draft_tokens else {})}
     try:
         if "vllm_method" in auto:
-            steps, why = d.vllm_tokens(auto["vllm_method"], config)
+            steps, why = vllm.vllm_tokens(auto["vllm_method"], config)
             notes.append(f"num_steps {steps}: {why}")
             return {"num_steps": steps}
         if auto["algorithm"] == "NGRAM":
-            (steps, topk, width), why = d.sglang_ngram(auto["breadth"], auto["draft_tokens"])
+            (steps, topk, width), why = sglang.sglang_ngram(auto["breadth"], auto["draft_tokens"])
         else:
             arch = ((config or {}).get("architectures") or [None])[0]
-            (steps, topk, width), why = d.sglang_eagle(auto["algorithm"], arch, auto["topk"],
+            (steps, topk, width), why = sglang.sglang_eagle(auto["algorithm"], arch, auto["topk"],
                                                        auto["draft_tokens"])
-    except d.NoDefault as exc:
+    except NoDefault as exc:
         raise ImportProblem(str(exc)) from None
     notes.append(f"num_steps {steps}, topk {topk}, num_draft_tokens {width}: {why}")
     return {"num_steps": steps, **({"topk": topk} if topk > 1 else {}),

@@ -13,9 +13,9 @@ import json
 from specplan.ecosystem.flags import (DEEPEP_BACKENDS, DRAFT_PLACEHOLDER, DTYPE_ALIASES,
                                       FP8_QUANTIZATION, KV_CACHE_DTYPES, MODEL_PLACEHOLDER,
                                       NO_A2A_BACKENDS, SGLANG_EP_SPANNING_A2A, VLLM_SPEC_KEYS)
-from specplan.engines import spec_tp_sync
-from specplan.engines.sglang import SGLANG_ALGORITHMS
-from specplan.engines.vllm import VLLM_METHODS
+from specplan.engines.sglang import spec_tp_sync
+from specplan.engines.sglang.convention import SGLANG_ALGORITHMS
+from specplan.engines.vllm.convention import VLLM_METHODS
 
 
 class ImportProblem(Exception):

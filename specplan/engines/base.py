@@ -87,6 +87,11 @@ class Choices:
     policy_modelled: bool = False  # a written sync.policy is the engine's own knob (SGLang presets)
 
 
+class NoDefault(ValueError):
+    """The engine has no default for what a launch line leaves out; the message says why
+    (<engine>/defaults.py)."""
+
+
 class Convention(ABC):
     name: ClassVar[str]
     remainder_stages: ClassVar[str]  # where split_layers puts remainder layers, in words

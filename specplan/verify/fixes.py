@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from specplan.engines.spec_tp_sync import SITE_SLUGS, slugs_of, value_for
+from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS, slugs_of, value_for
 from specplan.engines.releases import RELEASES, title
 from specplan.plan import Plan
 from specplan.verify.findings import Finding

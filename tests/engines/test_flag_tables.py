@@ -25,7 +25,7 @@ def test_stored_table_is_the_parsers(engine):
     stored = json.loads(stored_path(engine, newest(engine)).read_text())
     real = table_in_subprocess(engine)
     assert dumps(stored) == dumps(real), (
-        f"specplan/engines/flags/{engine}.json differs from the {engine} parser; rerun "
+        f"specplan/engines/{engine}/flags/{engine}.json differs from the {engine} parser; rerun "
         "`python tools/engine_flags.py` and review the diff")
     names = {n for f in real["flags"] for n in f["names"]}
     assert {"--speculative-algorithm", "--tp-size", "--enable-dp-attention"} <= names or {

@@ -19,6 +19,7 @@ with one line naming each difference (`plugin_refusal`):
 from __future__ import annotations
 
 from specplan.engines.releases import RELEASES, check, newest
+from specplan.engines.sglang import NAME
 
 BASE: dict[str, str] = {  # the newest release
     'distributed.parallel_state.initialize_model_parallel':
@@ -93,8 +94,8 @@ OLDER: dict[str, dict[str, str | None]] = {  # a release -> the targets that dif
 
 def hooks(version: str | None = None) -> dict[str, str | None]:
     """target -> its parameter list at `version` (None: absent there)."""
-    version = check("sglang", version)
-    if version == newest("sglang"):
+    version = check(NAME, version)
+    if version == newest(NAME):
         return dict(BASE)
     return {**BASE, **OLDER[version]}
 
@@ -112,17 +113,17 @@ def unhandled(version: str) -> dict[str, str | None]:
 
 def plugin_releases() -> tuple[str, ...]:
     """The releases, oldest first, whose every difference the plugin handles."""
-    return tuple(v for v in RELEASES["sglang"] if not unhandled(v))
+    return tuple(v for v in RELEASES[NAME] if not unhandled(v))
 
 
 def plugin_refusal(version: str) -> str | None:
     """One line naming what the plugin does not handle at a supported `version` (None: the
     plugin runs there, or `version` is not a release of the table)."""
-    if version not in RELEASES["sglang"] or not unhandled(version):
+    if version not in RELEASES[NAME] or not unhandled(version):
         return None
     parts = [f"{t} {_difference(BASE[t], sig)}" for t, sig in unhandled(version).items()]
     return (f"sglang {version}: the plugin's hooks do not fit this release: {'; '.join(parts)} "
-            f"(sglang.srt.*, engines/sglang_hooks.py); the plugin runs on SGLang "
+            f"(sglang.srt.*, engines/sglang/hooks.py); the plugin runs on SGLang "
             f"{', '.join(plugin_releases())}")
 
 

@@ -15,13 +15,14 @@ Worked example, 8 ranks: tp=2, pp=2, cp(pcp)=2:
 from __future__ import annotations
 
 from specplan.engines.releases import title
+from specplan.engines.vllm import NAME
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import Layout
 from specplan.mesh.family import Family
 from specplan.methods.base import Method
 
-T = title("vllm")  # the newest release, which the messages below cite
+T = title(NAME)  # the newest release, which the messages below cite
 # EAGLE-1 drafters (llama_eagle.py EagleLlamaForCausalLM, deepseek_eagle.py
 # EagleDeepseekV3ForCausalLM) start their layer ids at ModelConfig.get_num_layers(parallel_config):
 # the last stage's own layer count, not the target's total (EAGLE3 uses
@@ -39,7 +40,7 @@ VLLM_METHODS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp", "standalone"
                 "ngram": "ngram", "dflash": "dflash", "dspark": "dspark"}
 
 class VLLM(Convention):
-    name = "vllm"
+    name = NAME
     remainder_stages = "stages before the last"
     # llama_eagle3.py: the draft's config names the target layers it reads
     taps_from_draft_config = frozenset({"eagle3"})

@@ -18,13 +18,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specplan.engines.releases import title
+from specplan.engines.sglang import NAME
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import Layout
 from specplan.mesh.family import Family
 from specplan.methods.base import Method
 
-T = title("sglang")  # the newest release, which the messages below cite
+T = title(NAME)  # the newest release, which the messages below cite
 COUNT_INTS = 7  # per rank: tokens, forward mode, cuda-graph ok, extend-in-batch, ...
 # SpecTpSync methods: which SGLANG_SPEC_TP_SYNC preset a written sync.policy names.
 PRESETS = ("all", "rng", "init", "off")
@@ -41,7 +42,7 @@ SGLANG_ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
 
 
 class SGLang(Convention):
-    name = "sglang"
+    name = NAME
     remainder_stages = "last stages"
     # Only the last stage drafts and accepts; SGLang's scheduler relays the results stage to
     # stage in its own output messages (scheduler_pp_mixin), which the plugin's relay rides.
