@@ -19,6 +19,9 @@ from dataclasses import replace
 
 from specplan.engines.releases import title
 from specplan.engines.sglang import NAME
+from specplan.engines.sglang.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, SGLangRules
+from specplan.engines.sglang.launch import LAUNCH
+from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import Layout
@@ -47,6 +50,10 @@ class SGLang(Convention):
     # Only the last stage drafts and accepts; SGLang's scheduler relays the results stage to
     # stage in its own output messages (scheduler_pp_mixin), which the plugin's relay rides.
     pipeline_relay = "ring"
+    launch = LAUNCH
+    page_size = 1  # --page-size
+    kv_axes, connectors, default_connector = AXES, CONNECTORS, DEFAULT_CONNECTOR
+    switchable_sites = SITE_SLUGS  # SGLANG_SPEC_TP_SYNC
 
     def world_size(self, t: Topology) -> int:
         return t.tp * t.pp
@@ -186,6 +193,9 @@ class SGLang(Convention):
 
     def launch_refusal(self, spec: Spec) -> str | None:
         return _launch_refusal(spec, self.attention_tp(spec.topology))
+
+    def handoff(self, connector: str) -> SGLangRules:
+        return SGLangRules(connector)  # every transfer backend maps ranks alike
 
 
 def _tap_rules(spec: Spec) -> list[Violation]:
