@@ -15,8 +15,6 @@ import shlex
 from specplan.ecosystem.flags import DRAFT_PLACEHOLDER
 from specplan.schema import Spec
 
-# Values that equal the engine's behaviour when the variable is unset: never added.
-_ENGINE_DEFAULTS = {("SGLANG_SPEC_TP_SYNC", "all")}
 _NEEDS_DRAFT = ("eagle", "eagle3", "standalone", "dflash", "dspark")
 
 
@@ -51,10 +49,13 @@ def _diff(got: dict, want: dict, path: str = "") -> set[str]:
 def render_faithful(spec: Spec, launch, title: str) -> str:
     """The user's line (spec.engine_args) with what specplan adds after `# added by specplan:`.
     `launch` is specplan's own export of the spec (its env and notes are reused)."""
+    from specplan.engines import of
+
+    unset = of(spec).launch.env_defaults  # what the engine does with the variable unset: not added
     line_env = {a.partition("=")[0]: a.partition("=")[2] for a in spec.engine_args
                 if "=" in a.split(" ")[0] and not a.startswith("-")}
     added_env = [(n, v, why) for n, v, why in launch.env
-                 if line_env.get(n) != v and (n, v) not in _ENGINE_DEFAULTS
+                 if line_env.get(n) != v and (n, v) not in unset
                  and not (n == "VLLM_USE_V2_MODEL_RUNNER" and spec.topology.pp == 1)]
     added_flags = []
     s = spec.speculative

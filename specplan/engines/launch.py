@@ -38,4 +38,5 @@ class LaunchTable:
     # verbatim in `engine_args:` and re-emitted by export ("kept, not planned")
     modelled: Mapping[str, str]
     unstated: frozenset[str]  # spec keys a line cannot state, kept from a base spec
+    env_defaults: frozenset[tuple[str, str]]  # (variable, value) the engine does when it is unset
     disaggregation: DisaggregationFlags

@@ -61,7 +61,8 @@ BASE: dict[str, str] = {  # the newest release
     'plugins.hook_registry.HookRegistry.register':
         '(cls, target, hook, hook_type, source)',
 }
-OLDER: dict[str, dict[str, str | None]] = {  # a release -> the targets that differ there
+# a release -> the targets that differ there; a release not listed has the base's signatures
+OLDER: dict[str, dict[str, str | None]] = {
     '0.5.20': {
         'distributed.parallel_state.initialize_model_parallel':
             '(tensor_model_parallel_size, expert_model_parallel_size, pipeline_model_parallel_size, attention_data_parallel_size, attention_context_model_parallel_size, moe_data_model_parallel_size, decode_context_parallel_size, backend, duplicate_tp_group, enable_symm_mem, recovered_rank, rank_offset, max_world_size)',
@@ -88,7 +89,6 @@ OLDER: dict[str, dict[str, str | None]] = {  # a release -> the targets that dif
         'speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill':
             '(self, batch, target_hidden_states, next_token_ids, mm_input_embeds)',
     },
-    '0.5.22': {},
 }
 
 
@@ -97,7 +97,7 @@ def hooks(version: str | None = None) -> dict[str, str | None]:
     version = check(NAME, version)
     if version == newest(NAME):
         return dict(BASE)
-    return {**BASE, **OLDER[version]}
+    return {**BASE, **OLDER.get(version, {})}
 
 
 # target -> an older signature the plugin's hook serves as well (none yet: the plugin's hooks

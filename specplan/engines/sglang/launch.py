@@ -75,4 +75,5 @@ LAUNCH = LaunchTable(
     serve="sglang serve", env_prefix="SGLANG_", env=ENV,
     pp_partition_env="SGLANG_PP_LAYER_PARTITION", modelled=SGLANG_MODELLED,
     unstated=frozenset({"backend", "sampling", "aux_layers", "draft_tp"}),
+    env_defaults=frozenset({("SGLANG_SPEC_TP_SYNC", "all")}),
     disaggregation=SGLangFlags())

@@ -74,4 +74,5 @@ LAUNCH = LaunchTable(
     serve="vllm serve", env_prefix="VLLM_", env=ENV,
     pp_partition_env="VLLM_PP_LAYER_PARTITION", modelled=VLLM_MODELLED,
     unstated=frozenset({"backend", "device", "sampling", "aux_layers"}),
+    env_defaults=frozenset(),
     disaggregation=VllmFlags())
