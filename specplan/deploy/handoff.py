@@ -1,10 +1,10 @@
 """The KV handoff plan: for every decode rank, where its prompt KV comes from.
 
-One entry per decode rank, as the decode engine's connector resolves it (engines/<engine>/handoff.py): the
-prefill DP group, attention-TP, CP and PP ranks it pulls from (numbered inside the prefill
-instance as its engine numbers them), the layers it receives by global id (target layers,
-then draft layers), the slice of KV heads it holds, the responses it waits for, and how many
-decode ranks the producer counts before it frees a block.
+One entry per decode rank, as the decode engine's connector resolves it
+(engines/<engine>/handoff.py): the prefill DP group, attention-TP, CP and PP ranks it pulls
+from (numbered inside the prefill instance as its engine numbers them), the layers it receives
+by global id (target layers, then draft layers), the slice of KV heads it holds, the responses
+it waits for, and how many decode ranks the producer counts before it frees a block.
 
 Requests pick their prefill DP group per request (SGLang: bootstrap_room % prefill dp); the
 plan pairs decode DP group g with prefill DP group g % prefill dp, the group a request whose

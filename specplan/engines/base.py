@@ -1,11 +1,11 @@
 """What every engine convention answers, and the rules the two engines share.
 
-A convention is one object per engine (sglang.py, vllm.py) holding everything that differs
-between them: the rank layout as named axes and the group families it makes, the PP split,
-the DP agreement, the MoE rows, the topologies it refuses (each message citing the engine
-function that refuses it), the warnings it earns and the behaviour profile `behaviour:
-engine` models. Passes, checks, explain and the sim ask `convention(spec.engine)`; nothing
-outside specplan/engines/ tests an engine's name.
+A convention is one object per engine (sglang/convention.py, vllm/convention.py) holding
+everything that differs between them: the rank layout as named axes and the group families it
+makes, the PP split, the DP agreement, the MoE rows, the topologies it refuses (each message
+citing the engine function that refuses it), the warnings it earns and the behaviour profile
+`behaviour: engine` models. Passes, checks, explain and the sim ask `convention(spec.engine)`;
+nothing outside specplan/engines/ tests an engine's name.
 """
 
 from __future__ import annotations
