@@ -1,4 +1,4 @@
-"""Write specplan/engines/flags/ from the engines' real argparse parsers, one table per release.
+"""Write specplan/engines/<engine>/flags/ from the engines' real argparse parsers, one table per release.
 
 Run after a release is added to specplan/engines/releases.py (the wheels are downloaded into
 the engine cache by tests/engines/wheels.py):

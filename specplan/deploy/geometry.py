@@ -14,24 +14,14 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from specplan.behaviour import resolve
-from specplan.engines import build_mesh
+from specplan.engines import build_mesh, of
+from specplan.engines.handoff import Axes
 from specplan.mesh import Mesh
 from specplan.mesh.pipeline import draft_layer_ids
 from specplan.methods import get_method
 from specplan.schema import Spec
 
 DEFAULT_KV_HEADS = {"mla": 1}  # else 8
-DEFAULT_PAGE_SIZE = {"sglang": 1, "vllm": 16}
-
-
-@dataclass(frozen=True)
-class Axes:
-    """The mesh coordinates an engine's connector calls dp, attention-TP and CP."""
-
-    dp: str
-    tp: str
-    cp: str
-    attn_tp: str  # the mesh.derived key (or topology width) of the attention-TP size
 
 
 @dataclass(frozen=True)
@@ -140,7 +130,7 @@ class Geometry:
 
     @property
     def page_size(self) -> int:
-        return self.spec.model.page_size or DEFAULT_PAGE_SIZE[self.engine]
+        return self.spec.model.page_size or of(self.spec).page_size
 
     def heads(self, tp_rank: int) -> tuple[int, int]:
         """(first global KV head, count) a rank of attention-TP rank `tp_rank` holds.
@@ -159,5 +149,6 @@ class Geometry:
         return f"{file}:{line}" if line else file
 
 
-def geometry(role: str, spec: Spec, axes: Axes) -> Geometry:
-    return Geometry(role, spec.line_of()[0], spec, build_mesh(spec), axes)
+def geometry(role: str, spec: Spec) -> Geometry:
+    """The instance's geometry, its coordinates read through its engine's `kv_axes`."""
+    return Geometry(role, spec.line_of()[0], spec, build_mesh(spec), of(spec).kv_axes)

@@ -1,10 +1,10 @@
 """The KV handoff plan: for every decode rank, where its prompt KV comes from.
 
-One entry per decode rank, as the decode engine's connector resolves it (rules.py): the
-prefill DP group, attention-TP, CP and PP ranks it pulls from (numbered inside the prefill
-instance as its engine numbers them), the layers it receives by global id (target layers,
-then draft layers), the slice of KV heads it holds, the responses it waits for, and how many
-decode ranks the producer counts before it frees a block.
+One entry per decode rank, as the decode engine's connector resolves it
+(engines/<engine>/handoff.py): the prefill DP group, attention-TP, CP and PP ranks it pulls
+from (numbered inside the prefill instance as its engine numbers them), the layers it receives
+by global id (target layers, then draft layers), the slice of KV heads it holds, the responses
+it waits for, and how many decode ranks the producer counts before it frees a block.
 
 Requests pick their prefill DP group per request (SGLang: bootstrap_room % prefill dp); the
 plan pairs decode DP group g with prefill DP group g % prefill dp, the group a request whose
@@ -27,7 +27,8 @@ from itertools import product
 
 from specplan.deploy.geometry import Geometry, geometry
 from specplan.deploy.load import InstancePair
-from specplan.deploy.rules import AXES, Pull, Refusal, rules_for, tp_ratio_ok
+from specplan.engines import convention
+from specplan.engines.handoff import Pull, Refusal, Rules, tp_ratio_ok
 from specplan.mesh.digits import Digits
 
 
@@ -58,10 +59,16 @@ class Receipt:
     drafts: tuple[int, ...]  # draft-layer ids as the prefill sends them
 
 
+def rules_for(engine: str, connector: str) -> Rules:
+    """The decode instance's engine decides: its connector resolves where KV comes from
+    (engines/<engine>/handoff.py)."""
+    return convention(engine).handoff(connector)
+
+
 def plan_handoff(dep: InstancePair) -> Handoff:
     rules = rules_for(dep.decode.spec.engine, dep.connector)
-    p = geometry("prefill", dep.prefill.spec, AXES[dep.prefill.spec.engine])
-    d = geometry("decode", dep.decode.spec, AXES[dep.decode.spec.engine])
+    p = geometry("prefill", dep.prefill.spec)
+    d = geometry("decode", dep.decode.spec)
     refusals = _ratio_refusal(p, d) + rules.refusals(p, d)
     if refusals:
         return Handoff(rules, p, d, {}, refusals, {}, {}, {})

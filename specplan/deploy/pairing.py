@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specplan.deploy.rules import CONNECTORS, DEFAULT_CONNECTOR
+from specplan.engines import of
 from specplan.errors import Diagnostic, SpecError
 from specplan.schema import Spec
 from specplan.schema.yaml_source import Source
@@ -77,23 +77,29 @@ def _connector(prefill: Spec, decode: Spec, deployment) -> str:
     engines = (prefill.engine, decode.engine)
     if not values:
         if engines[0] != engines[1]:
-            raise SpecError([_diag(decode, ("engine",), _mixed(engines, "no connector is set"))])
-        return DEFAULT_CONNECTOR[engines[0]]
+            raise SpecError([_diag(decode, ("engine",), _mixed(prefill, decode, "no connector is set"))])
+        return of(decode).default_connector
     connector = values.pop()
-    both = [c for c in CONNECTORS[engines[0]] if c in CONNECTORS[engines[1]]]
+    both = _both(prefill, decode)
     if connector not in both:
         where = named[0]
-        have = {e: ", ".join(CONNECTORS[e]) for e in engines}
-        lacking = [e for e in dict.fromkeys(engines) if connector not in CONNECTORS[e]]
+        have = {s.engine: ", ".join(of(s).connectors) for s in (prefill, decode)}
+        lacking = [s.engine for s in (prefill, decode) if connector not in of(s).connectors]
+        lacking = list(dict.fromkeys(lacking))
         raise SpecError([_place(where, f"connector {connector!r} does not exist for "
                                        f"{' and '.join(lacking)} ({'; '.join(f'{e} has {h}' for e, h in have.items())}); "
                                        f"connectors for both: {', '.join(both) or 'none'}")])
     return connector
 
 
-def _mixed(engines: tuple[str, str], why: str) -> str:
-    both = [c for c in CONNECTORS[engines[0]] if c in CONNECTORS[engines[1]]]
-    return (f"the prefill instance runs {engines[0]} and the decode instance {engines[1]}, and "
+def _both(prefill: Spec, decode: Spec) -> list[str]:
+    """The connectors both instances' engines have, in the prefill engine's order."""
+    return [c for c in of(prefill).connectors if c in of(decode).connectors]
+
+
+def _mixed(prefill: Spec, decode: Spec, why: str) -> str:
+    both = _both(prefill, decode)
+    return (f"the prefill instance runs {prefill.engine} and the decode instance {decode.engine}, and "
             f"{why}: set disaggregation.connector to one that exists for both: {', '.join(both)}")
 
 

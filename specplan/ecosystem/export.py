@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from dataclasses import dataclass, field
 
 from specplan.ecosystem.faithful import dp_attention_note, plan_comment, render_faithful, restated
 from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER
 from specplan.ecosystem.translate import Refusal, refusal, translate
-from specplan.engines import spec_tp_sync
-from specplan.engines.sglang import SGLANG_ALGORITHMS
-from specplan.engines.spec_tp_sync import SITE_SLUGS
-from specplan.engines.vllm import VLLM_METHODS
+from specplan.engines.base import PerEngine
+from specplan.engines.sglang import spec_tp_sync
+from specplan.engines.sglang.convention import SGLANG_ALGORITHMS, SGLang
+from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
+from specplan.engines.vllm.convention import VLLM, VLLM_METHODS
 from specplan.methods import get_method
 from specplan.schema import Spec
 
-PROGRAMS = {"sglang": "python -m sglang.launch_server", "vllm": "vllm serve"}
+# each engine's launch line, written by its flags (engines/<engine>/launch.py)
+WRITERS: PerEngine[Callable[[Spec, dict, "Launch"], None]] = PerEngine("launch-line writer")
 # SGLang converges DFlash's greedy drafts without SpecTpSync (an all-gather of (max, id)).
 _SGLANG_ALWAYS = frozenset({"dflash_draft"})
 
@@ -73,17 +76,14 @@ def export(spec: Spec, engine: str | None = None, version: str | None = None,
         launch.plan_path = plan_path or f"build/{spec.name}/plan.json"
         where = shlex.quote(str(Path(launch.plan_path).parent))
         launch.plan_how = f"specplan compile {shlex.quote(spec.line_of()[0])} -o {where}"
-    _WRITERS[engine](target, sites, launch)
+    WRITERS[convention(engine)](target, sites, launch)
     try:
         launch.args = respell(launch.args, convention(engine, target.engine_version).flag_table())
     except Unspellable as exc:
         raise Refusal(f"{name} cannot run {spec.name}: {exc}") from None
     if spec.disaggregation is not None:
-        from specplan.deploy.launch import FLAGS
-        from specplan.deploy.rules import DEFAULT_CONNECTOR
-
-        dis = spec.disaggregation
-        launch.args += FLAGS[engine].write(dis.role, dis.connector or DEFAULT_CONNECTOR[engine])
+        dis, conv = spec.disaggregation, convention(engine)
+        launch.args += conv.launch.disaggregation.write(dis.role, dis.connector or conv.default_connector)
     _engine_args(spec, target, launch)
     return launch
 
@@ -136,14 +136,13 @@ def _engine_args(spec: Spec, target: Spec, launch: Launch) -> None:
 def _kept(spec: Spec) -> list[str]:
     """The arguments of spec.engine_args that specplan does not plan, as written."""
     from specplan.ecosystem.argv import read_words
-    from specplan.ecosystem.flags import MODELLED
     from specplan.ecosystem.launch_import import split_command
-    from specplan.engines import convention
+    from specplan.engines import of
 
     words = [w for arg in spec.engine_args for w in shlex.split(arg)]
     _, _, rest = split_command(spec.engine, words)
-    args, _ = read_words(convention(spec.engine, spec.engine_version).flag_table(), rest)
-    return [a.text for a in args if a.flag is not None and a.dest not in MODELLED[spec.engine]]
+    args, _ = read_words(of(spec).flag_table(), rest)
+    return [a.text for a in args if a.flag is not None and a.dest not in of(spec).launch.modelled]
 
 
 def _paths(spec: Spec, launch: Launch, model_flag: str, draft_flag: str | None) -> None:
@@ -183,6 +182,7 @@ def _topology(spec: Spec, launch: Launch, names: dict[str, str]) -> None:
                             "quantization flags yourself")
 
 
+@WRITERS.of(SGLang)
 def _sglang(spec: Spec, sites: dict, launch: Launch) -> None:
     t = spec.topology
     _paths(spec, launch, "--model-path", "--speculative-draft-model-path")
@@ -314,6 +314,7 @@ def _sglang_mismatch(spec: Spec, sites: dict, plugin: bool = False) -> list[str]
     return notes
 
 
+@WRITERS.of(VLLM)
 def _vllm(spec: Spec, sites: dict, launch: Launch) -> None:
     t, s = spec.topology, spec.speculative
     _paths(spec, launch, "--model", None)
@@ -387,7 +388,9 @@ def render(launch: Launch) -> str:
     out += [f"  {text.ljust(width)}  # {comment}" for text, comment in rows]
     out.append(")")
     out += plan_comment(launch)
-    out.append(f'{launch.command_prefix()}{PROGRAMS[launch.engine]} "${{args[@]}}"')
+    from specplan.engines import convention
+
+    out.append(f'{launch.command_prefix()}{convention(launch.engine).launch.program} "${{args[@]}}"')
     return "\n".join(out) + "\n"
 
 
@@ -397,5 +400,3 @@ def _quote(value: str) -> str:
         return f'"${value}"'
     return shlex.quote(value)
 
-
-_WRITERS = {"sglang": _sglang, "vllm": _vllm}  # each engine's launch line, from flags.py

@@ -16,9 +16,6 @@ from specplan.ecosystem.flags import DRAFT_PLACEHOLDER
 from specplan.methods import METHODS
 from specplan.schema import Spec
 
-# Values that equal the engine's behaviour when the variable is unset: never added.
-_ENGINE_DEFAULTS = {("SGLANG_SPEC_TP_SYNC", "all")}
-
 
 def restated(spec: Spec, env: dict[str, str] | None = None) -> list[str] | None:
     """The keys where re-reading spec.engine_args differs from the spec ([] when none);
@@ -53,10 +50,13 @@ def _diff(got: dict, want: dict, path: str = "") -> set[str]:
 def render_faithful(spec: Spec, launch, title: str) -> str:
     """The user's line (spec.engine_args) with what specplan adds after `# added by specplan:`.
     `launch` is specplan's own export of the spec (its env and notes are reused)."""
+    from specplan.engines import of
+
+    unset = of(spec).launch.env_defaults  # what the engine does with the variable unset: not added
     line_env = {a.partition("=")[0]: a.partition("=")[2] for a in spec.engine_args
                 if "=" in a.split(" ")[0] and not a.startswith("-")}
     added_env = [(n, v, why) for n, v, why in launch.env
-                 if line_env.get(n) != v and (n, v) not in _ENGINE_DEFAULTS
+                 if line_env.get(n) != v and (n, v) not in unset
                  and not (n == "VLLM_USE_V2_MODEL_RUNNER" and spec.topology.pp == 1)]
     added_flags = []
     s = spec.speculative

@@ -17,14 +17,13 @@ import re
 import shlex
 
 from specplan.ecosystem.argv import read_words
-from specplan.ecosystem.flags import (DRAFT_PLACEHOLDER, MODEL_PLACEHOLDER, MODELLED, SGLANG_ENV,
-                                      VLLM_ENV)
+from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, MODEL_PLACEHOLDER
 from specplan.ecosystem.launch_read import READERS, FlagRefused, ImportProblem
 from specplan.ecosystem.yaml_out import spec_data
 from specplan.engines import convention
-from specplan.engines import spec_tp_sync
+from specplan.engines.sglang import spec_tp_sync
 from specplan.engines.flag_table import FlagProblem
-from specplan.engines.spec_tp_sync import SITE_SLUGS
+from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
 from specplan.methods import METHODS
 from specplan.schema import Spec
 
@@ -91,8 +90,9 @@ def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], l
     env = []
     while rest and _ENV_NAME.match(rest[0]):
         env.append(rest.pop(0))
-    modules = _LAUNCHERS[engine]  # `python -m MODULE` entry points
-    cli = f"{engine} serve"  # both engines' console scripts: `sglang serve`, `vllm serve`
+    launch = convention(engine).launch
+    modules = launch.modules  # `python -m MODULE` entry points
+    cli = launch.serve  # the console script: `sglang serve`, `vllm serve`
     for i, token in enumerate(rest):
         before = rest[i - 1].rsplit("/", 1)[-1] if i else ""
         if before == "-m" and token in modules or f"{before} {token}" == cli:
@@ -100,10 +100,6 @@ def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], l
     return env, [], rest
 
 
-# The launchers whose parser is the engine's server parser (flags/): SGLang's
-# sglang/launch_server.py; vLLM's OpenAI server module, which `vllm serve` wraps.
-_LAUNCHERS = {"sglang": ("sglang.launch_server",),
-              "vllm": ("vllm.entrypoints.openai.api_server",)}
 _SHELL = re.compile(r"\$(\{|\(|[A-Za-z_])")
 
 
@@ -139,17 +135,18 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str],
     except FlagProblem as exc:
         raise FlagRefused(str(exc)) from None
     written = {a.dest: a.text for a in args if a.flag is not None}  # notes quote the user's words
-    out = READERS[engine]({**values, "_written": written, "_conv": conv}, env, notes)
+    out = READERS[conv]({**values, "_written": written, "_conv": conv}, env, notes)
     out["_version"] = conv.version
-    out["disaggregation"] = _disaggregation(engine, table, values)
-    part = env.get(f"{engine.upper()}_PP_LAYER_PARTITION")
+    out["disaggregation"] = _disaggregation(conv, table, values)
+    partition = conv.launch.pp_partition_env
+    part = env.get(partition)
     if part:
         try:
             out["model"]["pp_partition"] = [int(x) for x in part.split(",")]
         except ValueError:
-            raise ImportProblem(f"{engine.upper()}_PP_LAYER_PARTITION={part!r} is not a "
+            raise ImportProblem(f"{partition}={part!r} is not a "
                                 "comma-separated list of layer counts") from None
-    modelled = MODELLED[engine]
+    modelled = conv.launch.modelled
     kept = [a.text for a in args if a.flag is not None and a.dest not in modelled]
     notes += [f"kept, not planned: {text}" for text in kept]
     notes += [f"kept, not planned: {name}={line_env[name]}" for name in ignored_env(engine, line_env)]
@@ -225,8 +222,8 @@ def _bounded(node, path: str) -> None:
             stack.extend((c, depth + 1) for c in children)
 
 
-def _disaggregation(engine: str, table, values: dict) -> dict | None:
-    from specplan.deploy.launch import FLAGS, LaunchProblem
+def _disaggregation(conv, table, values: dict) -> dict | None:
+    from specplan.engines.launch import LaunchProblem
 
     flags = {}
     for dest, value in values.items():
@@ -234,15 +231,15 @@ def _disaggregation(engine: str, table, values: dict) -> dict | None:
             continue
         flags[table.by_dest(dest).name] = json.dumps(value) if isinstance(value, dict) else value
     try:
-        return FLAGS[engine].read(flags)
+        return conv.launch.disaggregation.read(flags)
     except LaunchProblem as exc:
         raise ImportProblem(str(exc)) from None
 
 
 def ignored_env(engine: str, env: dict[str, str]) -> list[str]:
     """The engine's variables in `env` that import does not read."""
-    prefix, known = _ENV[engine]
-    return sorted(k for k in env if k.startswith(prefix) and k not in known)
+    launch = convention(engine).launch
+    return sorted(k for k in env if k.startswith(launch.env_prefix) and k not in launch.env)
 
 
 def model_shape(config: dict) -> dict:
@@ -300,7 +297,7 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
         data["engine_version"] = launch["_version"]
     data["name"] = name or data.get("name") or _name(launch["model"].get("path"))
     keep = {k: v for k, v in data.get("topology", {}).items()
-            if k in _UNSTATED[engine]}
+            if k in convention(engine).launch.unstated}
     data["topology"] = {**keep, **launch["topology"]}
     model = {k: v for k, v in data.get("model", {}).items()
              if k not in ("path", "dtype", "pp_partition")}
@@ -334,7 +331,7 @@ def _speculative(engine: str, data: dict, launch: dict, base: Spec | None,
     """data["speculative"]: the line's method and widths (the engine's defaults for the ones it
     leaves out) over the base's keys a line cannot state."""
     spec = {k: v for k, v in data.get("speculative", {}).items()
-            if k in _UNSTATED[engine]}
+            if k in convention(engine).launch.unstated}
     told = dict(launch["speculative"])
     auto = told.pop("_auto", None)
     if auto is not None:
@@ -355,8 +352,10 @@ def _speculative(engine: str, data: dict, launch: dict, base: Spec | None,
 def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | None,
                    notes: list[str]) -> dict:
     """The widths the line leaves to the engine: the base spec's (same method), else the
-    engine's own default for the model (specplan/engines/spec_defaults.py), said in a note."""
-    from specplan.engines import spec_defaults as d
+    engine's own default for the model (specplan/engines/<engine>/defaults.py), said in a note."""
+    from specplan.engines.base import NoDefault
+    from specplan.engines.sglang import defaults as sglang
+    from specplan.engines.vllm import defaults as vllm
 
     if base is not None and base.speculative.method == method:
         s = base.speculative
@@ -364,16 +363,16 @@ def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | No
                 **({"num_draft_tokens": s.num_draft_tokens} if s.num_draft_tokens else {})}
     try:
         if "vllm_method" in auto:
-            steps, why = d.vllm_tokens(auto["vllm_method"], config)
+            steps, why = vllm.vllm_tokens(auto["vllm_method"], config)
             notes.append(f"num_steps {steps}: {why}")
             return {"num_steps": steps}
         if auto["trie"]:  # SGLang's NGRAM: its widths from the trie's breadth
-            (steps, topk, width), why = d.sglang_ngram(auto["breadth"], auto["draft_tokens"])
+            (steps, topk, width), why = sglang.sglang_ngram(auto["breadth"], auto["draft_tokens"])
         else:
             arch = ((config or {}).get("architectures") or [None])[0]
-            (steps, topk, width), why = d.sglang_eagle(auto["algorithm"], arch, auto["topk"],
+            (steps, topk, width), why = sglang.sglang_eagle(auto["algorithm"], arch, auto["topk"],
                                                        auto["draft_tokens"])
-    except d.NoDefault as exc:
+    except NoDefault as exc:
         raise ImportProblem(str(exc)) from None
     notes.append(f"num_steps {steps}, topk {topk}, num_draft_tokens {width}: {why}")
     return {"num_steps": steps, **({"topk": topk} if topk > 1 else {}),
@@ -413,10 +412,3 @@ def _base_agrees(data: dict, slugs: frozenset[str]) -> bool:
     care = spec_tp_sync.slugs_of(states, only_on=False)
     return spec_tp_sync.slugs_of(states) == slugs & care
 
-
-_ENV = {"sglang": ("SGLANG_", SGLANG_ENV), "vllm": ("VLLM_", VLLM_ENV)}
-# Spec keys a launch line cannot state, kept from the base spec: topology.backend (and the
-# device, which vLLM's line does not name), speculative.sampling / aux_layers (and SGLang's
-# draft_tp, which it has no flag for).
-_UNSTATED = {"sglang": {"backend", "sampling", "aux_layers", "draft_tp"},
-             "vllm": {"backend", "device", "sampling", "aux_layers"}}

@@ -1,6 +1,7 @@
 """A launch line's arguments (argparse dest -> value) -> the spec keys they plan.
 
-Readers per engine, driven by flags.MODELLED: topology, model (path, dtype, KV dtype, MoE
+Readers per engine (READERS, each declaring its engine), driven by the engine's launch table
+(engines/<engine>/launch.py, `modelled`): topology, model (path, dtype, KV dtype, MoE
 all-to-all and EPLB), speculative, runtime (async scheduling, capacity) and, for SGLang's
 DSpark / DFlash, `_sync_slugs` (its SpecTpSync set). `notes` collects what import prints.
 """
@@ -9,13 +10,20 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 
 from specplan.ecosystem.flags import (DEEPEP_BACKENDS, DRAFT_PLACEHOLDER, DTYPE_ALIASES,
                                       FP8_QUANTIZATION, KV_CACHE_DTYPES, MODEL_PLACEHOLDER,
-                                      NO_A2A_BACKENDS, SGLANG_EP_SPANNING_A2A, VLLM_SPEC_KEYS)
-from specplan.engines import spec_tp_sync
-from specplan.engines.sglang import SGLANG_ALGORITHMS
-from specplan.engines.vllm import VLLM_METHODS
+                                      NO_A2A_BACKENDS)
+from specplan.engines.base import PerEngine
+from specplan.engines.sglang import spec_tp_sync
+from specplan.engines.sglang.convention import SGLANG_ALGORITHMS, SGLang
+from specplan.engines.sglang.launch import EP_SPANNING_A2A as SGLANG_EP_SPANNING_A2A
+from specplan.engines.vllm.convention import VLLM, VLLM_METHODS
+from specplan.engines.vllm.launch import SPEC_KEYS as VLLM_SPEC_KEYS
+
+# argparse dest -> value (plus `_written`, `_conv`), the environment, notes -> spec data
+READERS: PerEngine[Callable[[dict, dict, list[str]], dict]] = PerEngine("launch-line reader")
 from specplan.methods import get_method
 
 
@@ -71,6 +79,7 @@ def _sizes(**sizes) -> dict:
     return {k: v for k, v in sizes.items() if k == "tp" or v is True or type(v) is int and v > 1}
 
 
+@READERS.of(SGLang)
 def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
     dp, attn_dp = _int(v, "dp_size", "--dp-size"), _int(v, "attn_dp_size", "--attn-dp-size")
     if attn_dp > 1 and dp > 1:
@@ -194,7 +203,7 @@ def _sglang_widths(v: dict, algo: str, trie: bool, width: int | None, notes: lis
     --speculative-ngram-max-bfs-breadth, default 10, whatever --speculative-eagle-topk says, and
     12 draft tokens by default (_handle_ngram declares speculative_eagle_topk =
     speculative_ngram_max_bfs_breadth; the same in 0.5.20 .. 0.5.23)."""
-    from specplan.engines import spec_defaults as d
+    from specplan.engines.sglang import defaults as d
 
     steps = _int(v, "speculative_num_steps", "--speculative-num-steps", None)
     topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk", None)
@@ -221,6 +230,7 @@ def _sglang_widths(v: dict, algo: str, trie: bool, width: int | None, notes: lis
     return out
 
 
+@READERS.of(VLLM)
 def read_vllm(v: dict, env: dict, notes: list[str]) -> dict:
     tp = _int(v, "tensor_parallel_size", "--tensor-parallel-size")
     dp = _int(v, "data_parallel_size", "--data-parallel-size")
@@ -282,5 +292,3 @@ def _vllm_speculative(config, notes: list[str], conv) -> dict:
                                "--speculative-config draft_tensor_parallel_size")
     return out
 
-
-READERS = {"sglang": read_sglang, "vllm": read_vllm}

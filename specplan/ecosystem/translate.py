@@ -11,12 +11,18 @@ dp=8 replicas of tp=2 with --enable-expert-parallel (experts over dp * tp = 16 r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from specplan.ecosystem.yaml_out import reload, spec_data
-from specplan.engines import ENGINES, convention
+from specplan.engines import convention
+from specplan.engines.base import PerEngine
+from specplan.engines.sglang.convention import SGLang
+from specplan.engines.vllm.convention import VLLM
 from specplan.errors import UserError
 from specplan.schema import Spec
 
-ENGINE_NAMES = {name: conv.title for name, conv in ENGINES.items()}
+# the engine a spec is translated to -> its layout rewritten from the other engine's
+REWRITES: PerEngine[Callable[[Spec], tuple[dict, list[str]]]] = PerEngine("layout rewrite")
 
 
 class Refusal(Exception):
@@ -32,11 +38,11 @@ def translate(spec: Spec, engine: str) -> tuple[Spec, list[str]]:
     """`spec` rewritten for `engine` on the same ranks, and notes on where layouts differ.
 
     Refusal when the other engine has no spelling for the layout."""
-    rewrite = _REWRITES.get((spec.engine, engine))
-    if rewrite is None:  # the spec's own engine
+    target = convention(engine)
+    if target is convention(spec.engine):  # the spec's own engine
         return spec, []
     data = spec_data(spec)
-    topo, notes = rewrite(spec)
+    topo, notes = REWRITES[target](spec)
     # Sizes of 1 and a false dp_attention are the defaults: leave them unwritten.
     topo = {k: v for k, v in topo.items() if k == "tp" or v is True or type(v) is int and v > 1}
     data["topology"] = {k: v for k, v in {**data["topology"], **topo}.items()
@@ -46,12 +52,13 @@ def translate(spec: Spec, engine: str) -> tuple[Spec, list[str]]:
     data["engine"] = engine
     notes += _partition(spec, engine, data)
     try:
-        return reload(data, f"{spec.line_of()[0]} (as {ENGINE_NAMES[engine]})"), notes
+        return reload(data, f"{spec.line_of()[0]} (as {target.title})"), notes
     except UserError as exc:
         why = "; ".join(d.message for d in exc.diagnostics)
-        raise Refusal(f"the {spec.engine} layout has no {ENGINE_NAMES[engine]} equivalent: {why}") from None
+        raise Refusal(f"the {spec.engine} layout has no {target.title} equivalent: {why}") from None
 
 
+@REWRITES.of(VLLM)
 def _to_vllm(spec: Spec) -> tuple[dict, list[str]]:
     t = spec.topology
     if t.moe_dp > 1:
@@ -82,6 +89,7 @@ def _to_vllm(spec: Spec) -> tuple[dict, list[str]]:
     return {"tp": tp, "pp": t.pp, "dp": dp, "cp": t.cp, "dcp": t.dcp, "ep": ep}, notes
 
 
+@REWRITES.of(SGLang)
 def _to_sglang(spec: Spec) -> tuple[dict, list[str]]:
     t = spec.topology
     block = t.cp * t.tp
@@ -98,9 +106,6 @@ def _to_sglang(spec: Spec) -> tuple[dict, list[str]]:
     return {"tp": block, "pp": t.pp, "dp": t.dp, "cp": t.cp, "dcp": t.dcp,
             "ep": block if t.ep > 1 else 1}, notes
 
-
-# (from, to) -> the layout rewritten for the other engine
-_REWRITES = {("sglang", "vllm"): _to_vllm, ("vllm", "sglang"): _to_sglang}
 
 
 def _partition(spec: Spec, engine: str, data: dict) -> list[str]:

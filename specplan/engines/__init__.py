@@ -1,5 +1,7 @@
 """One convention object per engine release: everything that differs between SGLang and vLLM,
-and between the releases of each (releases.py lists them).
+and between the releases of each. Each engine is a package, engines/<engine>/, holding all of
+it (its releases, layout, refusals, flag and hook tables, launch-line tables, defaults, KV
+handoff rules); base.py, handoff.py, launch.py and flag_table.py hold what they share.
 
 `convention(spec.engine, spec.engine_version)` is the one place an engine is selected; the
 rest of specplan asks the object (base.Convention lists the questions) and never compares
@@ -12,17 +14,20 @@ from functools import cache
 
 from specplan.engines.base import Choices, Convention, DpAgreement, MoeLayout, Spec, Violation
 from specplan.engines.releases import RELEASES, check, newest
-from specplan.engines.sglang import SGLang
-from specplan.engines.vllm import VLLM
+from specplan.engines.sglang.convention import SGLang
+from specplan.engines.vllm.convention import VLLM
 from specplan.mesh.layout import Mesh
 from specplan.mesh.pipeline import build_stages
+
+
+_CLASSES: dict[str, type[Convention]] = {c.name: c for c in (SGLang, VLLM)}
 
 
 @cache
 def convention(engine: str, version: str | None = None) -> Convention:
     """The convention of `engine` at release `version` (None: the newest); UnknownRelease
     (releases.py) for a release outside the table."""
-    return {"sglang": SGLang, "vllm": VLLM}[engine](check(engine, version))
+    return _CLASSES[engine](check(engine, version))
 
 
 def of(spec) -> Convention:

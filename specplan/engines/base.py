@@ -1,11 +1,11 @@
 """What every engine convention answers, and the rules the two engines share.
 
-A convention is one object per engine (sglang.py, vllm.py) holding everything that differs
-between them: the rank layout as named axes and the group families it makes, the PP split,
-the DP agreement, the MoE rows, the topologies it refuses (each message citing the engine
-function that refuses it), the warnings it earns and the behaviour profile `behaviour:
-engine` models. Passes, checks, explain and the sim ask `convention(spec.engine)`; nothing
-outside specplan/engines/ tests an engine's name.
+A convention is one object per engine (sglang/convention.py, vllm/convention.py) holding
+everything that differs between them: the rank layout as named axes and the group families it
+makes, the PP split, the DP agreement, the MoE rows, the topologies it refuses (each message
+citing the engine function that refuses it), the warnings it earns and the behaviour profile
+`behaviour: engine` models. Passes, checks, explain and the sim ask `convention(spec.engine)`;
+nothing outside specplan/engines/ tests an engine's name.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from specplan.engines.handoff import Axes, Rules
+from specplan.engines.launch import LaunchTable
 
 if TYPE_CHECKING:
     from specplan.engines.flag_table import FlagTable
@@ -87,6 +90,11 @@ class Choices:
     policy_modelled: bool = False  # a written sync.policy is the engine's own knob (SGLang presets)
 
 
+class NoDefault(ValueError):
+    """The engine has no default for what a launch line leaves out; the message says why
+    (<engine>/defaults.py)."""
+
+
 class Convention(ABC):
     name: ClassVar[str]
     remainder_stages: ClassVar[str]  # where split_layers puts remainder layers, in words
@@ -98,6 +106,16 @@ class Convention(ABC):
     # methods whose taps the engine reads from the draft's own config
     # (`eagle_aux_hidden_state_layer_ids`), so that import must read them there too
     taps_from_draft_config: ClassVar[frozenset[str]] = frozenset()
+
+    # -- launch lines and disaggregation (PD): data of the engine's package ----------------
+    launch: ClassVar[LaunchTable]  # <engine>/launch.py: what import reads and export writes
+    page_size: ClassVar[int]  # tokens per KV page when model.page_size is unset
+    kv_axes: ClassVar[Axes]  # the mesh coordinates its KV connectors call dp, attention-TP, CP
+    connectors: ClassVar[tuple[str, ...]]  # the KV connectors specplan plans for it
+    default_connector: ClassVar[str]
+    # specplan site -> the engine's own names of it, for the sites the engine converges through
+    # its own switch (over its whole TP group; verify/fixes.py phrases fixes so)
+    switchable_sites: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
     def __init__(self, version: str | None = None) -> None:
         from specplan.engines.releases import check
@@ -199,6 +217,11 @@ class Convention(ABC):
     def launch_refusal(self, spec: Spec) -> str | None:
         """Why the engine cannot launch the spec's method here, or None when it can."""
 
+    @abstractmethod
+    def handoff(self, connector: str) -> Rules:
+        """The KV handoff rules of `connector` when this engine is the decode side
+        (<engine>/handoff.py): its connector resolves where KV comes from."""
+
     def flag_table(self) -> FlagTable:
         """Every launch flag this release's parser accepts (flags/, flag_table.py)."""
         from specplan.engines.flag_table import flag_table
@@ -229,3 +252,31 @@ class Convention(ABC):
             return [Violation(("topology", "ep"), f"ep={ep} needs a mixture-of-experts model "
                               "(model.moe)")]
         return []
+
+
+V = TypeVar("V")
+
+
+class PerEngine(Generic[V]):
+    """One value per engine, for code an engine's package cannot hold: it lives in a layer
+    above engines/ (ecosystem's launch-line readers and writers). Each value names its engine
+    where it is defined, `@READERS.of(SGLang)`, as SGLang's HookRegistry declares a hook's
+    target at the hook; `table[convention]` finds it."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self._values: dict[type[Convention], V] = {}
+
+    def of(self, engine: type[Convention]):
+        """Decorator: the value below serves `engine` (a Convention class)."""
+        def register(value: V) -> V:
+            assert engine not in self._values, f"two {self.what}s for {engine.name}"
+            self._values[engine] = value
+            return value
+        return register
+
+    def __getitem__(self, conv: Convention) -> V:
+        for cls in type(conv).__mro__:
+            if cls in self._values:
+                return self._values[cls]
+        raise KeyError(f"no {self.what} for {conv.name}")

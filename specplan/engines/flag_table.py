@@ -1,10 +1,10 @@
 """An engine's launch flags as data, and argparse's rules for reading a word as one of them.
 
-The tables in flags/ list every option string the engine's own parser accepts (SGLang
+The tables in <engine>/flags/ list every option string the engine's own parser accepts (SGLang
 `python -m sglang.launch_server`, vLLM `vllm serve`), per supported release (releases.py),
 with its arity and, for a bare flag, the value each spelling sets. The newest release's table
-is stored whole (flags/<engine>.json), an older one's as its differences from it
-(flags/<engine>-<version>.json: `removed`, the flags the older parser lacks, by first option
+is stored whole (<engine>/flags/<engine>.json), an older one's as its differences from it
+(<engine>/flags/<engine>-<version>.json: `removed`, the flags the older parser lacks, by first option
 string; `flags`, its rows of the flags it has that differ or that the newest lacks). They are
 generated from the real parsers by tools/engine_flags.py and checked against them by
 tests/engines/test_flag_tables.py.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from specplan.engines.releases import check, newest
 
-_DIR = Path(__file__).resolve().parent / "flags"
+_DIR = Path(__file__).resolve().parent  # each engine's tables: <engine>/flags/
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def _options(table: FlagTable) -> dict[str, EngineFlag]:
 
 def stored_path(engine: str, version: str) -> Path:
     name = engine if version == newest(engine) else f"{engine}-{version}"
-    return _DIR / f"{name}.json"
+    return _DIR / engine / "flags" / f"{name}.json"
 
 
 def stored_data(engine: str, version: str | None = None) -> dict:

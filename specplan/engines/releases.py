@@ -1,18 +1,20 @@
-"""The engine releases specplan models, oldest first: the one home of every release number.
+"""The engine releases specplan models, oldest first, as each engine's package states them.
 
-Each release's launch flags are read from that release's own wheel (flags/<engine>.json for the
-newest, flags/<engine>-<version>.json for the differences of an older one; see flag_table.py).
+A release is written once, in its engine's package (engines/<engine>/__init__.py `RELEASES`);
+this module only reads those tables. Each release's launch flags are read from that release's
+own wheel (<engine>/flags/<engine>.json for the newest, <engine>/flags/<engine>-<version>.json
+for the differences of an older one; see flag_table.py).
 A spec names its release with `engine_version` (default: the newest); `check(engine, version)`
 is what every command asks before reading one.
 """
 
 from __future__ import annotations
 
-RELEASES: dict[str, tuple[str, ...]] = {
-    "sglang": ("0.5.20", "0.5.21", "0.5.22", "0.5.23"),
-    "vllm": ("0.30.0", "0.31.0", "0.32.0", "0.33.0"),
-}
-NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
+from specplan.engines import sglang, vllm
+
+PACKAGES = (sglang, vllm)  # every engine's package, in the order reports list the engines
+RELEASES: dict[str, tuple[str, ...]] = {p.NAME: p.RELEASES for p in PACKAGES}
+NAMES: dict[str, str] = {p.NAME: p.TITLE for p in PACKAGES}
 
 
 class UnknownRelease(ValueError):

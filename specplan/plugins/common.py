@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specplan.engines import sglang_hooks
-from specplan.engines.vllm_hooks import RELEASES as VLLM_RELEASES
+from specplan.engines.sglang import hooks as sglang_hooks
+from specplan.engines.vllm.hooks import RELEASES as VLLM_RELEASES
 
 if TYPE_CHECKING:
     from specplan.plan import Plan
@@ -30,8 +30,8 @@ ENV_PLAN = "SPECPLAN_PLAN"
 ENV_ALLOW_UNTESTED = "SPECPLAN_ALLOW_UNTESTED_ENGINE"
 ENV_HOT_PATH = "SPECPLAN_HOT_PATH"  # auto | host | device: bind's hot_path (device on CPU ranks in tests)
 # engine -> the releases the plugin is tested on ("0.32.x": every 0.32 patch release): SGLang's
-# those whose hook signatures it handles (engines/sglang_hooks.py), vLLM's its hook tables'
-# (engines/vllm_hooks.py).
+# those whose hook signatures it handles (engines/sglang/hooks.py), vLLM's its hook tables'
+# (engines/vllm/hooks.py).
 SUPPORTED_VERSIONS = {"sglang": sglang_hooks.plugin_releases(),
                       "vllm": tuple(r.version for r in VLLM_RELEASES)}
 # engine -> the one-line refusal of a release the engine table knows and the plugin cannot run

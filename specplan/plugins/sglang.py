@@ -1,5 +1,5 @@
 """The SGLang plugin (0.5.22 and 0.5.23, whose hooked functions have the same signatures;
-engines/sglang_hooks.py refuses the older releases at start, naming each difference): its
+engines/sglang/hooks.py refuses the older releases at start, naming each difference): its
 start-up check and its SpecTpSync sites run the plan.
 
 Entry point `sglang.srt.plugins` -> `register`. SGLang calls it in every process before the
@@ -96,7 +96,7 @@ def refuse_stage_spanning_sites(active: ActivePlan) -> None:
     the earlier stages learn the results from SGLang's own PP relay (sglang_pp.py carries the
     plan's relays in it). A boundary over the whole replica (`pipeline.relay: broadcast`)
     would wait for earlier-stage ranks that never reach the site, so such a plan is refused
-    at start-up; SGLang's default plan relays `ring` (engines/sglang.py)."""
+    at start-up; SGLang's default plan relays `ring` (engines/sglang/convention.py)."""
     plan = active.plan
     if plan.pp == 1:
         return
@@ -184,7 +184,7 @@ class SGLangState(SiteHooks):
 
     def _engine_spec(self) -> dict:
         """The resolved speculative settings (SGLang's "spec" config bag), under SPEC_KEYS."""
-        from specplan.engines.sglang import SGLANG_ALGORITHMS
+        from specplan.engines.sglang.convention import SGLANG_ALGORITHMS
         from sglang.srt.runtime_context import get_spec
 
         try:

@@ -9,7 +9,7 @@ and sends it round the ring, last -> 0 -> 1 -> ... -> last; every stage processe
 (`_pp_prep_batch_result`, against the snapshot of the batch that ran the forward) and forwards
 it unchanged. Earlier stages never reach the sites the other hooks converge.
 
-The plan SGLang runs under PP relays (engines/sglang.py: `pipeline_relay` ring): each site
+The plan SGLang runs under PP relays (engines/sglang/convention.py: `pipeline_relay` ring): each site
 converges over the last stage's ranks of the replica (the site hooks fire there), and each
 site read on every stage is relayed stage to stage. The plugin carries each relay inside
 SGLang's message, so it adds no message of its own and keeps SGLang's send order:

@@ -80,7 +80,7 @@ class SiteHooks:
         """The plan's site for a SpecTpSyncSite or its slug, or None when the plan has none."""
         slug = site if isinstance(site, str) else slug_of(site)
         if slug not in self._sites:
-            from specplan.engines.spec_tp_sync import SITE_SLUGS
+            from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
 
             sites = self.active.plan.site
             self._sites[slug] = next((sites[name] for name, slugs in SITE_SLUGS.items()

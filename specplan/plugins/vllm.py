@@ -5,7 +5,7 @@ engine core, each worker), possibly several times: registration is idempotent, a
 SPECPLAN_PLAN unset it installs nothing and imports nothing; set, a plan whose accept or
 draft decisions vLLM's tensors cannot carry is refused right there. docs/engines.md lists
 each hook. Which functions are hooked, with which signatures and by which method here, is
-the release's table (engines/vllm_hooks.py, chosen by the version of the distribution that
+the release's table (engines/vllm/hooks.py, chosen by the version of the distribution that
 provides `vllm`); each target is checked against it when its hook is installed, and every
 hook runs under the guard that ends the process on an exception of its own (vllm_guard.py).
 The PPHandler hooks of both releases are vllm_pp.py.
@@ -42,7 +42,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from specplan.engines.vllm_hooks import PS, RUNNER, Hook, Release, nearest_release
+from specplan.engines.vllm.hooks import PS, RUNNER, Hook, Release, nearest_release
 from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_engine,
                                      check_world, enabled, startup_check)
 from specplan.plugins.vllm_guard import check_signature, engine_call, guarded, locate
@@ -131,7 +131,7 @@ def _used(family: str, config) -> bool:
 
 def engine_spec(config) -> dict:
     """vLLM's speculative settings under the plan's keys (None: not known at this point)."""
-    from specplan.engines.vllm import VLLM_METHODS
+    from specplan.engines.vllm.convention import VLLM_METHODS
 
     sc = getattr(config, "speculative_config", None)
     if sc is None:

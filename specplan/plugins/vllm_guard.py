@@ -1,5 +1,5 @@
 """What keeps the vLLM plugin from making a run silently wrong: every target checked against its
-release's table (engines/vllm_hooks.py) when its hook is installed, and an exception a hook
+release's table (engines/vllm/hooks.py) when its hook is installed, and an exception a hook
 raises ending the process.
 
 Install: `resolve(hook, version, table)` finds the function and compares its signature (as
@@ -34,7 +34,7 @@ import os
 import sys
 import traceback
 
-from specplan.engines.vllm_hooks import Hook, Release
+from specplan.engines.vllm.hooks import Hook, Release
 from specplan.plugins.common import EngineRefused
 
 EXIT_DIVERGENCE, EXIT_INTERNAL = 3, 1

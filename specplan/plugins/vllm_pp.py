@@ -1,5 +1,5 @@
 """The vLLM plugin's PPHandler hooks, for both release lines, and the two run-time checks of the
-seed's silent corruptions (vllm.py installs them from engines/vllm_hooks.py's tables).
+seed's silent corruptions (vllm.py installs them from engines/vllm/hooks.py's tables).
 
 Release lines (the tables' `serves` name the method each release's function calls):
 - 0.33.0: `receive(input_batch, recv_drafts)` receives drafts when the step proposed some;

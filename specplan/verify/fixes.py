@@ -15,14 +15,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from specplan.engines.spec_tp_sync import SITE_SLUGS, slugs_of, value_for
-from specplan.engines.releases import RELEASES, title
+from specplan.engines import convention
+from specplan.engines.sglang.spec_tp_sync import slugs_of, value_for
 from specplan.plan import Plan
 from specplan.verify.findings import Finding
 
-_ENGINE = {name: title(name) for name in RELEASES}  # the newest release of each
-# Sites an engine converges through its own switch (over its whole TP group).
-_SWITCHABLE = {"sglang": SITE_SLUGS, "vllm": {}}
 _CONVERGE = re.compile(r"^converge (\w+) \(sync\.sites: \{\w+: on\}\)(?P<rest>.*)$")
 
 
@@ -46,14 +43,14 @@ def engine_fixes(plan: Plan, findings: list[Finding]) -> list[Finding]:
 
 
 def _fix(engine: str, converged: dict[str, bool], tp_is_replica: bool, f: Finding, plugin: str) -> str:
-    name = _ENGINE[engine]
+    name = convention(engine).title  # the newest release
     match = _CONVERGE.match(f.fix)
     if match is None and "sync.group" in f.fix:
         return f"{name} converges over its own group and has no flag to change it: {plugin}"
     if match is None:
         return f"{f.fix}; a specplan setting: {name} has no launch flag for it"
     site, rest = match.group(1), match.group("rest")
-    if site in _SWITCHABLE[engine] and tp_is_replica:
+    if site in convention(engine).switchable_sites and tp_is_replica:
         care = slugs_of(converged, only_on=False)
         on = slugs_of({**converged, site: True})
         return f"launch with SGLANG_SPEC_TP_SYNC={value_for(care, on)}{rest}"

@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 from specplan.deploy import handoff
-from specplan.deploy.rules import Pull, VllmNixlPull
+from specplan.engines.handoff import Pull
+from specplan.engines.vllm.handoff import VllmNixlPull
 from specplan.deploy.cross_checks import check_deployment
 from tests.deploy.pairs import deployment
 from tests.helpers import cli

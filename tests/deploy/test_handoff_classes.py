@@ -8,7 +8,6 @@ import pytest
 
 from specplan.deploy.geometry import geometry
 from specplan.deploy.handoff import _classes
-from specplan.deploy.rules import AXES
 from tests.deploy.pairs import SGLANG_PAIRS, VLLM_PAIRS, spec
 
 DECODES = [("sglang", t) for t in ({"tp": 4, "dp": 2, "dp_attention": True}, {"tp": 2, "dp": 3},
@@ -19,6 +18,6 @@ DECODES += [("sglang", d) for _, d, _, _ in SGLANG_PAIRS] + [("vllm", d) for _, 
 
 @pytest.mark.parametrize("engine,topology", DECODES, ids=lambda x: str(x))
 def test_classes_are_those_the_ranks_hold(engine, topology):
-    d = geometry("decode", spec("d", engine, topology, layers=8), AXES[engine])
+    d = geometry("decode", spec("d", engine, topology, layers=8))
     listed = {key: r for r, key in enumerate(zip(d.tp_of, d.pp_of))}
     assert _classes(d) == dict(sorted(listed.items()))

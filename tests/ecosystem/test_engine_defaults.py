@@ -1,4 +1,4 @@
-"""Import applies the engines' own speculative defaults and says so (engines/spec_defaults.py,
+"""Import applies the engines' own speculative defaults and says so (engines/<engine>/defaults.py,
 checked against each SGLang wheel by tests/engines/test_spec_defaults.py)."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 the one `vllm serve` parses with (FlexibleArgumentParser + make_arg_parser, wherever that
 release keeps them). Each imports that release's wheel with the harness stubs (nothing the
 parser calls is stubbed); no version: the newest supported release.
-`table_of(parser, ...)` turns a parser into the data stored in specplan/engines/flags/: every
+`table_of(parser, ...)` turns a parser into the data stored in specplan/engines/<engine>/flags/: every
 option string argparse accepts (hidden negations included), grouped by action, with what a
 bare flag sets. tools/engine_flags.py writes the tables; tests/engines/test_flag_tables.py
 checks the stored ones against these parsers.

@@ -25,7 +25,7 @@ def test_stored_table_is_the_parsers(engine):
     stored = json.loads(stored_path(engine, newest(engine)).read_text())
     real = table_in_subprocess(engine)
     assert dumps(stored) == dumps(real), (
-        f"specplan/engines/flags/{engine}.json differs from the {engine} parser; rerun "
+        f"specplan/engines/{engine}/flags/{engine}.json differs from the {engine} parser; rerun "
         "`python tools/engine_flags.py` and review the diff")
     names = {n for f in real["flags"] for n in f["names"]}
     assert {"--speculative-algorithm", "--tp-size", "--enable-dp-attention"} <= names or {
@@ -96,7 +96,6 @@ def test_the_real_parser_accepts_the_corpus_as_import_reads_it(engine):
     import sys
 
     from specplan.ecosystem.argv import read_words
-    from specplan.ecosystem.flags import MODELLED
     from specplan.ecosystem.launch_import import split_command
     from specplan.engines import convention
 
@@ -119,7 +118,7 @@ def test_the_real_parser_accepts_the_corpus_as_import_reads_it(engine):
     for name, words in lines.items():
         _, ours = read_words(table, words)
         for dest, value in ours.items():
-            if dest in MODELLED[engine] and dest in real[name] and dest != "model":
+            if dest in convention(engine).launch.modelled and dest in real[name] and dest != "model":
                 assert str(real[name][dest]) == str(value) or real[name][dest] == value, (name, dest)
                 compared += 1
     assert compared >= 3 * len(lines)  # model, sizes, speculative flags: compared, not skipped

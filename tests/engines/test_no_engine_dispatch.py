@@ -62,3 +62,38 @@ def test_the_grep_sees_dispatch(line):
 ])
 def test_the_grep_lets_selection_by_table_be(line):
     assert dispatches(line) == []
+
+
+# A table keyed by an engine's name: {"sglang": ..., "vllm": ...}, or by a pair of them.
+TABLE = re.compile(rf"[\"']{ENGINE}[\"']\s*:|\(\s*[\"']{ENGINE}[\"']\s*,\s*[\"']{ENGINE}[\"']\s*\)\s*:")
+# Homes of engine-keyed tables: each engine's package, the plugins that run inside the engines
+# (their tables of the engine's own objects), and the methods' per-engine names.
+TABLE_HOMES = (HOME, PACKAGE / "plugins", PACKAGE / "methods")
+
+
+def test_no_engine_keyed_table_outside_its_homes():
+    """What differs by engine lives in engines/<engine>/ (or is declared at its code with
+    engines.base.PerEngine), so a new engine release is one place to change."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if any(home in path.parents for home in TABLE_HOMES):
+            continue
+        found += [f"{path.relative_to(PACKAGE.parent)}:{i}: {line.strip()}"
+                  for i, line in enumerate(path.read_text().splitlines(), 1) if TABLE.search(line)]
+    assert found == []
+
+
+@pytest.mark.parametrize("line", [
+    'FLAGS = {"sglang": SGLangFlags(), "vllm": VllmFlags()}', "PAGE = {'vllm': 16}",
+    '_REWRITES = {("sglang", "vllm"): _to_vllm}',
+])
+def test_the_grep_sees_engine_tables(line):
+    assert TABLE.search(line)
+
+
+@pytest.mark.parametrize("line", [
+    'description="sglang: DP inside the TP block"', 'Engine = Literal["sglang", "vllm"]',
+    "READERS[conv]",
+])
+def test_the_grep_lets_other_lines_be(line):
+    assert not TABLE.search(line)

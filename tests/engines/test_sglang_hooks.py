@@ -1,4 +1,4 @@
-"""specplan/engines/sglang_hooks.py is each SGLang release's own: every target the plugin hooks
+"""specplan/engines/sglang/hooks.py is each SGLang release's own: every target the plugin hooks
 or calls, found in that release's wheel with `ast` (its definition's parameter names), or
 absent where the table says None. The newest release runs under `engines`, the older ones
 under `versions`."""
@@ -11,7 +11,7 @@ import pytest
 from wheels import engine_root
 
 from specplan.engines.releases import RELEASES, newest
-from specplan.engines.sglang_hooks import hooks
+from specplan.engines.sglang.hooks import hooks
 
 pytestmark = pytest.mark.engines
 RELEASE_PARAMS = [pytest.param(v, marks=() if v == newest("sglang") else pytest.mark.versions)

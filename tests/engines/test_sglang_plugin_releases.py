@@ -1,5 +1,5 @@
 """The SGLang plugin on the older releases (marker `versions`): it installs on every release
-whose hooked functions have the signatures its hooks serve (engines/sglang_hooks.py
+whose hooked functions have the signatures its hooks serve (engines/sglang/hooks.py
 `plugin_releases`: 0.5.22, whose 19 targets are 0.5.23's), where a representative subset of
 tests/engines/test_sglang_plugin.py runs on that wheel's real code; every other release is
 refused when SGLang loads the plugin, with one line naming each difference, which is the
@@ -16,7 +16,7 @@ from test_sglang_plugin import (DPATTN_SOURCES, REFUSED, SPECULATIVE, ok, plan_f
 from wheels import engine_root
 
 from specplan.engines.releases import RELEASES, newest
-from specplan.engines.sglang_hooks import BASE, plugin_refusal, plugin_releases, unhandled
+from specplan.engines.sglang.hooks import BASE, plugin_refusal, plugin_releases, unhandled
 
 pytestmark = [pytest.mark.engines, pytest.mark.versions]
 OLDER = [v for v in plugin_releases() if v != newest("sglang")]

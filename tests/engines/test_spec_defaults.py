@@ -1,4 +1,4 @@
-"""specplan's table of the engines' speculative defaults (specplan/engines/spec_defaults.py)
+"""specplan's table of the engines' speculative defaults (specplan/engines/sglang/defaults.py)
 is each SGLang release's own: _auto_choose_speculative_params run from the wheel for every
 architecture the table names and one it does not, STANDALONE, and NGRAM's breadth and draft
 tokens. The newest release runs under `engines`, the older ones under `versions`."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specplan.engines import spec_defaults as d
+from specplan.engines.sglang import defaults as d
 from specplan.engines.releases import RELEASES, newest
 
 pytestmark = pytest.mark.engines

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specplan.engines.vllm_hooks import release_for
+from specplan.engines.vllm.hooks import release_for
 from test_vllm_plugin import fatal, ok, plan_for, refusals, run, version  # noqa: F401
 from wheels import PLUGIN_RELEASES
 

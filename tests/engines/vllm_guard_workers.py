@@ -34,7 +34,7 @@ def hook_calls(state) -> dict:
     """For each hooked target: a call of the installed (wrapped) vLLM function."""
     import importlib
 
-    from specplan.engines.vllm_hooks import PP_UTILS
+    from specplan.engines.vllm.hooks import PP_UTILS
 
     pp = importlib.import_module(PP_UTILS)
     h = NS()
@@ -123,7 +123,7 @@ def table(tp: str, pp: str, dp: str, speculative: str, fault: str = "") -> dict:
     """Start with another release's table (`fault` its version) or as another vLLM version
     (`fault` "as:<version>"): refused or started."""
     import specplan.plugins.vllm as plugin
-    from specplan.engines.vllm_hooks import nearest_release
+    from specplan.engines.vllm.hooks import nearest_release
 
     if fault.startswith("as:"):
         plugin.engine_version = lambda: fault[3:]

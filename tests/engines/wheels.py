@@ -21,14 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from specplan.engines import vllm_hooks
+from specplan.engines.vllm import hooks as vllm_hooks
 from specplan.engines.releases import RELEASES as SUPPORTED, newest
 
 # What the `engines` tests import: the newest release, or the one SPECPLAN_<ENGINE>_RELEASE
 # names (SPECPLAN_SGLANG_RELEASE=0.5.21 pytest -m engines ...: the same checks on that wheel).
 VERSIONS = {name: os.environ.get(f"SPECPLAN_{name.upper()}_RELEASE") or newest(name)
             for name in SUPPORTED}
-# The releases the plugin's hook tables cover (specplan/engines/vllm_hooks.py): the vLLM plugin's
+# The releases the plugin's hook tables cover (specplan/engines/vllm/hooks.py): the vLLM plugin's
 # engines tests run on each of their wheels.
 PLUGIN_RELEASES = {"vllm": tuple(v for v in SUPPORTED["vllm"] if vllm_hooks.release_for(v))}
 _BINARY = (".so", ".cubin", ".fatbin")

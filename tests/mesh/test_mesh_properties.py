@@ -64,7 +64,7 @@ def _spec(engine: str, topo: dict, draw, moe: bool) -> dict:
         cuts = sorted(draw(st.sets(st.integers(1, layers - 1), min_size=pp - 1, max_size=pp - 1)))
         bounds = [0, *cuts, layers]
         model["pp_partition"] = [b - a for a, b in zip(bounds, bounds[1:])]
-    # SGLang never captures tap num_layers (engines/sglang.py _tap_rules refuses it)
+    # SGLang never captures tap num_layers (engines/sglang/convention.py _tap_rules refuses it)
     last_tap = layers - 1 if engine == "sglang" else layers
     taps = draw(st.sets(st.integers(0, last_tap), min_size=1, max_size=4))
     spec = {"name": "prop", "engine": engine, "topology": topo, "model": model,

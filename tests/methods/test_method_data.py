@@ -69,8 +69,8 @@ def test_engine_names_are_the_methods_own_whatever_the_engine(name, engine):
 
 
 def test_the_engines_tables_are_read_from_the_methods():
-    from specplan.engines.sglang import SGLANG_ALGORITHMS
-    from specplan.engines.vllm import VLLM_METHODS
+    from specplan.engines.sglang.convention import SGLANG_ALGORITHMS
+    from specplan.engines.vllm.convention import VLLM_METHODS
 
     assert SGLANG_ALGORITHMS == {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
                                  "standalone": "STANDALONE", "ngram": "NGRAM", "dflash": "DFLASH",
@@ -92,6 +92,6 @@ def test_only_block_methods_have_a_block():
 
 
 def test_sglang_spec_tp_sync_covers_the_methods_with_its_sites():
-    from specplan.engines import spec_tp_sync
+    from specplan.engines.sglang import spec_tp_sync
 
     assert [n for n, m in METHODS.items() if spec_tp_sync.has_sites(m)] == ["dflash", "dspark"]

@@ -101,7 +101,7 @@ def test_an_sglang_release_whose_hooks_differ_is_refused_naming_each_difference(
         "speculative.dspark_components.dspark_draft.draft_markov_block is absent; "
         "speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_decode lacks kv_loc_plan; "
         "speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill lacks kv_loc_plan "
-        "(sglang.srt.*, engines/sglang_hooks.py); the plugin runs on SGLang 0.5.22, 0.5.23")
+        "(sglang.srt.*, engines/sglang/hooks.py); the plugin runs on SGLang 0.5.22, 0.5.23")
     with pytest.raises(EngineRefused, match="initialize_model_parallel takes tensor_model_parallel_size, "
                                             "expert_model_parallel_size, .*; distributed\\.parallel_state\\."
                                             "init_model_parallel_group "

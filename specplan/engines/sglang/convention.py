@@ -18,6 +18,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specplan.engines.releases import title
+from specplan.engines.sglang import NAME
+from specplan.engines.sglang.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, SGLangRules
+from specplan.engines.sglang.launch import LAUNCH
+from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import Layout
@@ -25,7 +29,7 @@ from specplan.mesh.family import Family
 from specplan.methods import engine_names
 from specplan.methods.base import Method
 
-T = title("sglang")  # the newest release, which the messages below cite
+T = title(NAME)  # the newest release, which the messages below cite
 COUNT_INTS = 7  # per rank: tokens, forward mode, cuda-graph ok, extend-in-batch, ...
 # SpecTpSync methods: which SGLANG_SPEC_TP_SYNC preset a written sync.policy names.
 PRESETS = ("all", "rng", "init", "off")
@@ -40,11 +44,15 @@ SGLANG_ALGORITHMS = engine_names("sglang")  # the methods' own field (Method.eng
 
 
 class SGLang(Convention):
-    name = "sglang"
+    name = NAME
     remainder_stages = "last stages"
     # Only the last stage drafts and accepts; SGLang's scheduler relays the results stage to
     # stage in its own output messages (scheduler_pp_mixin), which the plugin's relay rides.
     pipeline_relay = "ring"
+    launch = LAUNCH
+    page_size = 1  # --page-size
+    kv_axes, connectors, default_connector = AXES, CONNECTORS, DEFAULT_CONNECTOR
+    switchable_sites = SITE_SLUGS  # SGLANG_SPEC_TP_SYNC
 
     def world_size(self, t: Topology) -> int:
         return t.tp * t.pp
@@ -184,6 +192,9 @@ class SGLang(Convention):
 
     def launch_refusal(self, spec: Spec) -> str | None:
         return _launch_refusal(spec, self.attention_tp(spec.topology))
+
+    def handoff(self, connector: str) -> SGLangRules:
+        return SGLangRules(connector)  # every transfer backend maps ranks alike
 
 
 def _tap_rules(spec: Spec) -> list[Violation]:

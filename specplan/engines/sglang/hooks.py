@@ -19,6 +19,7 @@ with one line naming each difference (`plugin_refusal`):
 from __future__ import annotations
 
 from specplan.engines.releases import RELEASES, check, newest
+from specplan.engines.sglang import NAME
 
 BASE: dict[str, str] = {  # the newest release
     'distributed.parallel_state.initialize_model_parallel':
@@ -60,7 +61,8 @@ BASE: dict[str, str] = {  # the newest release
     'plugins.hook_registry.HookRegistry.register':
         '(cls, target, hook, hook_type, source)',
 }
-OLDER: dict[str, dict[str, str | None]] = {  # a release -> the targets that differ there
+# a release -> the targets that differ there; a release not listed has the base's signatures
+OLDER: dict[str, dict[str, str | None]] = {
     '0.5.20': {
         'distributed.parallel_state.initialize_model_parallel':
             '(tensor_model_parallel_size, expert_model_parallel_size, pipeline_model_parallel_size, attention_data_parallel_size, attention_context_model_parallel_size, moe_data_model_parallel_size, decode_context_parallel_size, backend, duplicate_tp_group, enable_symm_mem, recovered_rank, rank_offset, max_world_size)',
@@ -87,16 +89,15 @@ OLDER: dict[str, dict[str, str | None]] = {  # a release -> the targets that dif
         'speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill':
             '(self, batch, target_hidden_states, next_token_ids, mm_input_embeds)',
     },
-    '0.5.22': {},
 }
 
 
 def hooks(version: str | None = None) -> dict[str, str | None]:
     """target -> its parameter list at `version` (None: absent there)."""
-    version = check("sglang", version)
-    if version == newest("sglang"):
+    version = check(NAME, version)
+    if version == newest(NAME):
         return dict(BASE)
-    return {**BASE, **OLDER[version]}
+    return {**BASE, **OLDER.get(version, {})}
 
 
 # target -> an older signature the plugin's hook serves as well (none yet: the plugin's hooks
@@ -112,17 +113,17 @@ def unhandled(version: str) -> dict[str, str | None]:
 
 def plugin_releases() -> tuple[str, ...]:
     """The releases, oldest first, whose every difference the plugin handles."""
-    return tuple(v for v in RELEASES["sglang"] if not unhandled(v))
+    return tuple(v for v in RELEASES[NAME] if not unhandled(v))
 
 
 def plugin_refusal(version: str) -> str | None:
     """One line naming what the plugin does not handle at a supported `version` (None: the
     plugin runs there, or `version` is not a release of the table)."""
-    if version not in RELEASES["sglang"] or not unhandled(version):
+    if version not in RELEASES[NAME] or not unhandled(version):
         return None
     parts = [f"{t} {_difference(BASE[t], sig)}" for t, sig in unhandled(version).items()]
     return (f"sglang {version}: the plugin's hooks do not fit this release: {'; '.join(parts)} "
-            f"(sglang.srt.*, engines/sglang_hooks.py); the plugin runs on SGLang "
+            f"(sglang.srt.*, engines/sglang/hooks.py); the plugin runs on SGLang "
             f"{', '.join(plugin_releases())}")
 
 

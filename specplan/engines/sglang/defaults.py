@@ -1,19 +1,18 @@
-"""What each engine picks for the speculative widths a launch line leaves out.
+"""What SGLang picks for the speculative widths a launch line leaves out.
 
-SGLang (arg_groups/speculative_hook.py; the same in 0.5.20, 0.5.21, 0.5.22 and 0.5.23, checked
-against each wheel by tests/engines/test_spec_defaults.py):
+arg_groups/speculative_hook.py; the same in every supported release, checked against each
+wheel by tests/engines/test_spec_defaults.py:
 - EAGLE / EAGLE3 / NEXTN / STANDALONE with no --speculative-num-steps: all three widths come
   from _auto_choose_speculative_params by the target's architecture (hf_config.architectures[0]),
   and SGLang asserts that neither --speculative-eagle-topk nor --speculative-num-draft-tokens was
   given alone (_handle_eagle_family).
 - NGRAM (_handle_ngram): topk is --speculative-ngram-max-bfs-breadth (default 10), the draft
   tokens default to 12, and num_steps = num_draft_tokens // topk.
-vLLM (config/speculative.py SpeculativeConfig.__post_init__): only MTP defaults
-num_speculative_tokens, to the checkpoint's num_nextn_predict_layers (n_predict); every other
-method refuses a config without it.
 """
 
 from __future__ import annotations
+
+from specplan.engines.base import NoDefault
 
 # (steps, topk, num_draft_tokens) by hf_config.architectures[0]; STANDALONE always (3, 1, 4)
 SGLANG_BY_ARCH = {
@@ -30,10 +29,6 @@ SGLANG_OTHERWISE = (3, 1, 4)
 SGLANG_STANDALONE = (3, 1, 4)
 SGLANG_NGRAM_DRAFT_TOKENS = 12
 SGLANG_NGRAM_BFS_BREADTH = 10
-
-
-class NoDefault(ValueError):
-    """The engine has no default for what the line leaves out; the message says why."""
 
 
 def sglang_eagle(algorithm: str, architecture: str | None, topk: int | None,
@@ -60,16 +55,3 @@ def sglang_ngram(breadth: int | None, draft_tokens: int | None) -> tuple[tuple[i
     width = draft_tokens or SGLANG_NGRAM_DRAFT_TOKENS
     return (width // topk, topk, width), (f"SGLang's NGRAM default: num_draft_tokens {width} // "
                                           f"max_bfs_breadth {topk}")
-
-
-def vllm_tokens(method: str, config: dict | None) -> tuple[int, str]:
-    if method == "mtp" and config is not None:
-        layers = (config.get("text_config") or config).get("num_nextn_predict_layers")
-        if layers:
-            return int(layers), "vLLM's default for MTP: the checkpoint's num_nextn_predict_layers"
-    if method == "mtp":
-        raise NoDefault("--speculative-config has no num_speculative_tokens and vLLM takes MTP's "
-                        "from the checkpoint's num_nextn_predict_layers: pass --model-config "
-                        "config.json (or a local model path)")
-    raise NoDefault(f"--speculative-config has no num_speculative_tokens, which vLLM requires "
-                    f"for method {method!r} (SpeculativeConfig: only MTP defaults it)")

@@ -1,18 +1,11 @@
-"""Each engine's KV handoff rules, one small strategy object per (engine, connector).
+"""vLLM's KV handoff rules, one strategy per connector (nixl, nixl_push, mooncake).
 
-A strategy answers, for one decode rank (its attention-TP rank and PP stage): which prefill
-attention-TP, CP and PP ranks it pulls from, how many responses it waits for, and how many
-decode ranks the producer counts before it frees a block; plus the pairings the engine
-refuses at start-up. Facts, read from the newest supported wheels (engines/releases.py):
-
-- SGLang, every transfer backend: CommonKVManager._resolve_rank_mapping
-  (sglang/srt/disaggregation/common/conn.py); layers by pointer position from the prefill
-  stage's prefill_start_layer (get_mha_kv_ptrs_with_pp), draft entries appended after them.
-- vLLM NixlConnector (pull): compute_tp_mapping (nixl/tp_mapping.py), one read per remote
-  PP rank (_nixl_handshake walks range(remote_pp_size)); decode PP refused in base_worker.
-- vLLM NixlPushConnector: the producer writes to handshake_target_ranks of the consumer TP;
-  the consumer waits pp_size * max(1, producer TP // its world) notifications (push_worker).
-- vLLM prefill context parallel (nixl, nixl_push; NixlBaseConnectorWorker.__init__ and
+Read from the newest supported wheel:
+- NixlConnector (pull): compute_tp_mapping (nixl/tp_mapping.py), one read per remote PP rank
+  (_nixl_handshake walks range(remote_pp_size)); decode PP refused in base_worker.
+- NixlPushConnector: the producer writes to handshake_target_ranks of the consumer TP; the
+  consumer waits pp_size * max(1, producer TP // its world) notifications (push_worker).
+- prefill context parallel (nixl, nixl_push; NixlBaseConnectorWorker.__init__ and
   _validate_remote_parallel_config in nixl/base_worker.py): replicated PCP (dcp 1) serves KV
   from PCP rank 0 only (the other PCP ranks report done at once, pull_worker / push_worker);
   PCP sharded by DCP makes the PCP ranks the transfer ranks (transfer_tp_size = pcp_size,
@@ -21,109 +14,31 @@ refuses at start-up. Facts, read from the newest supported wheels (engines/relea
   PCP group, replicated PCP against a DCP-sharded decode. Mooncake's bootstrap server keys
   workers by (dp, tp, pp) rank (MooncakeBootstrapServer.register_worker): a second PCP rank of
   the same TP rank is refused as "already registered".
-- vLLM MooncakeConnector: receive_kv pulls handshake_target_ranks x (its own PP rank when the
-  PP sizes match, else every producer stage); resolve_need_send counts consumers; layers are
+- MooncakeConnector: receive_kv pulls handshake_target_ranks x (its own PP rank when the PP
+  sizes match, else every producer stage); resolve_need_send counts consumers; layers are
   routed by name (allow_partial_layers), so a stage receives only the layers it holds.
 
-Worked example, 8 ranks: SGLang prefill attn_tp 2 x pp 2 (4 ranks) -> decode attn_tp 4 (4):
-    decode TP rank 3 pulls prefill TP rank 3 // (4 // 2) = 1 on stages [0, 1]: 2 responses;
-    each prefill rank's blocks have 4 // 2 = 2 consumers.
+Worked example, 8 ranks: nixl, prefill tp 2 x pp 2 (4 ranks) -> decode tp 4 (4):
+    decode TP rank 3 reads prefill TP rank 3 * 2 // 4 = 1 on stages [0, 1]: 2 responses;
+    each prefill rank's blocks have max(1, 4 // 2) = 2 consumers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from specplan.deploy.geometry import Axes, Geometry
+from specplan.engines.handoff import Axes, Geometry, Pull, Refusal, pp_sources
 from specplan.engines.releases import newest, title
+from specplan.engines.vllm import NAME
 
-_SG, _VL = newest("sglang"), newest("vllm")  # the releases whose code these rules read
-_VL_TITLE = title("vllm")
-
-
-@dataclass(frozen=True)
-class Pull:
-    tp_ranks: tuple[int, ...]
-    cp_ranks: tuple[int, ...]
-    pp_ranks: tuple[int, ...]
-    responses: int
-    consumers: int  # decode ranks the producer counts before it frees a block
-
-
-@dataclass(frozen=True)
-class Refusal:
-    kind: str
-    message: str
-
-
-def tp_ratio_ok(p: Geometry, d: Geometry) -> bool:
-    return d.attn_tp % p.attn_tp == 0 or p.attn_tp % d.attn_tp == 0
-
-
-def _pp_sources(p: Geometry, d: Geometry, stage: int) -> tuple[tuple[int, ...], int]:
-    """Stages pulled and the response factor: the same stage when the PP sizes match, else all."""
-    if p.pp == d.pp:
-        return (stage,), 1
-    return tuple(range(p.pp)), p.pp
-
-
-class SGLangRules:
-    engine = "sglang"
-    by_name = False  # layers land by pointer position from the prefill stage's first layer
-    naming = "SGLang pairs KV entries by layer id (build_kv_layer_ids), draft ids included"
-    function = f"sglang {_SG} CommonKVManager._resolve_rank_mapping (disaggregation/common/conn.py)"
-
-    def __init__(self, connector: str):
-        self.connector = connector
-
-    def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
-        out = []
-        if d.cp != 1:
-            out.append(Refusal("decode-cp", f"decode cp={d.cp}: SGLang's _resolve_rank_mapping "
-                               f"asserts \"Decode cp size ({d.cp}) should be equal to 1\""))
-        if d.pp not in (1, p.pp):
-            out.append(Refusal("pp-refused", f"decode pp={d.pp} is neither 1 nor the prefill "
-                               f"pp={p.pp}: SGLang asserts \"Decode pp size ({d.pp}) should be "
-                               f"equal to prefill pp size ({p.pp}) or 1\""))
-        return out + _sglang_dcp(p, d)
-
-    def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
-        big, small = max(p.attn_tp, d.attn_tp), min(p.attn_tp, d.attn_tp)
-        ratio = big // small
-        if d.attn_tp >= p.attn_tp:
-            tp_ranks, consumers, responses = (tp // ratio,), ratio, 1
-        else:
-            tp_ranks = tuple(range(tp * ratio, (tp + 1) * ratio))
-            consumers, responses = 1, 1 if d.is_mla else ratio
-        # Without SGLANG_DISAGGREGATION_ALL_CP_RANKS_TRANSFER only prefill CP rank 0 sends.
-        pp_ranks, factor = _pp_sources(p, d, stage)
-        return Pull(tp_ranks, (0,), pp_ranks, responses * factor, consumers)
-
-
-def _sglang_dcp(p: Geometry, d: Geometry) -> list[Refusal]:
-    """SGLang 0.5.23 disaggregation/common/conn.py: the decode side's checks on a prefill peer
-    (CommonKVManager, "PD decode DCP ...") and the prefill side's requires_dcp_relayout. Equal
-    DCP sizes pair rank for rank; an unsharded MLA prefill relays out to a DCP-sharded decode;
-    everything else is refused. (The equal-attention-TP assert runs only with
-    --enable-kv-cache-sharding, which specplan does not plan.)"""
-    if d.dcp > 1 and not d.is_mla:
-        return [Refusal("decode-dcp", f"decode dcp={d.dcp} with {d.attention} attention: SGLang "
-                        "raises \"PD decode DCP requires an MLA or hybrid-MLA KV pool\" "
-                        "(disaggregation/common/conn.py CommonKVManager.try_ensure_parallel_info)")]
-    if d.dcp > 1 and p.cp != 1:
-        return [Refusal("decode-dcp", f"decode dcp={d.dcp} with prefill cp={p.cp}: SGLang raises "
-                        "\"PD decode DCP currently requires prefill attention CP=1\" "
-                        "(disaggregation/common/conn.py CommonKVManager.try_ensure_parallel_info)")]
-    if p.dcp != d.dcp and not (p.dcp == 1 and d.is_mla):
-        return [Refusal("decode-dcp", f"prefill dcp={p.dcp} -> decode dcp={d.dcp}: SGLang raises "
-                        f"\"Unsupported PD DCP topology: {p.dcp} -> {d.dcp}\" "
-                        "(disaggregation/common/conn.py CommonKVManager.requires_dcp_relayout: "
-                        "equal DCP sizes, or an unsharded MLA prefill relaid out to a sharded decode)")]
-    return []
+# The mesh coordinates vLLM's connectors call dp, attention-TP and CP.
+AXES = Axes(dp="dp", tp="tp", cp="pcp", attn_tp="tp")
+CONNECTORS = ("mooncake", "nixl", "nixl_push")  # as specplan plans them
+DEFAULT_CONNECTOR = "nixl"
+_VL = newest(NAME)  # the release whose code these rules read
+_VL_TITLE = title(NAME)
 
 
 class _VllmRules:
-    engine = "vllm"
+    engine = NAME
     connector = ""
     by_name = False
     naming = "vLLM registers KV under layer names (model.layers.N) and a peer's KV is found by name"
@@ -192,7 +107,7 @@ def _replicated_pull(p: Geometry, d: Geometry) -> list[Refusal]:
 
 class VllmNixlPull(_VllmRules):
     connector = "nixl"
-    function = f"vllm {_VL} compute_tp_mapping (kv_connector/v1/nixl/tp_mapping.py)"
+    function = f"{NAME} {_VL} compute_tp_mapping (kv_connector/v1/nixl/tp_mapping.py)"
 
     def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
         out = super().refusals(p, d)
@@ -233,7 +148,7 @@ def _unique_head_ranks(tp: int, tp_size: int, remote_tp: int, kv_heads: int) -> 
 
 class VllmNixlPush(_VllmRules):
     connector = "nixl_push"
-    function = (f"vllm {_VL} NixlPushConnector (nixl/push_worker.py _xfer_blocks_for_req, "
+    function = (f"{NAME} {_VL} NixlPushConnector (nixl/push_worker.py _xfer_blocks_for_req, "
                 "consumer notification count)")
 
     def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
@@ -259,7 +174,7 @@ class VllmNixlPush(_VllmRules):
 class VllmMooncake(_VllmRules):
     connector = "mooncake"
     by_name = True
-    function = (f"vllm {_VL} MooncakeConnectorWorker.receive_kv / resolve_need_send and "
+    function = (f"{NAME} {_VL} MooncakeConnectorWorker.receive_kv / resolve_need_send and "
                 "_compute_sender_transfer_plan (mooncake/mooncake_connector.py)")
 
     def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
@@ -277,19 +192,10 @@ class VllmMooncake(_VllmRules):
         else:
             ratio = p.attn_tp // d.attn_tp
             tp_ranks = tuple(range(tp * ratio, (tp + 1) * ratio))
-        pp_ranks, _ = _pp_sources(p, d, stage)
+        pp_ranks, _ = pp_sources(p, d, stage)
         consumers = max(1, d.attn_tp // p.attn_tp) * (d.pp if d.pp > 1 and d.pp != p.pp else 1)
         return Pull(tp_ranks, (0,), pp_ranks, len(tp_ranks) * len(pp_ranks), consumers)
 
 
-AXES = {"sglang": Axes(dp="attn_dp", tp="attn_tp", cp="attn_cp", attn_tp="attn_tp"),
-        "vllm": Axes(dp="dp", tp="tp", cp="pcp", attn_tp="tp")}
-CONNECTORS = {"sglang": ("mooncake", "nixl"), "vllm": ("mooncake", "nixl", "nixl_push")}
-DEFAULT_CONNECTOR = {"sglang": "mooncake", "vllm": "nixl"}
-_VLLM = {"nixl": VllmNixlPull, "nixl_push": VllmNixlPush, "mooncake": VllmMooncake}
-_RULES = {"sglang": SGLangRules, "vllm": lambda connector: _VLLM[connector]()}
-
-
-def rules_for(engine: str, connector: str):
-    """The decode instance's engine decides: its connector resolves where KV comes from."""
-    return _RULES[engine](connector)
+# connector -> its strategy
+RULES = {"nixl": VllmNixlPull, "nixl_push": VllmNixlPush, "mooncake": VllmMooncake}

@@ -15,6 +15,10 @@ Worked example, 8 ranks: tp=2, pp=2, cp(pcp)=2:
 from __future__ import annotations
 
 from specplan.engines.releases import title
+from specplan.engines.handoff import Rules
+from specplan.engines.vllm import NAME
+from specplan.engines.vllm.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, RULES
+from specplan.engines.vllm.launch import LAUNCH
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import Layout
@@ -22,7 +26,7 @@ from specplan.mesh.family import Family
 from specplan.methods import engine_names
 from specplan.methods.base import Method
 
-T = title("vllm")  # the newest release, which the messages below cite
+T = title(NAME)  # the newest release, which the messages below cite
 # EAGLE-1 drafters (llama_eagle.py EagleLlamaForCausalLM, deepseek_eagle.py
 # EagleDeepseekV3ForCausalLM) start their layer ids at ModelConfig.get_num_layers(parallel_config):
 # the last stage's own layer count, not the target's total (EAGLE3 uses
@@ -39,10 +43,13 @@ STAGE_LOCAL_DRAFT_NOTE = (f"{T} numbers EAGLE draft layers from the last stage's
 VLLM_METHODS = engine_names("vllm")  # the methods' own field (Method.engine_names)
 
 class VLLM(Convention):
-    name = "vllm"
+    name = NAME
     remainder_stages = "stages before the last"
     # llama_eagle3.py: the draft's config names the target layers it reads
     taps_from_draft_config = frozenset({"eagle3"})
+    launch = LAUNCH
+    page_size = 16  # --block-size
+    kv_axes, connectors, default_connector = AXES, CONNECTORS, DEFAULT_CONNECTOR
 
     def world_size(self, t: Topology) -> int:
         return t.dp * t.pp * t.cp * t.tp
@@ -164,6 +171,9 @@ class VLLM(Convention):
             return (f"vLLM's draft_tensor_parallel_size is 1 or the target's tp {t.tp}, "
                     f"found speculative.draft_tp={s.draft_tp}")
         return None
+
+    def handoff(self, connector: str) -> Rules:
+        return RULES[connector]()
 
 
 def _dcp(t: Topology) -> Family:

@@ -1,0 +1,78 @@
+"""vLLM's launch line as data: what import reads and export writes (engines/launch.py).
+
+Read from the newest supported wheel. `vllm serve [model_tag]` (vllm/entrypoints/cli/serve.py);
+EngineArgs flags in vllm/engine/arg_utils.py (add_cli_args); `--speculative-config` keys and
+method names in vllm/config/speculative.py (SpeculativeConfig, SpeculativeMethod); frontend
+flags in vllm/entrypoints/common/cli_args.py; environment in vllm/envs.py
+(VLLM_PP_LAYER_PARTITION, VLLM_USE_V2_MODEL_RUNNER). Disaggregation: `--kv-transfer-config`
+(vllm/engine/arg_utils.py) holding KVTransferConfig's `kv_connector` (a registered class
+name, kv_connector/factory.py) and `kv_role` (kv_producer | kv_consumer | kv_both,
+vllm/config/kv_transfer.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+from specplan.engines.launch import LaunchProblem, LaunchTable
+
+# Which of vLLM's arguments specplan plans: argparse dest -> the spec key it lands in.
+VLLM_MODELLED: dict[str, str] = {
+    "model_tag": "model.path", "model": "model.path", "tensor_parallel_size": "topology.tp",
+    "pipeline_parallel_size": "topology.pp", "data_parallel_size": "topology.dp",
+    "prefill_context_parallel_size": "topology.cp",
+    "decode_context_parallel_size": "topology.dcp", "enable_expert_parallel": "topology.ep",
+    "nnodes": "topology.nodes", "data_parallel_size_local": "topology.nodes",
+    "dtype": "model.dtype", "quantization": "model.dtype", "kv_cache_dtype": "model.kv_cache_dtype",
+    "all2all_backend": "model.moe.a2a", "enable_eplb": "model.moe.eplb",
+    "speculative_config": "speculative", "async_scheduling": "runtime.async_scheduling",
+    "kv_transfer_config": "disaggregation", "block_size": "model.page_size",
+    "config": "(its options are read as if on the line)",
+}
+ENV = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER")
+# speculative_config keys import plans; the other SpeculativeConfig fields (flags/vllm.json
+# "keys") are kept in the line, not planned.
+SPEC_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size")
+
+
+class VllmFlags:
+    flag = "--kv-transfer-config"
+    connectors = {"NixlConnector": "nixl", "NixlPullConnector": "nixl",
+                  "NixlPushConnector": "nixl_push", "MooncakeConnector": "mooncake"}
+    roles = {"kv_producer": "prefill", "kv_consumer": "decode"}
+
+    def write(self, role: str, connector: str) -> list[tuple[str, str, str]]:
+        name = next(k for k, v in self.connectors.items() if v == connector)
+        kv_role = next(k for k, v in self.roles.items() if v == role)
+        value = json.dumps({"kv_connector": name, "kv_role": kv_role}, separators=(",", ":"))
+        return [(self.flag, value, "KV connector and role (disaggregation.connector, .role)")]
+
+    def read(self, flags: dict) -> dict | None:
+        text = flags.get(self.flag)
+        if text is None:
+            return None
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise LaunchProblem(f"{self.flag} is not JSON: {exc}") from None
+        name, kv_role = config.get("kv_connector"), config.get("kv_role")
+        if kv_role == "kv_both":  # either side: the deployment says which this instance is
+            return {"connector": self.connectors[name]} if name in self.connectors else {}
+        if name not in self.connectors:
+            raise LaunchProblem(f"{self.flag} kv_connector {name!r}: specplan plans "
+                                f"{', '.join(self.connectors)}")
+        if kv_role not in self.roles:
+            raise LaunchProblem(f"{self.flag} kv_role {kv_role!r}: expected kv_producer (prefill) "
+                                "or kv_consumer (decode)")
+        return {"role": self.roles[kv_role], "connector": self.connectors[name]}
+
+
+# Spec keys a launch line cannot state, kept from the base spec: topology.backend and the
+# device (vLLM's line does not name it), speculative.sampling / aux_layers.
+LAUNCH = LaunchTable(
+    program="vllm serve", modules=("vllm.entrypoints.openai.api_server",),
+    serve="vllm serve", env_prefix="VLLM_", env=ENV,
+    pp_partition_env="VLLM_PP_LAYER_PARTITION", modelled=VLLM_MODELLED,
+    unstated=frozenset({"backend", "device", "sampling", "aux_layers"}),
+    env_defaults=frozenset(),
+    disaggregation=VllmFlags())
