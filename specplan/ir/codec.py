@@ -7,6 +7,8 @@ for null), `Annotated[int, Min(n)]` a lower bound. A key the JSON may leave out 
 `ABSENT` (distinct from null) and is left out again on the way back. Every problem is collected
 with its dotted path (`boundaries[2].layout.fields[0].offset`), so a bad file is reported whole.
 Field order is the JSON key order, so `encode(decode(x)) == x` key for key.
+It sits in ir/ beside the draft because the plan's leaf objects (ir/records.py) are both what
+the passes draft and what the plan holds; plan/codec.py names it for the plan's side.
 The planner's draft (specplan/ir/draft.py) is read the same way: a draft object's attributes
 as an object's keys (its ABSENT ones left out), a tuple as an array; plan/build.py hands the
 passes' draft to this reader, so a planner bug that drafts a malformed plan fails here.
@@ -22,7 +24,28 @@ import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, Union
 
-from specplan.ir.draft import ABSENT, _Absent
+
+class _Absent:
+    """A value not given: a key plan.json leaves out (null is None), or one no pass filled yet."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self):
+        return (_Absent, ())
+
+
+ABSENT = _Absent()
 
 
 def opt(value):
