@@ -22,6 +22,8 @@ Count = Annotated[int, Min(1)]
 Index = Annotated[int, Min(0)]
 Bytes = Annotated[int, Min(0)]
 Ops = tuple["Op", ...]
+Numbering = Literal["global", "stage_local"]  # layer and tap ids: the target's, or the stage's
+A2a = Literal["none", "deepep"]  # the MoE all-to-all
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class Drafter(JsonObject):
     pipeline_size: Literal[1]
     tp: Count
     layer_ids: tuple[Index, ...]
-    numbering: Literal["global", "stage_local"]
+    numbering: Numbering
     kind: Literal["head", "model", "lookup"]
     target_layers: tuple[Index, Index]
 
@@ -119,7 +121,7 @@ class DpAgreement(JsonObject):
 
 @dataclass(frozen=True)
 class MoeRows(JsonObject):
-    a2a: Literal["none", "deepep"]
+    a2a: A2a
     dispatch_family: str
     row_split: bool
     gather_family: str | None
@@ -193,6 +195,6 @@ class RankClass(JsonObject):
         return self.rule.get("pp", 0)
 
 
-__all__ = ["Bytes", "Count", "DpAgreement", "Drafter", "Field", "Index", "Layout", "Link", "MoeRows",
-           "Op", "OpName", "Ops", "Program", "RankClass", "Routing", "SampledRows", "TapProducers",
+__all__ = ["A2a", "Bytes", "Count", "DpAgreement", "Drafter", "Field", "Index", "Layout", "Link", "MoeRows",
+           "Numbering", "Op", "OpName", "Ops", "Program", "RankClass", "Routing", "SampledRows", "TapProducers",
            "Unfused"]

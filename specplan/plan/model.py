@@ -20,9 +20,12 @@ from typing import Literal
 from specplan.ir.codec import ABSENT, JsonObject
 from specplan.ir.nodes import Round
 from specplan.methods.base import Dtype
-from specplan.ir.records import (Bytes, Count, DpAgreement, Drafter, Field, Index, Layout, Link,  # noqa: F401
-                                 MoeRows, Op, OpName, Ops, Program, RankClass, Routing, SampledRows,
-                                 TapProducers, Unfused)
+from specplan.ir.records import (A2a, Bytes, Count, DpAgreement, Drafter, Field, Index,  # noqa: F401
+                                 Layout, Link, MoeRows, Numbering, Op, OpName, Ops, Program,
+                                 RankClass, Routing, SampledRows, TapProducers, Unfused)
+
+RelayMode = Literal["broadcast", "column", "ring"]  # how a last-stage site reaches earlier stages
+PayloadWidth = Literal["pinned", "agreed", "dynamic"]  # how wide a relay's payload is sent
 
 @dataclass(frozen=True)
 class Rule(JsonObject):
@@ -99,11 +102,11 @@ class Relay(JsonObject):
 
     site: str
     round: Round
-    mode: Literal["broadcast", "column", "ring"]
+    mode: RelayMode
     family: Literal["pp"]
     source_member: Index
     bytes: Bytes
-    width: Literal["pinned", "agreed", "dynamic"]
+    width: PayloadWidth
     id: Index
     layout: Layout
     buffer_bytes: Bytes
@@ -111,9 +114,9 @@ class Relay(JsonObject):
 
 @dataclass(frozen=True)
 class Relays(JsonObject):
-    mode: Literal["broadcast", "column", "ring"]
+    mode: RelayMode
     relay_drafts: bool
-    payload_width: Literal["pinned", "agreed", "dynamic"]
+    payload_width: PayloadWidth
     sites: tuple[Relay, ...]
     sampled_rows: SampledRows | None
 
@@ -123,7 +126,7 @@ class Pipeline(JsonObject):
     stages: tuple[Stage, ...]
     drafter: Drafter | None
     taps: tuple[TapProducers, ...]
-    tap_ids: Literal["global", "stage_local"]
+    tap_ids: Numbering
     aux_routing: Literal["chain", "direct", "dropped"]
     routing: Routing
     relay: Relays
@@ -134,7 +137,7 @@ class Pipeline(JsonObject):
 class MoeShape(JsonObject):
     num_experts: Count
     top_k: Count
-    a2a: Literal["none", "deepep"]
+    a2a: A2a
     eplb: bool = ABSENT  # true: the expert-parallel load balancer moves experts
 
 
@@ -178,7 +181,7 @@ class RuntimeSettings(JsonObject):
 class Behaviour(JsonObject):
     mode: Literal["specplan", "engine"]
     group: Literal["replica", "attn_tp", "tp"]
-    relay: Literal["broadcast", "column", "ring"]
+    relay: RelayMode
     rng_is_float: str | None
     lockstep_sites: tuple[str, ...]
     notes: tuple[str, ...]
