@@ -17,18 +17,14 @@ from pathlib import Path
 from specplan import compile
 from specplan.schema import load_spec
 
+import shared  # noqa: F401  (puts the repository root on sys.path for tests.golden)
+from tests.golden.plans.make_specs import METHODS as GOLDEN_METHODS
+
 GAMMA = 7  # DSpark gamma and DFlash block size - 1
-METHODS = {
-    "none": {"method": "none"},
-    "eagle chain": {"method": "eagle", "num_steps": 3},
-    "eagle tree": {"method": "eagle", "num_steps": 3, "topk": 2, "num_draft_tokens": 6},
-    "eagle3": {"method": "eagle3", "num_steps": 3},
-    "mtp": {"method": "mtp", "num_steps": 3},
-    "standalone": {"method": "standalone", "num_steps": 3},
-    "ngram": {"method": "ngram", "num_steps": 4},
-    "dflash": {"method": "dflash", "num_steps": GAMMA},
-    "dspark": {"method": "dspark", "num_steps": GAMMA},
-}
+# The golden matrix's methods at one depth: 3 steps, ngram its 4, the block methods gamma.
+STEPS = {"mtp": 3, "standalone": 3, "dspark": GAMMA}
+METHODS = {name.replace("-", " "): {**sp, **({"num_steps": STEPS[name]} if name in STEPS else {})}
+           for name, sp in GOLDEN_METHODS.items()}
 
 # SGLang 0.5.23, decode round, CUDA, SGLANG_SPEC_TP_SYNC=all (its default), counted from
 # /work/shared/reference/decisions.md:

@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,10 +48,7 @@ class Run:
     stderr: str
     output: str
     exception: BaseException | None = None
-
-    @property
-    def exit_code(self) -> int:
-        return self.returncode
+    exit_code = property(attrgetter("returncode"), doc="click's name for returncode")
 
 
 def cli(*args, process: bool = False, program: str = "specplan.cli", cwd: Path | str | None = None,

@@ -1,6 +1,8 @@
 """The plan's draft: the typed, mutable objects the passes fill, one per object of plan.json.
 
-Each class has the fields of its plan.json object (specplan/plan/model.py), in the same order
+The objects a pass makes whole and no later pass changes are the plan's own (ir/records.py:
+Layout, Field, Unfused, Drafter, TapProducers, Link, Routing, SampledRows, DpAgreement,
+MoeRows, RankClass, Program, Op); the draft holds them as they are. Each class here has the fields of its plan.json object (specplan/plan/model.py), in the same order
 and under the same names, so plan/build.py hands a draft to the plan's one reader as it is (a
 draft object reads as the JSON object it becomes) and nothing is re-assembled by key. A field
 a later pass fills starts `ABSENT`; the pass contracts (passes/contracts.py) name these
@@ -13,32 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from specplan.ir.codec import ABSENT
 from specplan.ir.nodes import Round
+from specplan.ir.records import (DpAgreement, Drafter, Layout, MoeRows, RankClass, Routing,
+                                 SampledRows, TapProducers, Unfused)
 from specplan.mesh import Family
 from specplan.mesh.pipeline import Stage
-
-
-class _Absent:
-    """A value not given: a key plan.json leaves out (null is None), or one no pass filled yet."""
-
-    _instance = None
-
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __reduce__(self):
-        return (_Absent, ())
-
-
-ABSENT = _Absent()
 
 
 @dataclass
@@ -61,26 +43,6 @@ class SiteDraft:
     boundary: int | None = None
 
 
-@dataclass(frozen=True)
-class FieldDraft:
-    site: str
-    decision: str
-    dtype: str
-    shape: tuple[int, ...]
-    symbols: tuple[str, ...]
-    offset: int
-    bytes: int
-
-
-@dataclass(frozen=True)
-class LayoutDraft:
-    header: tuple[tuple[str, str, int], ...]
-    header_bytes: int
-    capacity_rows: int
-    fields: tuple[FieldDraft, ...]
-    bytes: int
-
-
 @dataclass
 class BoundaryDraft:
     """fuse_converges makes it; pin_widths lays it out and sizes its buffer."""
@@ -91,48 +53,8 @@ class BoundaryDraft:
     source_member: int
     op: str
     sites: list[str]
-    layout: LayoutDraft = ABSENT
+    layout: Layout = ABSENT
     buffer_bytes: int = ABSENT
-
-
-@dataclass(frozen=True)
-class UnfusedDraft:
-    after: str
-    before: str
-    family: str
-    dependency: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class DrafterDraft:
-    stage: int
-    pipeline_size: int
-    tp: int
-    layer_ids: tuple[int, ...]
-    numbering: str
-    kind: str
-    target_layers: tuple[int, int]
-
-
-@dataclass(frozen=True)
-class TapDraft:
-    tap: int
-    producers: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class LinkDraft:
-    link: tuple[int, int]
-    taps: int
-    bytes: int
-    messages: int
-    note: str = ABSENT
-
-
-@dataclass(frozen=True)
-class RoutingDraft:
-    chain: tuple[LinkDraft, ...]
-    direct: tuple[LinkDraft, ...]
 
 
 @dataclass
@@ -147,15 +69,8 @@ class RelayDraft:
     bytes: int
     width: str
     id: int
-    layout: LayoutDraft
+    layout: Layout
     buffer_bytes: int = ABSENT
-
-
-@dataclass(frozen=True)
-class SampledRowsDraft:
-    discount: str
-    discount_tokens: int | None
-    rule: str
 
 
 @dataclass
@@ -164,76 +79,19 @@ class RelaysDraft:
     relay_drafts: bool
     payload_width: str
     sites: list[RelayDraft]
-    sampled_rows: SampledRowsDraft | None
+    sampled_rows: SampledRows | None
 
 
 @dataclass
 class PipelineDraft:
     stages: tuple[Stage, ...]  # the mesh's own stages: the same four fields as plan.json's
-    drafter: DrafterDraft | None
-    taps: tuple[TapDraft, ...]
+    drafter: Drafter | None
+    taps: tuple[TapProducers, ...]
     tap_ids: str
     aux_routing: str
-    routing: RoutingDraft
+    routing: Routing
     relay: RelaysDraft
     handoff_bytes: int
-
-
-@dataclass(frozen=True)
-class DpAgreementDraft:
-    family: str
-    op: str
-    ints_per_rank: int
-    bytes: int
-    forwards_per_round: dict[str, int]
-    idle_ranks: str
-    why: str
-
-
-@dataclass(frozen=True)
-class MoeDraft:
-    a2a: str
-    dispatch_family: str
-    row_split: bool
-    gather_family: str | None
-    rows_per_rank: int
-    gather_bytes_per_layer: int
-
-
-@dataclass
-class OpDraft:
-    """One step of a rank class's program; the keys it leaves ABSENT are not written."""
-
-    op: str
-    compute: str = ABSENT
-    family: str = ABSENT
-    count: int = ABSENT
-    rows: int = ABSENT
-    peer_member: int = ABSENT
-    bytes: int | None = ABSENT
-    boundary: int = ABSENT
-    site: str = ABSENT
-    source_member: int = ABSENT
-    sites: tuple[str, ...] = ABSENT
-    recv_from: int | None = ABSENT
-    send_to: int | None = ABSENT
-    what: str = ABSENT
-    per_layer: bool = ABSENT
-
-
-@dataclass(frozen=True)
-class ProgramDraft:
-    startup: tuple[OpDraft, ...]
-    prefill: tuple[OpDraft, ...]
-    decode: tuple[OpDraft, ...]
-
-
-@dataclass(frozen=True)
-class RankClassDraft:
-    id: int
-    rule: dict[str, int]
-    program: ProgramDraft
-    idle_program: ProgramDraft = ABSENT
 
 
 @dataclass
@@ -247,11 +105,11 @@ class Draft:
     sites: dict[str, SiteDraft] = ABSENT
     boundaries: list[BoundaryDraft] = ABSENT
     buffer_bytes: dict[str, int] = ABSENT
-    unfused: list[UnfusedDraft] = ABSENT
+    unfused: list[Unfused] = ABSENT
     pipeline: PipelineDraft = ABSENT
-    dp_agreement: DpAgreementDraft | None = ABSENT
-    moe: MoeDraft | None = ABSENT
-    rank_classes: list[RankClassDraft] = ABSENT
+    dp_agreement: DpAgreement | None = ABSENT
+    moe: MoeRows | None = ABSENT
+    rank_classes: list[RankClass] = ABSENT
     in_flight: int = ABSENT
 
     def filled(self) -> list[str]:
@@ -259,7 +117,4 @@ class Draft:
         return [f.name for f in fields(self) if getattr(self, f.name) is not ABSENT]
 
 
-__all__ = ["ABSENT", "BoundaryDraft", "Draft", "DpAgreementDraft", "DrafterDraft", "FieldDraft",
-           "LayoutDraft", "LinkDraft", "MoeDraft", "OpDraft", "PipelineDraft", "ProgramDraft",
-           "RankClassDraft", "RelayDraft", "RelaysDraft", "RoutingDraft", "SampledRowsDraft",
-           "SiteDraft", "TapDraft", "UnfusedDraft"]
+__all__ = ["ABSENT", "BoundaryDraft", "Draft", "PipelineDraft", "RelayDraft", "RelaysDraft", "SiteDraft"]

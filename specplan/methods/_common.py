@@ -23,6 +23,12 @@ def vllm_supported(note: str) -> dict[str, str]:
     return {"vllm": "supported", "vllm_note": note}
 
 
+def engine_notes(vllm_note: str, **sglang: str) -> dict[str, str]:
+    """The engine notes of a method both engines run: SGLang's, each keyword a key after
+    `sglang_` (pp, pp_note, group, variants, mem_group), then vLLM's (vllm_supported)."""
+    return {**{f"sglang_{key}": note for key, note in sglang.items()}, **vllm_supported(vllm_note)}
+
+
 def presets_for(nature: Nature, *, startup: bool = False) -> frozenset[str]:
     """Presets of a site SGLang does not have, chosen by the nature of its decisions.
 

@@ -97,6 +97,14 @@ class Phase:
     stage: Literal["all", "last"] = "all"  # which PP stages run it
 
 
+def _named(records, name: str, missing: str):
+    """The one of `records` (decisions, sites) called `name`; else KeyError(`missing` 'name')."""
+    for record in records:
+        if record.name == name:
+            return record
+    raise KeyError(f"{missing} {name!r}")
+
+
 @dataclass(frozen=True)
 class Method:
     """A speculative method as a template of the round graph."""
@@ -135,16 +143,10 @@ class Method:
         return self.engines.get(engine, self) if engine else self
 
     def decision(self, name: str) -> Decision:
-        for d in self.decisions:
-            if d.name == name:
-                return d
-        raise KeyError(f"{self.name} has no decision {name!r}")
+        return _named(self.decisions, name, f"{self.name} has no decision")
 
     def site(self, name: str) -> Site:
-        for s in self.sites:
-            if s.name == name:
-                return s
-        raise KeyError(f"{self.name} has no site {name!r}")
+        return _named(self.sites, name, f"{self.name} has no site")
 
     @property
     def speculates(self) -> bool:

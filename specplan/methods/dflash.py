@@ -11,7 +11,7 @@ presets all and rng) — see engine_notes["sglang_variants"].
 """
 
 from ._common import (ALL_ONLY, COMMIT_DERIVES, RNG_PRESETS, first_token, free_memory,
-                      target_prefill_phase, vllm_supported)
+                      engine_notes, target_prefill_phase)
 from .base import Decision, Method, Phase, Site
 
 _TOKEN, _TARGET_SITE = first_token("dflash", sglang=True,
@@ -77,12 +77,9 @@ DFLASH = Method(
     sites=(*_sites(), _MEM_SITE),
     needs_taps=True, tree=False, drafter="head", round="block", draft_root=True, title="DFlash",
     engine_names={"sglang": "DFLASH", "vllm": "dflash"},
-    engine_notes={
-        "sglang_group": "tp",
-        "sglang_pp": "no",
-        "sglang_variants": "dflash_selector: DFLASH_SELECTOR (13) carries accept_len, bonus "
-                           "for selector/LiLiCorr sampled accept; presets all, rng",
-        **vllm_supported("chain only; taps relayed along PP in Model Runner V2"),
-    },
+    engine_notes=engine_notes(
+        "chain only; taps relayed along PP in Model Runner V2", group="tp", pp="no",
+        variants="dflash_selector: DFLASH_SELECTOR (13) carries accept_len, bonus "
+                 "for selector/LiLiCorr sampled accept; presets all, rng"),
     doc="DFlash block drafting with a chain verify.",
 )

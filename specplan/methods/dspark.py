@@ -21,7 +21,7 @@ Choices made here:
 """
 
 from ._common import (ALL_ONLY, COMMIT_DERIVES, RNG_PRESETS, first_token, free_memory,
-                      target_prefill_phase, vllm_supported)
+                      engine_notes, target_prefill_phase)
 from .base import Decision, Method, Nature, Path, Phase, Site
 
 _ACCEPT_NAMES = ("correct_len", "bonus", "cap_trim_lens")  # build_accept_outs' order
@@ -112,13 +112,10 @@ DSPARK = Method(
     sites=(*_sites(), _MEM_SITE),
     needs_taps=True, tree=False, drafter="head", round="block", title="DSpark",
     engine_names={"sglang": "DSPARK", "vllm": "dspark"},
-    engine_notes={
-        "sglang_group": "attn_tp_or_tp",
-        "sglang_pp": "prefill_only",
-        "sglang_variants": "dspark_accept_graph: DSPARK_ACCEPT_GRAPH (10) carries the same "
-                           "three from the in-graph greedy epilogue; all only",
-        "sglang_mem_group": "draft tp group (full tp for a MoE draft under DP-attention)",
-        **vllm_supported("chain only; PP support open (vllm#56956)"),
-    },
+    engine_notes=engine_notes(
+        "chain only; PP support open (vllm#56956)", group="attn_tp_or_tp", pp="prefill_only",
+        variants="dspark_accept_graph: DSPARK_ACCEPT_GRAPH (10) carries the same "
+                 "three from the in-graph greedy epilogue; all only",
+        mem_group="draft tp group (full tp for a MoE draft under DP-attention)"),
     doc="DSpark block drafting with a Markov head and a confidence-planned ragged verify.",
 )

@@ -4,15 +4,12 @@ Control flow and decisions are EAGLE's (reference/decisions.md §1-variants); on
 input width differs (hidden * number of taps, 3 by default). SGLang excludes it from PP.
 """
 
-from ._common import vllm_supported
+from ._common import engine_notes
 from ._eagle_family import build
 
 EAGLE3 = build(
     "eagle3", drafter="head", needs_taps=True, title="EAGLE3",
     engine_names={"sglang": "EAGLE3", "vllm": "eagle3"},
-    engine_notes={
-        "sglang_pp": "no",
-        **vllm_supported("chain only; PP with chained tap relay in Model Runner V2"),
-    },
+    engine_notes=engine_notes("chain only; PP with chained tap relay in Model Runner V2", pp="no"),
     doc="EAGLE3: EAGLE with a tap-reading head (default taps 2, L/2, L-3 in vLLM).",
 )

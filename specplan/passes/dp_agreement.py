@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from specplan.engines import convention
 from specplan.ir import Node
-from specplan.ir.draft import DpAgreementDraft
+from specplan.ir.records import DpAgreement
 from specplan.methods.base import eval_dim
 from specplan.passes.context import Planning
 from specplan.passes.contracts import DRAFT
@@ -31,7 +31,7 @@ def run(p: Planning) -> None:
         if phase.compute:
             forwards[phase.name] = eval_dim(phase.forwards, p.symbols)
     ints = agreement.ints_per_rank
-    p.draft.dp_agreement = DpAgreementDraft(
+    p.draft.dp_agreement = DpAgreement(
         family=agreement.family,
         op=agreement.op,
         ints_per_rank=ints,

@@ -11,7 +11,8 @@ forces it (site A's converge reaches site B's decision through compute).
 from __future__ import annotations
 
 from specplan.ir import node_id
-from specplan.ir.draft import BoundaryDraft, SiteDraft, UnfusedDraft
+from specplan.ir.draft import BoundaryDraft, SiteDraft
+from specplan.ir.records import Unfused
 from specplan.passes.context import Planning
 from specplan.passes.contracts import DRAFT
 
@@ -24,7 +25,7 @@ def run(p: Planning) -> None:
     live = [e for e in p.draft.sites.values() if e.converge and not e.trivial]
     live.sort(key=lambda e: (_round_rank(e.round), _order(p, e.name)))
     boundaries: list[BoundaryDraft] = []
-    unfused: list[UnfusedDraft] = []
+    unfused: list[Unfused] = []
     for entry in live:
         target = _fusable(p, boundaries, entry, unfused)
         if target is None:
@@ -40,7 +41,7 @@ def run(p: Planning) -> None:
 
 
 def _fusable(p: Planning, boundaries: list[BoundaryDraft], entry: SiteDraft,
-             unfused: list[UnfusedDraft]) -> BoundaryDraft | None:
+             unfused: list[Unfused]) -> BoundaryDraft | None:
     same = [b for b in boundaries if b.round == entry.round and b.family == entry.family
             and b.source_member == entry.source_member and b.op == "broadcast"
             and entry.kind == "broadcast"]
@@ -50,7 +51,7 @@ def _fusable(p: Planning, boundaries: list[BoundaryDraft], entry: SiteDraft,
     for other in last.sites:
         path = _dependency(p, other, entry)
         if path:
-            unfused.append(UnfusedDraft(after=other, before=entry.name, family=entry.family,
+            unfused.append(Unfused(after=other, before=entry.name, family=entry.family,
                                         dependency=tuple(path)))
             return None
     return last

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from specplan.engines import convention
 from specplan.ir import Node
-from specplan.ir.draft import MoeDraft
+from specplan.ir.records import MoeRows
 from specplan.passes.context import Planning
 from specplan.passes.contracts import DRAFT
 
@@ -32,7 +32,7 @@ def run(p: Planning) -> None:
     rows = p.spec.runtime.max_batch * p.spec.speculative.verify_width
     split = layout.row_split
     a_tp = conv.attention_tp(p.spec.topology) if split else 1
-    p.draft.moe = MoeDraft(
+    p.draft.moe = MoeRows(
         a2a=moe.a2a,
         dispatch_family=layout.dispatch_family,
         row_split=split,

@@ -12,7 +12,8 @@ relays pipeline_stages adds are laid out by the same `pack` and share buffers th
 from __future__ import annotations
 
 from specplan.errors import PlanError
-from specplan.ir.draft import ABSENT, BoundaryDraft, FieldDraft, LayoutDraft, RelayDraft
+from specplan.ir.draft import ABSENT, BoundaryDraft, RelayDraft
+from specplan.ir.records import Field, Layout
 from specplan.methods.base import eval_dim, nbytes
 from specplan.passes.context import Planning
 from specplan.passes.contracts import DRAFT
@@ -60,7 +61,7 @@ def field_shape(p: Planning, shape: tuple[str, ...]) -> list[int]:
     return dims
 
 
-def pack(p: Planning, sites, *, guarded: bool) -> LayoutDraft:
+def pack(p: Planning, sites, *, guarded: bool) -> Layout:
     """The packed layout of `sites`' decisions: the guard header if `guarded`, then fields."""
     header = guarded
     offset = HEADER_BYTES if header else 0
@@ -70,8 +71,8 @@ def pack(p: Planning, sites, *, guarded: bool) -> LayoutDraft:
             d = p.method.decision(name)
             dims = field_shape(p, d.shape)
             size = nbytes(dims, d.dtype)
-            fields.append(FieldDraft(site=site, decision=name, dtype=d.dtype, shape=tuple(dims),
+            fields.append(Field(site=site, decision=name, dtype=d.dtype, shape=tuple(dims),
                                      symbols=tuple(d.shape), offset=offset, bytes=size))
             offset += -(-size // ALIGN) * ALIGN
-    return LayoutDraft(header=HEADER if header else (), header_bytes=HEADER_BYTES if header else 0,
+    return Layout(header=HEADER if header else (), header_bytes=HEADER_BYTES if header else 0,
                        capacity_rows=p.spec.runtime.max_batch, fields=tuple(fields), bytes=offset)

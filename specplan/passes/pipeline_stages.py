@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from specplan.errors import PlanError
 from specplan.ir import Node, node_id
-from specplan.ir.draft import (DrafterDraft, LinkDraft, PipelineDraft, RelayDraft, RelaysDraft,
-                               RoutingDraft, SampledRowsDraft, SiteDraft, TapDraft)
+from specplan.ir.draft import PipelineDraft, RelayDraft, RelaysDraft, SiteDraft
+from specplan.ir.records import Drafter, Link, Routing, SampledRows, TapProducers
 from specplan.ir.nodes import RELAY_ID_BASE
 from specplan.mesh.pipeline import draft_layer_ids
 from specplan.passes.context import Planning
@@ -44,7 +44,7 @@ def run(p: Planning) -> None:
         taps=_tap_producers(p),
         tap_ids=p.choices.tap_ids,
         aux_routing=p.choices.aux_routing,
-        routing=RoutingDraft(chain=_routing(p, "chain"), direct=_routing(p, "direct")),
+        routing=Routing(chain=_routing(p, "chain"), direct=_routing(p, "direct")),
         relay=relay,
         handoff_bytes=_handoff_bytes(p),
     )
@@ -52,7 +52,7 @@ def run(p: Planning) -> None:
     share_buffers(p, relay.sites)
 
 
-def sampled_rows(p: Planning) -> SampledRowsDraft | None:
+def sampled_rows(p: Planning) -> SampledRows | None:
     """The rule choosing the rows of the sampled-token broadcast (None without a pipeline).
 
     A round may mix prefill chunks and decode rows; a row samples when it decodes or its chunk
@@ -65,7 +65,7 @@ def sampled_rows(p: Planning) -> SampledRowsDraft | None:
     discount = p.spec.pipeline.sample_discount
     steps = p.spec.speculative.verify_width - 1  # the most drafts a round verifies
     minus = f"max drafts ({steps})" if discount == "bound" else "this round's draft count"
-    return SampledRowsDraft(
+    return SampledRows(
         discount=discount, discount_tokens=steps if discount == "bound" else None,
         rule="a row is broadcast when its round samples (a decode row, or the chunk with "
              "computed + scheduled >= prompt_len) and max(computed - " + minus +
@@ -77,7 +77,7 @@ def attention_tp(p: Planning) -> int:
     return d["attn_tp"] if "attn_tp" in d else p.spec.topology.tp
 
 
-def _drafter(p: Planning) -> DrafterDraft | None:
+def _drafter(p: Planning) -> Drafter | None:
     if not p.method.speculates:
         return None
     width = p.spec.speculative.draft_tp or attention_tp(p)
@@ -85,13 +85,13 @@ def _drafter(p: Planning) -> DrafterDraft | None:
         raise PlanError.single(p.spec, ("speculative", "draft_tp"),
                                f"draft_tp={width} must be 1 or the attention TP width {attention_tp(p)}")
     n = 0 if p.method.drafter == "lookup" else p.spec.speculative.draft_num_layers or 1
-    return DrafterDraft(stage=p.last_stage, pipeline_size=1, tp=width,
+    return Drafter(stage=p.last_stage, pipeline_size=1, tp=width,
                         layer_ids=tuple(draft_layer_ids(p.mesh.stages, n, p.choices.draft_layer_ids)),
                         numbering=p.choices.draft_layer_ids,
                         kind=p.method.drafter, target_layers=(0, p.spec.model.num_layers))
 
 
-def _tap_producers(p: Planning) -> tuple[TapDraft, ...]:
+def _tap_producers(p: Planning) -> tuple[TapProducers, ...]:
     """Each tap the drafter reads, with every stage that produces a value under that id.
 
     Global ids: the one owner stage. Stage-local ids: every stage reads an id as an offset
@@ -104,7 +104,7 @@ def _tap_producers(p: Planning) -> tuple[TapDraft, ...]:
             producers = [s.pp_rank for s in p.mesh.stages if tap in s.taps]
         else:
             producers = [s.pp_rank for s in p.mesh.stages if tap <= s.end_layer - s.start_layer]
-        out.append(TapDraft(tap=tap, producers=tuple(producers)))
+        out.append(TapProducers(tap=tap, producers=tuple(producers)))
     return tuple(out)
 
 
@@ -118,7 +118,7 @@ def _handoff_bytes(p: Planning) -> int:
     return 2 * _tap_bytes(p)
 
 
-def _routing(p: Planning, mode: str) -> tuple[LinkDraft, ...]:
+def _routing(p: Planning, mode: str) -> tuple[Link, ...]:
     stages, tap = p.mesh.stages, _tap_bytes(p)
     if len(stages) == 1:
         return ()
@@ -126,10 +126,10 @@ def _routing(p: Planning, mode: str) -> tuple[LinkDraft, ...]:
         out, carried = [], 0
         for s in stages[:-1]:
             carried += len(s.taps)
-            out.append(LinkDraft(link=(s.pp_rank, s.pp_rank + 1), taps=carried, bytes=carried * tap,
+            out.append(Link(link=(s.pp_rank, s.pp_rank + 1), taps=carried, bytes=carried * tap,
                                  messages=0, note="rides inside the stage handoff"))
         return tuple(out)
-    return tuple(LinkDraft(link=(s.pp_rank, p.last_stage), taps=len(s.taps),
+    return tuple(Link(link=(s.pp_rank, p.last_stage), taps=len(s.taps),
                            bytes=len(s.taps) * tap, messages=1) for s in stages[:-1] if s.taps)
 
 

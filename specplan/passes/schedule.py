@@ -9,7 +9,8 @@ bytes fixed at compile time, and the boundary or site they serve.
 
 from __future__ import annotations
 
-from specplan.ir.draft import ABSENT, BoundaryDraft, OpDraft, ProgramDraft, RankClassDraft
+from specplan.ir.draft import ABSENT, BoundaryDraft
+from specplan.ir.records import Op, Program, RankClass
 from specplan.methods.base import eval_dim
 from specplan.passes.context import Planning
 from specplan.passes.contracts import DRAFT
@@ -26,20 +27,20 @@ def run(p: Planning) -> None:
     order = p.graph.topological()  # once: every stage's program is a filter of this order
     for s in range(p.pp):
         mine = [n for n in order if n.stage == s]
-        program = ProgramDraft(*(_program(p, rnd, s, mine) for rnd in ("startup", "prefill", "decode")))
+        program = Program(*(_program(p, rnd, s, mine) for rnd in ("startup", "prefill", "decode")))
         idle = ABSENT
         if p.draft.dp_agreement and p.choices.idle_ranks == "skip":
             # An idle DP rank that skips its forwards also skips every collective inside them.
-            idle = ProgramDraft(*(tuple(o for o in ops if o.op not in IDLE_SKIPS)
-                                  for ops in (program.startup, program.prefill, program.decode)))
-        classes.append(RankClassDraft(id=s, rule={"pp": s}, program=program, idle_program=idle))
+            idle = Program(*(tuple(o for o in ops if o.op not in IDLE_SKIPS)
+                             for ops in (program.startup, program.prefill, program.decode)))
+        classes.append(RankClass(id=s, rule={"pp": s}, program=program, idle_program=idle))
     p.draft.rank_classes = classes
     p.draft.in_flight = p.pp
 
 
-def _program(p: Planning, rnd: str, stage: int, nodes: list) -> tuple[OpDraft, ...]:
+def _program(p: Planning, rnd: str, stage: int, nodes: list) -> tuple[Op, ...]:
     sites, boundaries = p.draft.sites, p.draft.boundaries
-    ops: list[OpDraft] = []
+    ops: list[Op] = []
     seen: set[int] = set()
     for node in nodes:
         if node.round != rnd:
@@ -48,7 +49,7 @@ def _program(p: Planning, rnd: str, stage: int, nodes: list) -> tuple[OpDraft, .
             ops.extend(_compute_ops(p, node))
         elif node.kind == "converge" and node.name == "dp_token_counts":
             dp = p.draft.dp_agreement
-            ops.append(OpDraft(op=dp.op, family=dp.family, bytes=dp.bytes, what="dp_token_counts"))
+            ops.append(Op(op=dp.op, family=dp.family, bytes=dp.bytes, what="dp_token_counts"))
         elif node.kind == "converge" and node.name.startswith("relay_"):
             ops.append(_relay_op(p, node, stage))
         elif node.kind == "converge":
@@ -57,11 +58,10 @@ def _program(p: Planning, rnd: str, stage: int, nodes: list) -> tuple[OpDraft, .
                 continue
             seen.add(b)
             bd = boundaries[b]
-            op = OpDraft(op=bd.op, family=bd.family, bytes=bd.buffer_bytes, boundary=b,
-                         source_member=bd.source_member, sites=tuple(bd.sites))
-            if _dynamic_sender(p, bd, stage):
-                op.bytes = None  # the last stage sends its actual width, known only at run time
-            ops.append(op)
+            # A dynamic sender (the last stage) sends its actual width, known only at run time.
+            width = None if _dynamic_sender(p, bd, stage) else bd.buffer_bytes
+            ops.append(Op(op=bd.op, family=bd.family, bytes=width, boundary=b,
+                          source_member=bd.source_member, sites=tuple(bd.sites)))
     return tuple(ops)
 
 
@@ -72,26 +72,26 @@ def _dynamic_sender(p: Planning, boundary: BoundaryDraft, stage: int) -> bool:
             and boundary.op == "broadcast")
 
 
-def _relay_op(p: Planning, node, stage: int) -> OpDraft:
+def _relay_op(p: Planning, node, stage: int) -> Op:
     relay = next(r for r in p.draft.pipeline.relay.sites if f"relay_{r.site}" == node.name)
-    op = OpDraft(op="broadcast" if relay.mode == "column" else "ring", family="pp",
-                 bytes=relay.buffer_bytes, site=relay.site, source_member=p.pp - 1)
-    if relay.width == "dynamic" and stage == p.pp - 1:
-        op.bytes = None  # the sender's actual width, known only at run time
+    last = p.pp - 1
+    ring = {}
     if relay.mode == "ring":
-        last = p.pp - 1
-        op.recv_from = None if stage == last else (last if stage == 0 else stage - 1)
-        op.send_to = None if stage == p.pp - 2 else (0 if stage == last else stage + 1)
-    return op
+        ring = {"recv_from": None if stage == last else (last if stage == 0 else stage - 1),
+                "send_to": None if stage == p.pp - 2 else (0 if stage == last else stage + 1)}
+    # The sender's actual width, known only at run time, where the width is dynamic.
+    width = None if relay.width == "dynamic" and stage == last else relay.buffer_bytes
+    return Op(op="broadcast" if relay.mode == "column" else "ring", family="pp", bytes=width,
+              site=relay.site, source_member=last, **ring)
 
 
-def _compute_ops(p: Planning, node) -> list[OpDraft]:
+def _compute_ops(p: Planning, node) -> list[Op]:
     kind = node.attr("compute")
     if kind == "moe_dispatch_combine":
         moe = p.draft.moe
-        return [OpDraft(op="all_to_all", family=moe.dispatch_family, what="moe_dispatch_combine",
+        return [Op(op="all_to_all", family=moe.dispatch_family, what="moe_dispatch_combine",
                         per_layer=True),
-                OpDraft(op="all_gather", family="attn_tp", bytes=moe.gather_bytes_per_layer,
+                Op(op="all_gather", family="attn_tp", bytes=moe.gather_bytes_per_layer,
                         what="moe_row_gather", per_layer=True)]
     ops = []
     staged = kind in ("target_verify", "target_prefill")
@@ -99,14 +99,14 @@ def _compute_ops(p: Planning, node) -> list[OpDraft]:
     hand = 2 * rows * p.spec.model.hidden_size * p.act_bytes
     taps = _chain_tap_bytes(p, node.stage - 1, rows) if kind == "target_verify" else 0
     if staged and node.stage > 0:
-        ops.append(OpDraft(op="recv", family="pp", peer_member=node.stage - 1,
+        ops.append(Op(op="recv", family="pp", peer_member=node.stage - 1,
                            bytes=hand + taps, what=f"{node.name}_handoff"))
     forwards = eval_dim(node.attr("forwards", "1"), p.symbols)
     if forwards:
-        ops.append(OpDraft(op="forward", compute=kind, family="tp", count=forwards, rows=rows))
+        ops.append(Op(op="forward", compute=kind, family="tp", count=forwards, rows=rows))
     if staged and node.stage < p.pp - 1:
         out_taps = _chain_tap_bytes(p, node.stage, rows) if kind == "target_verify" else 0
-        ops.append(OpDraft(op="send", family="pp", peer_member=node.stage + 1,
+        ops.append(Op(op="send", family="pp", peer_member=node.stage + 1,
                            bytes=hand + out_taps, what=f"{node.name}_handoff"))
     if kind == "target_verify" and p.draft.pipeline.aux_routing == "direct":
         ops.extend(_direct_tap_ops(p, node.stage, rows))
@@ -120,13 +120,13 @@ def _chain_tap_bytes(p: Planning, upto: int, rows: int) -> int:
     return taps * rows * p.spec.model.hidden_size * p.act_bytes
 
 
-def _direct_tap_ops(p: Planning, stage: int, rows: int) -> list[OpDraft]:
+def _direct_tap_ops(p: Planning, stage: int, rows: int) -> list[Op]:
     per_tap = rows * p.spec.model.hidden_size * p.act_bytes
     last = p.pp - 1
     if stage < last and p.mesh.stages[stage].taps:
-        return [OpDraft(op="send", family="pp", peer_member=last,
+        return [Op(op="send", family="pp", peer_member=last,
                         bytes=len(p.mesh.stages[stage].taps) * per_tap, what="taps_direct")]
     if stage == last:
-        return [OpDraft(op="recv", family="pp", peer_member=s.pp_rank, bytes=len(s.taps) * per_tap,
+        return [Op(op="recv", family="pp", peer_member=s.pp_rank, bytes=len(s.taps) * per_tap,
                         what="taps_direct") for s in p.mesh.stages[:-1] if s.taps]
     return []

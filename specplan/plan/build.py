@@ -1,9 +1,9 @@
 """The planner's output: the passes' draft as a Plan (plan.json, versioned, fingerprinted).
 
 The draft (specplan/ir/draft.py) has plan.json's objects under plan.json's names, so it goes
-to the plan's one reader (plan/codec.py `decode`) as it is; the parts the spec alone gives
-(model, speculative, sync, runtime, behaviour, source) and the sites' sized decisions are
-built here as the plan's own objects. `compile` is the one call from a Spec to its Plan.
+to the plan's one reader (ir/codec.py `decode`, named as plan/codec.py) as it is; the parts
+the spec alone gives (model, speculative, sync, runtime, behaviour, source) and the sites'
+sized decisions are built here as the plan's own objects. `compile` is the one call from a Spec to its Plan.
 
 Both hashes are taken over canonical JSON (sorted keys, no whitespace; the fingerprint leaves
 out the sites' YAML line numbers), so comments and key order in the YAML change neither;

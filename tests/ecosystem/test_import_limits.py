@@ -71,32 +71,26 @@ def test_sglang_ngram_fewer_tokens_than_the_breadth_derives_zero_steps(cli, tmp_
     assert cli("compile", str(path), "-o", str(tmp_path / "out")).exit_code == 0
 
 
-def test_a_trie_of_one_node_drafts_nothing_and_is_refused(cli, write_spec):
-    path = write_spec("""\
+@pytest.mark.parametrize("speculative, message", [
+    # A trie of one node drafts nothing.
+    ("{method: ngram, num_steps: 0, topk: 10}",
+     "speculative.num_steps: method 'ngram' verifies a trie of num_draft_tokens nodes, root "
+     "included, and needs at least 2 (one draft), found num_draft_tokens=None, num_steps=0"),
+    # An EAGLE tree keeps its levels' bound.
+    ("{method: eagle, num_steps: 1, topk: 10, num_draft_tokens: 12}",
+     "num_draft_tokens=12 must be in 2 .. 1 + topk*num_steps = 11"),
+], ids=["a-trie-of-one-node", "an-eagle-tree-past-its-levels"])
+def test_widths_past_a_methods_bound_are_refused(cli, write_spec, speculative, message):
+    path = write_spec(f"""\
         name: t
         engine: sglang
-        topology: {tp: 2}
-        model: {num_layers: 4, hidden_size: 64, vocab_size: 1000}
-        speculative: {method: ngram, num_steps: 0, topk: 10}
+        topology: {{tp: 2}}
+        model: {{num_layers: 4, hidden_size: 64, vocab_size: 1000}}
+        speculative: {speculative}
         """)
     result = cli("check", str(path))
     assert result.exit_code == 2
-    assert ("speculative.num_steps: method 'ngram' verifies a trie of num_draft_tokens nodes, "
-            "root included, and needs at least 2 (one draft), found num_draft_tokens=None, "
-            "num_steps=0") in result.stderr
-
-
-def test_an_eagle_tree_keeps_its_levels_bound(cli, write_spec):
-    path = write_spec("""\
-        name: t
-        engine: sglang
-        topology: {tp: 2}
-        model: {num_layers: 4, hidden_size: 64, vocab_size: 1000}
-        speculative: {method: eagle, num_steps: 1, topk: 10, num_draft_tokens: 12}
-        """)
-    result = cli("check", str(path))
-    assert result.exit_code == 2
-    assert "num_draft_tokens=12 must be in 2 .. 1 + topk*num_steps = 11" in result.stderr
+    assert message in result.stderr
 
 
 def test_vllm_ngram_chain_of_300_drafts_imports_checks_compiles_and_simulates(cli, tmp_path, config):

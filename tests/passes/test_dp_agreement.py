@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specplan.ir.draft import OpDraft
+from specplan.ir.records import Op
 
 BASE = """\
 name: dp
@@ -34,4 +34,4 @@ def test_sglang_gathers_counts_before_the_first_forward(planned):
     dp = p.draft.dp_agreement
     assert (dp.op, dp.ints_per_rank, dp.bytes) == ("all_gather", 7, 4 * 7 * 4)
     decode = p.draft.rank_classes[0].program.decode
-    assert decode[0] == OpDraft(op="all_gather", family="tp", bytes=112, what="dp_token_counts")
+    assert decode[0] == Op(op="all_gather", family="tp", bytes=112, what="dp_token_counts")

@@ -3,7 +3,7 @@ tap bytes per link for chain and direct routing, relays under column / ring."""
 
 from __future__ import annotations
 
-from specplan.ir.draft import LinkDraft
+from specplan.ir.records import Link
 
 KIMI = """\
 name: kimi
@@ -20,9 +20,9 @@ def test_kimi_taps_and_routing(planned):
     pipe = planned(KIMI, upto="pipeline_stages").draft.pipeline
     assert [(s.start_layer, s.end_layer, s.taps) for s in pipe.stages] == [
         (0, 47, (2, 46)), (47, 93, (90,))]
-    assert pipe.routing.chain == (LinkDraft(link=(0, 1), taps=2, bytes=2 * TAP, messages=0,
+    assert pipe.routing.chain == (Link(link=(0, 1), taps=2, bytes=2 * TAP, messages=0,
                                             note="rides inside the stage handoff"),)
-    assert pipe.routing.direct == (LinkDraft(link=(0, 1), taps=2, bytes=2 * TAP, messages=1),)
+    assert pipe.routing.direct == (Link(link=(0, 1), taps=2, bytes=2 * TAP, messages=1),)
     assert pipe.drafter.stage == 1 and pipe.drafter.pipeline_size == 1
     assert pipe.drafter.layer_ids == (93,)  # after the target's 93 layers, not stage-local 46
 

@@ -30,7 +30,7 @@ import functools
 import torch
 
 from specplan.runtime.kernels._dispatch import next_pow2, resolve_impl
-from specplan.runtime.kernels.verify_tree_greedy import check_tree_inputs, tree_outputs
+from specplan.runtime.kernels.verify_tree_greedy import check_tree_inputs, tree_outputs, walk_start_jit
 
 
 def _walk_torch(cand, ridx, nxt, sib, coins, target, num_spec, thr_single, thr_acc, outs):
@@ -101,9 +101,11 @@ def _sample_torch(outs, candidates, retrieve_index, retrieve_next_token, retriev
 def _kernel():
     # The helpers are called from the kernel, so they must be module globals: the Triton
     # interpreter resolves a kernel's callees in its globals, not in this closure.
-    global residual_tile, walk
+    global residual_tile, walk, walk_start
     import triton
     import triton.language as tl
+
+    walk_start = walk_start_jit()  # the prologue verify_tree_greedy's kernel shares
 
     @triton.jit
     def residual_tile(t, dprob_row, cand_ptr, sib_ptr, row, first_child, offs, m):
@@ -117,12 +119,7 @@ def _kernel():
     @triton.jit
     def walk(cand_ptr, ridx_ptr, next_ptr, sib_ptr, coin_ptr, tprob_ptr, pred_ptr, acc_idx_ptr,
              b, N, V, NUM_SPEC, thr_single, thr_acc):
-        row = b * N
-        last = tl.load(ridx_ptr + row)
-        tl.store(acc_idx_ptr + b * NUM_SPEC, last.to(tl.int32))
-        node = b * 0
-        num = (b * 0).to(tl.int32)
-        active = num == 0
+        row, last, node, num, active = walk_start(ridx_ptr, acc_idx_ptr, b, N, NUM_SPEC)
         coin = tl.load(coin_ptr + row)
         for j in range(1, NUM_SPEC):
             if active:

@@ -75,20 +75,40 @@ def _walk_torch(outs, candidates, retrieve_index, retrieve_next_token, retrieve_
 
 
 @functools.cache
-def _kernel():
+def walk_start_jit():
+    """The tree walks' prologue, a @triton.jit helper both tree kernels call: row b starts at
+    its root (`last`, written as accept_index[b, 0]), node 0, no draft accepted, active.
+    A caller binds it to a module global of its own: the Triton interpreter resolves a
+    kernel's callees in the kernel's globals, not in a closure; and it looks for
+    triton.language among a jit function's module globals, so `tl` is one here."""
+    global tl
     import triton
     import triton.language as tl
+
+    @triton.jit
+    def walk_start(ridx_ptr, acc_idx_ptr, b, N, NUM_SPEC):
+        row = b * N
+        last = tl.load(ridx_ptr + row)
+        tl.store(acc_idx_ptr + b * NUM_SPEC, last.to(tl.int32))
+        num = (b * 0).to(tl.int32)
+        return row, last, b * 0, num, num == 0
+
+    return walk_start
+
+
+@functools.cache
+def _kernel():
+    global walk_start  # a callee of the kernel: a module global (walk_start_jit)
+    import triton
+    import triton.language as tl
+
+    walk_start = walk_start_jit()
 
     @triton.jit
     def verify_tree_greedy_kernel(cand_ptr, ridx_ptr, next_ptr, sib_ptr, target_ptr,
                                   pred_ptr, acc_idx_ptr, acc_num_ptr, N, NUM_SPEC):
         b = tl.program_id(0).to(tl.int64)
-        row = b * N
-        last = tl.load(ridx_ptr + row)
-        tl.store(acc_idx_ptr + b * NUM_SPEC, last.to(tl.int32))
-        node = b * 0
-        num = (b * 0).to(tl.int32)
-        active = num == 0
+        row, last, node, num, active = walk_start(ridx_ptr, acc_idx_ptr, b, N, NUM_SPEC)
         for j in range(1, NUM_SPEC):
             if active:
                 cur = tl.load(next_ptr + row + node)
