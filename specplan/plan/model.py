@@ -19,10 +19,10 @@ from typing import Literal
 
 from specplan.ir.codec import ABSENT, JsonObject
 from specplan.ir.nodes import Round
-from specplan.methods.base import Dtype
 from specplan.ir.records import (A2a, Bytes, Count, DpAgreement, Drafter, Field, Index,  # noqa: F401
                                  Layout, Link, MoeRows, Numbering, Op, OpName, Ops, Program,
                                  RankClass, Routing, SampledRows, TapProducers, Unfused)
+from specplan.methods.base import Dtype
 
 RelayMode = Literal["broadcast", "column", "ring"]  # how a last-stage site reaches earlier stages
 PayloadWidth = Literal["pinned", "agreed", "dynamic"]  # how wide a relay's payload is sent
