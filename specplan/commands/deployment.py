@@ -161,6 +161,11 @@ class DeploymentTarget:
             raise SpecError([Diagnostic(self.pair.file, None, None, "", f"--inject {inject} is "
                                         "for one spec; a deployment takes --inject "
                                         f"{', '.join(INJECTIONS)}")])
+        from specplan.sim.command import check_options
+
+        for built, _ in self._checked[1].values():  # each instance's width, as for one spec
+            check_options(rounds=sim.rounds, requests=sim.requests,
+                          width=built.speculative.num_draft_tokens)
         if not sim.allow_errors and any(f.severity == "ERROR" for f in self.findings()):
             self.print_refused(console)
             console.print("not simulated: `specplan check` predicts the failures above; run with "

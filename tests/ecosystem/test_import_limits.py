@@ -127,3 +127,16 @@ def test_simulate_refuses_a_width_past_its_cpu_model_with_exit_2(cli, write_spec
     assert (f"the plan verifies {MAX_DRAFTS + 1:,} tokens per request per round "
             f"(speculative.num_steps / num_draft_tokens); simulate runs at most {SIM_MAX_WIDTH:,} "
             "on the CPU") in result.stderr
+
+
+def test_simulate_refuses_a_deployment_whose_instances_verify_past_its_cpu_model(cli, tmp_path):
+    """The width bound holds for a deployment's instances as for one spec (exit 2, not a run)."""
+    common = ("engine: vllm\ntopology: {tp: 2}\nmodel: {num_layers: 4, hidden_size: 64, "
+              f"vocab_size: 1000}}\nspeculative: {{method: ngram, num_steps: {MAX_DRAFTS}}}\n")
+    for role, peer in (("prefill", "decode"), ("decode", "prefill")):
+        (tmp_path / f"{role}.yaml").write_text(
+            f"name: {role[0]}\ndisaggregation: {{role: {role}, peer: {peer}.yaml}}\n" + common)
+    assert cli("check", str(tmp_path / "decode.yaml")).exit_code == 0
+    result = cli("simulate", str(tmp_path / "decode.yaml"), "--rounds", "2")
+    assert result.exit_code == 2, result.output
+    assert f"simulate runs at most {SIM_MAX_WIDTH:,} on the CPU" in result.stderr
