@@ -13,7 +13,7 @@ import click
 
 from specplan import __version__
 from specplan.commands.common import EXIT_BAD_INPUT
-from specplan.sim.command import (SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUNDS, SIM_MAX_SEED,
+from specplan.sim.bounds import (SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUNDS, SIM_MAX_SEED,
                                   SIM_MAX_TIMEOUT_S)
 
 

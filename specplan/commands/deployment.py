@@ -161,7 +161,7 @@ class DeploymentTarget:
             raise SpecError([Diagnostic(self.pair.file, None, None, "", f"--inject {inject} is "
                                         "for one spec; a deployment takes --inject "
                                         f"{', '.join(INJECTIONS)}")])
-        from specplan.sim.command import check_options
+        from specplan.sim.bounds import check_options
 
         for built, _ in self._checked[1].values():  # each instance's width, as for one spec
             check_options(rounds=sim.rounds, requests=sim.requests,

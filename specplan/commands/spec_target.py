@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
-from specplan.commands.common import EXIT_FOUND_PROBLEM, check_release, dump_json
+from specplan.commands.common import check_release, dump_json
 from specplan.commands.target import Report, Simulation
 from specplan.errors import Diagnostic, SpecError
 
@@ -169,17 +169,18 @@ class SpecTarget(PlanTarget):
 
     # simulate
     def simulate(self, sim: Simulation, console) -> int:
-        from specplan.sim.command import check_options, refused_launch, run_simulate
+        from specplan.commands import sim_run
+        from specplan.sim.bounds import check_options
         from specplan.sim.faults import refusal
         from specplan.sim.torchrun import simulate_rank, under_torchrun
-        from specplan.verify import formats, has_errors
-        from specplan.verify.report import subject_of
+        from specplan.verify import has_errors
 
         options = dict(rounds=sim.rounds, requests=sim.requests, seed=sim.seed,
                        max_layers=sim.max_layers, inject=sim.inject, console=console,
                        as_json=sim.as_json, trace_dir=sim.trace_dir, timeout_s=sim.timeout_s)
         if under_torchrun() and sim.chunk is None:  # one rank of a torchrun job
-            return simulate_rank(self.path, self.spec, allow_errors=sim.allow_errors, **options)
+            return simulate_rank(self.path, self.spec, allow_errors=sim.allow_errors,
+                                 reports=sim_run, **options)
         if sim.inject == "layer-map":
             raise SpecError([Diagnostic(self.spec.line_of()[0], None, None, "", "--inject "
                                         "layer-map breaks a deployment's KV handoff; this is one "
@@ -192,14 +193,10 @@ class SpecTarget(PlanTarget):
         check_options(rounds=sim.rounds, requests=sim.requests,
                       width=plan.speculative.num_draft_tokens)
         if has_errors(findings) and not sim.allow_errors:  # simulate and check never disagree
-            sys.stdout.write(formats.to_json(findings) if sim.as_json else formats.render_text(
-                subject_of(plan), findings, width=formats.terminal_width(), verbose=False))
-            click.echo("not simulated: `specplan check` predicts the failures above; run with "
-                       "--allow-errors to watch them happen", err=True)
-            return EXIT_FOUND_PROBLEM
+            return sim_run.refused_by_check(plan, findings, sim.as_json)
         if isinstance(plan.launch_refusal, str):  # --allow-errors: the engine's launch is what fails
-            return refused_launch(plan, sim.as_json)
-        return run_simulate(self.path, chunk=sim.chunk, **options)
+            return sim_run.refused_launch(plan, sim.as_json)
+        return sim_run.run_simulate(self.path, chunk=sim.chunk, **options)
 
     def simulated(self, sim: Simulation) -> Report:
         import tempfile

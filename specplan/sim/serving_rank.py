@@ -1,5 +1,5 @@
 """One pipeline stage of `specplan simulate --chunked-prefill`: `python -m specplan.sim.serving_rank
-DIR` with RANK, WORLD_SIZE, MASTER_* (started by serving_command.py, one process per stage).
+DIR` with RANK, WORLD_SIZE, MASTER_* (started by serving_launch.py, one process per stage).
 
 Every stage runs the same deterministic scheduler (specplan/sim/serving.py); what crosses between
 stages goes over gloo:

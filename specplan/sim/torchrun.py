@@ -43,8 +43,10 @@ def world_refusal(world: int, plan_world: int, name: str) -> str | None:
 
 def simulate_rank(spec_path: str, spec, *, rounds: int, requests: int, seed: int,
                   max_layers: int, inject: str | None, allow_errors: bool, as_json: bool,
-                  trace_dir: str | None, console, timeout_s: float | None = None) -> None:
-    """This rank's part of the run; every rank of the job leaves with the same exit code."""
+                  trace_dir: str | None, console, reports, timeout_s: float | None = None) -> None:
+    """This rank's part of the run; every rank of the job leaves with the same exit code.
+    Rank 0 prints through `reports` (commands/sim_run.py: `report`, `refused_by_check`,
+    `refused_launch`), as simulate without torchrun does."""
     from specplan.sim.launch import Options
 
     if inject in ("kill", "layer-map", "stale-slot", "early-stop"):
@@ -57,15 +59,15 @@ def simulate_rank(spec_path: str, spec, *, rounds: int, requests: int, seed: int
     code = 1
     try:
         code = _rank(spec_path, spec, opt, rank, world, sim_dir, allow_errors=allow_errors,
-                     as_json=as_json, trace_dir=trace_dir, console=console)
+                     as_json=as_json, trace_dir=trace_dir, console=console, reports=reports)
     finally:
         shutil.rmtree(sim_dir, ignore_errors=True)
     _leave(code, rank, world)
 
 
 def _rank(spec_path, spec, opt, rank, world, sim_dir, *, allow_errors, as_json, trace_dir,
-          console) -> int:
-    from specplan.sim.command import check_options
+          console, reports) -> int:
+    from specplan.sim.bounds import check_options
     from specplan.sim.faults import refusal
     from specplan.sim.launch import write_config
     from specplan.sim.setup import prepare
@@ -80,7 +82,7 @@ def _rank(spec_path, spec, opt, rank, world, sim_dir, *, allow_errors, as_json, 
     check_options(rounds=opt.rounds, requests=opt.requests, width=sp.num_draft_tokens)
     if why := refusal(sp.method, sp.sampling, opt.inject, len(prep.plan.pipeline.stages), bool(sp.taps)):
         raise click.UsageError(why)
-    if _refused_by_check(spec, rank, allow_errors, as_json):
+    if _refused_by_check(spec, rank, allow_errors, as_json, reports):
         return EXIT_FOUND_PROBLEM
     if trace_dir is not None:
         _trace_into(trace_dir, rank)
@@ -88,7 +90,7 @@ def _rank(spec_path, spec, opt, rank, world, sim_dir, *, allow_errors, as_json, 
     t0 = time.monotonic()
     result = _run(sim_dir, rank)
     return _share(prep, opt, rank, world, result, time.monotonic() - t0, sim_dir, trace_dir,
-                  as_json, console)
+                  as_json, console, reports.report)
 
 
 def _key() -> str:
@@ -113,11 +115,10 @@ def _leave(code: int, rank: int, world: int, timeout_s: float = 30.0) -> None:
     os._exit(code)
 
 
-def _refused_by_check(spec, rank: int, allow_errors: bool, as_json: bool) -> bool:
+def _refused_by_check(spec, rank: int, allow_errors: bool, as_json: bool, reports) -> bool:
     """simulate and check never disagree: a spec with an ERROR is not run (rank 0 says why)."""
     from specplan.plan.build import compile
-    from specplan.verify import formats, has_errors, verify
-    from specplan.verify.report import subject_of
+    from specplan.verify import has_errors, verify
 
     plan = compile(spec)
     findings = verify(plan)
@@ -127,15 +128,10 @@ def _refused_by_check(spec, rank: int, allow_errors: bool, as_json: bool) -> boo
         if not isinstance(plan.launch_refusal, str):
             return False
         if rank == 0:
-            from specplan.sim.command import refused_launch
-
-            refused_launch(plan, as_json)
+            reports.refused_launch(plan, as_json)
         return True
     if rank == 0:
-        click.echo(formats.to_json(findings) if as_json else formats.render_text(
-            subject_of(plan), findings, width=formats.terminal_width(), verbose=False), nl=False)
-        click.echo("not simulated: `specplan check` predicts the failures above; run with "
-                   "--allow-errors to watch them happen", err=True)
+        reports.refused_by_check(plan, findings, as_json)
     return True
 
 
@@ -170,7 +166,7 @@ def _store(deadline_s: float):
 
 
 def _share(prep, opt, rank: int, world: int, result: dict, wall_s: float, sim_dir: Path,
-           trace_dir, as_json: bool, console) -> int:
+           trace_dir, as_json: bool, console, report) -> int:
     """Hand the result to rank 0; rank 0 reports and publishes the code every rank exits with."""
     deadline = 120 + 3.0 * opt.rounds * world
     key = _key()
@@ -181,7 +177,6 @@ def _share(prep, opt, rank: int, world: int, result: dict, wall_s: float, sim_di
         store.set(f"{key}/ack{rank}", "1")
         return code
     results, notes = _gather(store, key, world, deadline)
-    from specplan.sim.command import report
     from specplan.sim.launch import Outcome
 
     codes = {r: 3 if x.get("error") else 0 for r, x in results.items()}

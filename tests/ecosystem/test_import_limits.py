@@ -16,7 +16,7 @@ import pytest
 
 from specplan.schema.load import load_spec_text
 from specplan.schema.model import MAX_DRAFTS
-from specplan.sim.command import SIM_MAX_WIDTH
+from specplan.sim.bounds import SIM_MAX_WIDTH
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 4, "hidden_size": 256,
          "vocab_size": 1000, "num_attention_heads": 8, "num_key_value_heads": 8}

@@ -1,6 +1,6 @@
-"""The body of `specplan simulate SPEC --chunked-prefill CHUNK`: the serving loop of
-specplan/sim/serving.py configured from SPEC's plan, run as one gloo process per pipeline stage
-(specplan/sim/serving_rank.py), its report and an exit code.
+"""The run behind `specplan simulate SPEC --chunked-prefill CHUNK` (its command body:
+commands/sim_run.py): the serving loop of specplan/sim/serving.py configured from SPEC's plan,
+run as one gloo process per pipeline stage (specplan/sim/serving_rank.py), and its report.
 
 From the plan: pipeline stages (pp), `runtime.max_batch` state rows, the most drafts a round
 verifies (num_draft_tokens - 1), the broadcast rule (`pipeline.relay.sampled_rows`), batch
@@ -18,9 +18,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from specplan.methods import METHODS
-from specplan.sim.serving import Outcome, ServingConfig, make_requests, plain_decode
+from specplan.sim.serving import Outcome, ServingConfig, plain_decode
 
-EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM = 0, 1, 2, 3
 GRACE_S = 15.0  # after a rank stopped on a mismatch, the others' time to finish theirs
 DEADLINE_S = 600.0
 
@@ -52,40 +51,6 @@ def cpu_plan(spec, where: Path):
     data["topology"].update(device="cpu", nodes=1)
     data["topology"].pop("backend", None)
     return compile_data(data, where)
-
-
-def run_serving(spec: str, *, chunk: int, requests: int, seed: int, inject: str, console) -> int:
-    from specplan.schema import load_spec
-    from specplan.sim.launch import sim_folder
-
-    user = load_spec(spec)
-    with sim_folder("specplan-serving-") as where:
-        plan = cpu_plan(user, where)
-        return _serve(spec, plan, user.topology.device, chunk=chunk, requests=requests, seed=seed,
-                      inject=inject, console=console, sim_dir=where)
-
-
-def _serve(spec: str, plan, device: str, *, chunk: int, requests: int, seed: int, inject: str,
-           console, sim_dir: Path) -> int:
-    cfg = config_from_plan(plan, chunk=chunk, inject=inject, seed=seed)
-    if plan.world_size != cfg.pp:
-        console.print(f"{spec}: --chunked-prefill runs one process per pipeline stage; this spec has "
-                      f"{plan.world_size} ranks for {cfg.pp} stages (set tp, dp and cp to 1)",
-                      markup=False, highlight=False)
-        return EXIT_BAD_INPUT
-    if device != "cpu":
-        console.print(f"runs on the CPU (gloo), one process per stage: topology.device {device} "
-                      f"is not used", markup=False, highlight=False)
-    reqs = make_requests(requests, seed, chunk)
-    results, notes = launch(plan, cfg, reqs, sim_dir)
-    outcome, failed = collect(cfg, reqs, results)
-    if failed:
-        for line in failed + notes:
-            console.print(line, markup=False, highlight=False)
-        return EXIT_INTERNAL
-    for line in report(cfg, outcome, requests):
-        console.print(line, markup=False, highlight=False)
-    return EXIT_OK if outcome.error is None and outcome.first_wrong is None else EXIT_FOUND_PROBLEM
 
 
 def launch(plan, cfg: ServingConfig, reqs, sim_dir: Path) -> tuple[dict[int, dict], list[str]]:

@@ -1,39 +1,16 @@
-"""The body of `specplan simulate`: progress per round, the run, the report, an exit code."""
+"""The body of `specplan simulate` once check agrees: progress per round, the run of the whole
+topology (sim/launch.py), or the serving loop under --chunked-prefill (sim/serving_launch.py),
+the report and an exit code; and what a torchrun rank 0 prints (sim/torchrun.py calls back)."""
 
 from __future__ import annotations
 
-EXIT_OK, EXIT_INTERNAL, EXIT_FOUND_PROBLEM = 0, 1, 3
+import json
+import sys
+from pathlib import Path
 
-# The options' bounds (the CLI's IntRanges): a sim runs a tiny float64 model on the CPU, so
-# what it holds is bounded by memory and time, not by the spec's limits.
-SIM_MAX_ROUNDS = 4096
-SIM_MAX_REQUESTS = 1024
-SIM_MAX_SEED = 2**63 - 1  # torch.Generator.manual_seed takes 64 bits
-SIM_MAX_LAYERS = 1024
-SIM_MAX_KV_ROWS = 2**20  # K/V rows one rank's cache holds per layer
-SIM_MAX_TIMEOUT_S = 86_400.0  # --timeout-s: runtime.timeout_s's own bound (a day)
-# Tokens a request verifies per round (root included): the CPU model's round grows faster than
-# the square of the width (an n-gram chain of 1,200 drafts simulates 2 rounds in about 12 s,
-# 2,000 in 45 s, 4,096 in over 5 minutes), past which a run is refused, not left to hang.
-SIM_MAX_WIDTH = 1_025
+import click
 
-
-def check_options(*, rounds: int, requests: int, width: int) -> None:
-    """Refuse a run whose KV cache would not fit (click.UsageError, naming the options)."""
-    import click
-
-    if width > SIM_MAX_WIDTH:
-        raise click.UsageError(
-            f"the plan verifies {width:,} tokens per request per round (speculative.num_steps / "
-            f"num_draft_tokens); simulate runs at most {SIM_MAX_WIDTH:,} on the CPU (its cost grows "
-            "faster than the square of the width); check and compile cover this spec")
-    rows = requests * (16 + (rounds + 1) * (width + 1))
-    if rows > SIM_MAX_KV_ROWS:
-        raise click.UsageError(
-            f"--rounds {rounds} with --requests {requests}: the sim's KV cache would hold {rows} "
-            f"rows per layer ({requests} requests x (16 + (rounds + 1) x (verify width {width} + 1))), "
-            f"at most {SIM_MAX_KV_ROWS}; run fewer rounds or requests")
-
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM = 0, 1, 2, 3
 
 SERVING_INJECTIONS = ("stale-slot", "early-stop")
 
@@ -44,8 +21,6 @@ def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers
     """Progress per round on stderr; the report (text, or with `as_json` the JSON object of
     sim/report.py `report_json`) on stdout. With `chunk`, the serving loop of sim/serving.py.
     With `trace_dir`, every rank writes its runtime trace there (sim/traces.py)."""
-    import click
-
     if trace_dir is not None:
         from specplan.sim.traces import trace_into
 
@@ -58,8 +33,6 @@ def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers
                                    f"not {inject}")
         if as_json:
             raise click.UsageError("--json reports a topology run; --chunked-prefill prints its own report")
-        from specplan.sim.serving_command import run_serving
-
         return run_serving(spec, chunk=chunk, requests=requests, seed=seed, inject=inject or "",
                            console=console)
     from specplan.sim.launch import Options, simulate
@@ -85,9 +58,6 @@ def report(outcome, inject: str | None, console, as_json: bool) -> int:
     internal = [r for r, x in outcome.results.items() if x.get("known") is False]
     code = EXIT_OK if v.ok else EXIT_INTERNAL if internal and not inject else EXIT_FOUND_PROBLEM
     if as_json:
-        import json
-        import sys
-
         sys.stdout.write(json.dumps(report_json(outcome, v, code), separators=(",", ":")) + "\n")
         return code
     render(outcome, v, console)
@@ -120,10 +90,6 @@ def too_slow(outcome) -> str | None:
 def refused_launch(plan, as_json: bool) -> int:
     """The failure a launch refusal predicts, as it happens: the engine does not start, so no
     rank runs a round (even under --allow-errors)."""
-    import json
-
-    import click
-
     line = (f"{plan.engine} refuses to launch this topology: {plan.launch_refusal} "
             "(as the engine's own launch would: nothing was run)")
     if as_json:
@@ -134,3 +100,54 @@ def refused_launch(plan, as_json: bool) -> int:
     else:
         click.echo(f"FAIL: {line}")
     return EXIT_FOUND_PROBLEM
+
+
+def refused_by_check(plan, findings, as_json: bool) -> int:
+    """simulate and check never disagree: the findings check prints, and why nothing ran."""
+    from specplan.verify import formats
+    from specplan.verify.report import subject_of
+
+    sys.stdout.write(formats.to_json(findings) if as_json else formats.render_text(
+        subject_of(plan), findings, width=formats.terminal_width(), verbose=False))
+    click.echo("not simulated: `specplan check` predicts the failures above; run with "
+               "--allow-errors to watch them happen", err=True)
+    return EXIT_FOUND_PROBLEM
+
+
+def run_serving(spec: str, *, chunk: int, requests: int, seed: int, inject: str, console) -> int:
+    """The serving loop (sim/serving_launch.py) of SPEC's plan: its report and exit code."""
+    from specplan.schema import load_spec
+    from specplan.sim.launch import sim_folder
+    from specplan.sim.serving_launch import cpu_plan
+
+    user = load_spec(spec)
+    with sim_folder("specplan-serving-") as where:
+        plan = cpu_plan(user, where)
+        return _serve(spec, plan, user.topology.device, chunk=chunk, requests=requests, seed=seed,
+                      inject=inject, console=console, sim_dir=where)
+
+
+def _serve(spec: str, plan, device: str, *, chunk: int, requests: int, seed: int, inject: str,
+           console, sim_dir: Path) -> int:
+    from specplan.sim.serving import make_requests
+    from specplan.sim.serving_launch import collect, config_from_plan, launch, report
+
+    cfg = config_from_plan(plan, chunk=chunk, inject=inject, seed=seed)
+    if plan.world_size != cfg.pp:
+        console.print(f"{spec}: --chunked-prefill runs one process per pipeline stage; this spec has "
+                      f"{plan.world_size} ranks for {cfg.pp} stages (set tp, dp and cp to 1)",
+                      markup=False, highlight=False)
+        return EXIT_BAD_INPUT
+    if device != "cpu":
+        console.print(f"runs on the CPU (gloo), one process per stage: topology.device {device} "
+                      f"is not used", markup=False, highlight=False)
+    reqs = make_requests(requests, seed, chunk)
+    results, notes = launch(plan, cfg, reqs, sim_dir)
+    outcome, failed = collect(cfg, reqs, results)
+    if failed:
+        for line in failed + notes:
+            console.print(line, markup=False, highlight=False)
+        return EXIT_INTERNAL
+    for line in report(cfg, outcome, requests):
+        console.print(line, markup=False, highlight=False)
+    return EXIT_OK if outcome.error is None and outcome.first_wrong is None else EXIT_FOUND_PROBLEM
