@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 from real_code import function, source_of
 
-from specplan import compile
+import specplan
 from specplan.engines import convention
 from specplan.lower import build_plan
 from specplan.passes import plan as run_passes
@@ -76,12 +76,12 @@ def test_vllm_eagle_starts_draft_layers_at_the_stage_count(relpath, cls):
 @pytest.mark.parametrize("layers, tp, pp", [(16, 1, 1), (16, 1, 2), (16, 2, 2), (61, 1, 4), (7, 1, 3)])
 def test_vllm_eagle_draft_layer_ids_are_the_engines(vllm_num_layers, layers, tp, pp):
     s = spec("vllm", {"tp": tp, "pp": pp}, {"method": "eagle", "num_steps": 3}, layers=layers)
-    plan = compile(s)
+    plan = specplan.compile(s)
     engine_first = vllm_num_layers(layers, tp, pp)
     assert plan.pipeline.drafter.layer_ids[0] == engine_first
     assert has_errors(verify(plan)) == (engine_first < layers)  # a target layer's name: ERROR
-    eagle3 = compile(spec("vllm", {"tp": tp, "pp": pp}, {"method": "eagle3", "num_steps": 3},
-                          layers=layers))
+    eagle3 = specplan.compile(spec("vllm", {"tp": tp, "pp": pp}, {"method": "eagle3", "num_steps": 3},
+                                   layers=layers))
     assert eagle3.pipeline.drafter.layer_ids[0] == layers  # get_total_num_hidden_layers
 
 
