@@ -177,19 +177,39 @@ def export_(spec: str, engine: str | None, version: str | None) -> None:
     sys.exit(command.run(spec, engine, version))
 
 
+def launch_line_inputs(when: str = ""):
+    """-f/--file, --base, --model-config and --name: what a launch line is read with beside
+    itself, by `import` and by `enforce --engine` alike (commands/import_.py `imported`).
+    `when` starts each help text with the option that makes them apply."""
+    path = click.Path(dir_okay=False)
+    options = (
+        click.option("-f", "--file", "script", type=path, default=None,
+                     help=f"{when}Read the launch line from a shell script (e.g. `specplan "
+                          "export` output)."),
+        click.option("--base", type=path, default=None,
+                     help=f"{when}Spec giving what a launch line cannot: model shape, sampling, "
+                          "runtime."),
+        click.option("--model-config", type=path, default=None,
+                     help=f"{when}The target's config.json, for the model shape."),
+        click.option("--name", default=None,
+                     help=f"{when}Spec name (default: the base's or the model's)."),
+    )
+
+    def add(fn):
+        for option in reversed(options):  # as stacked decorators: --help lists them in order
+            fn = option(fn)
+        return fn
+
+    return add
+
+
 @main.command(name="import", context_settings={"ignore_unknown_options": True})
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), required=True,
               help="The engine the launch line starts.")
-@click.option("-f", "--file", "script", type=click.Path(dir_okay=False), default=None,
-              help="Read the launch line from a shell script (e.g. `specplan export` output).")
-@click.option("--base", type=click.Path(dir_okay=False), default=None,
-              help="Spec giving what a launch line cannot: model shape, sampling, runtime.")
-@click.option("--model-config", type=click.Path(dir_okay=False), default=None,
-              help="The target's config.json, for the model shape.")
+@launch_line_inputs()
 @click.option("--draft-config", type=click.Path(dir_okay=False), default=None,
               help="The draft's config.json, for EAGLE3's taps (default: beside a local draft "
                    "path, or in the Hugging Face cache).")
-@click.option("--name", default=None, help="Spec name (default: the base's or the model's).")
 @click.option("-o", "--out", type=click.Path(dir_okay=False), default=None,
               help="Write the YAML here (atomically) instead of stdout.")
 @click.option("--engine-version", "version", default=None,
@@ -217,13 +237,7 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
               help="Folder for spec.yaml and plan.json (written together, or neither).")
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
               help="Read a launch line (after `--`) as `specplan import` does, instead of SPEC.")
-@click.option("-f", "--file", "script", type=click.Path(dir_okay=False), default=None,
-              help="--engine: read the launch line from a shell script.")
-@click.option("--base", type=click.Path(dir_okay=False), default=None,
-              help="--engine: spec giving what a launch line cannot (model shape, sampling).")
-@click.option("--model-config", type=click.Path(dir_okay=False), default=None,
-              help="--engine: the target's config.json, for the model shape.")
-@click.option("--name", default=None, help="--engine: spec name.")
+@launch_line_inputs(when="--engine: ")
 @click.argument("words", nargs=-1, type=click.UNPROCESSED)
 @user_errors
 def enforce(out: str, engine: str | None, script: str | None, base: str | None,
