@@ -25,6 +25,10 @@ Worked example, 8 ranks: nixl, prefill tp 2 x pp 2 (4 ranks) -> decode tp 4 (4):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
 from specplan.engines.handoff import Axes, Geometry, Pull, Refusal, pp_sources
 from specplan.engines.releases import newest, title
 from specplan.engines.vllm import NAME
@@ -37,17 +41,40 @@ _VL = newest(NAME)  # the release whose code these rules read
 _VL_TITLE = title(NAME)
 
 
+@dataclass(frozen=True)
+class _RefusedWidth:
+    """A connector refuses one side's `width` above 1, saying f"{side} {spelled}={width}{why}"
+    (`spelled`: the width as vLLM names it, else `width`)."""
+
+    side: Literal["prefill", "decode"]
+    width: Literal["pp", "cp"]  # the Geometry attribute
+    code: str
+    why: str
+    spelled: str = ""
+
+    def __call__(self, p: Geometry, d: Geometry) -> list[Refusal]:
+        width = getattr(p if self.side == "prefill" else d, self.width)
+        if width <= 1:
+            return []
+        return [Refusal(self.code, f"{self.side} {self.spelled or self.width}={width}{self.why}")]
+
+
 class _VllmRules:
     engine = NAME
     connector = ""
     by_name = False
     naming = "vLLM registers KV under layer names (model.layers.N) and a peer's KV is found by name"
+    # the connector's own refusals after decode-cp, in order: each (prefill, decode) -> refusals
+    refuses: tuple[Callable[[Geometry, Geometry], list[Refusal]], ...] = ()
 
     def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
+        out = []
         if d.cp > 1:
-            return [Refusal("decode-cp", f"decode cp={d.cp}: vLLM's {self.connector} connector "
-                            "supports prefill context parallel on the producer only")]
-        return []
+            out.append(Refusal("decode-cp", f"decode cp={d.cp}: vLLM's {self.connector} "
+                               "connector supports prefill context parallel on the producer only"))
+        for refuse in self.refuses:
+            out += refuse(p, d)
+        return out
 
 
 def _pcp_sharded(p: Geometry) -> bool:
@@ -108,17 +135,13 @@ def _replicated_pull(p: Geometry, d: Geometry) -> list[Refusal]:
 class VllmNixlPull(_VllmRules):
     connector = "nixl"
     function = f"{NAME} {_VL} compute_tp_mapping (kv_connector/v1/nixl/tp_mapping.py)"
-
-    def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
-        out = super().refusals(p, d)
-        if d.pp > 1:
-            out.append(Refusal("pull-pp", f"decode pp={d.pp} with the pull connector nixl: its "
-                               "handshake never exchanges pp_size (every handle resolves at "
-                               "prefill stage 0) and it counts consumers over TP only, so the "
-                               "producer frees blocks after one decode stage's notification "
-                               "while another stage still reads; " + _VL_TITLE + " refuses decode "
-                               "pipeline_parallel_size > 1"))
-        return out + _pcp_refusals(p, d) + _replicated_pull(p, d)
+    refuses = (
+        _RefusedWidth("decode", "pp", "pull-pp", " with the pull connector nixl: its handshake "
+                      "never exchanges pp_size (every handle resolves at prefill stage 0) and it "
+                      "counts consumers over TP only, so the producer frees blocks after one "
+                      "decode stage's notification while another stage still reads; "
+                      f"{_VL_TITLE} refuses decode pipeline_parallel_size > 1"),
+        _pcp_refusals, _replicated_pull)
 
     def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
         if _pcp_sharded(p):
@@ -150,14 +173,11 @@ class VllmNixlPush(_VllmRules):
     connector = "nixl_push"
     function = (f"{NAME} {_VL} NixlPushConnector (nixl/push_worker.py _xfer_blocks_for_req, "
                 "consumer notification count)")
-
-    def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
-        out = super().refusals(p, d)
-        if d.pp > 1:
-            out.append(Refusal("pp-refused", f"decode pp={d.pp}: {_VL_TITLE} raises "
-                               "\"NixlPushConnector consumer (decode) does not support "
-                               "pipeline_parallel_size > 1\" (completions counted per consumer rank)"))
-        return out + _pcp_refusals(p, d)
+    refuses = (
+        _RefusedWidth("decode", "pp", "pp-refused", f": {_VL_TITLE} raises \"NixlPushConnector "
+                      "consumer (decode) does not support pipeline_parallel_size > 1\" "
+                      "(completions counted per consumer rank)"),
+        _pcp_refusals)
 
     def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
         if _pcp_sharded(p):
@@ -176,15 +196,11 @@ class VllmMooncake(_VllmRules):
     by_name = True
     function = (f"{NAME} {_VL} MooncakeConnectorWorker.receive_kv / resolve_need_send and "
                 "_compute_sender_transfer_plan (mooncake/mooncake_connector.py)")
-
-    def refusals(self, p: Geometry, d: Geometry) -> list[Refusal]:
-        out = super().refusals(p, d)
-        if p.cp > 1:
-            out.append(Refusal("pcp-refused", f"prefill pcp={p.cp} with the mooncake connector: "
-                               "its bootstrap server keys prefill workers by (dp, tp, pp) rank "
-                               "(MooncakeBootstrapServer.register_worker), so the second PCP rank "
-                               "of a TP rank is refused as \"already registered\""))
-        return out
+    refuses = (
+        _RefusedWidth("prefill", "cp", "pcp-refused", " with the mooncake connector: its "
+                      "bootstrap server keys prefill workers by (dp, tp, pp) rank "
+                      "(MooncakeBootstrapServer.register_worker), so the second PCP rank of a TP "
+                      "rank is refused as \"already registered\"", spelled="pcp"),)
 
     def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
         if d.attn_tp >= p.attn_tp:
