@@ -6,7 +6,6 @@ Exit codes: 0 done; 2 bad input (every diagnostic printed as file:line:col: path
 
 from __future__ import annotations
 
-import functools
 import sys
 
 import click
@@ -17,24 +16,22 @@ from specplan.sim.bounds import (SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUND
                                   SIM_MAX_TIMEOUT_S)
 
 
-def user_errors(fn):
-    """Turn SpecError / PlanError into their diagnostics on stderr and exit 2."""
+class Commands(click.Group):
+    """The subcommands under one exit-code policy: a SpecError / PlanError raised by any of them
+    prints its diagnostics on stderr and exits 2."""
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def invoke(self, ctx: click.Context):
         from specplan.errors import UserError
 
         try:
-            return fn(*args, **kwargs)
+            return super().invoke(ctx)
         except UserError as exc:
             for diag in exc.diagnostics:
                 click.echo(str(diag), err=True)
             sys.exit(EXIT_BAD_INPUT)
 
-    return wrapper
 
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="specplan")
 def main() -> None:
     """Plan, prove and run rank agreement for speculative decoding on many GPUs.
@@ -57,7 +54,6 @@ def main() -> None:
               "(default attn_tp under DP-attention, else tp).")
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
               help="Picture file to write (default: stdout).")
-@user_errors
 def explain(spec: str, rank: int | None, as_json: bool, all_families: bool, picture: str | None,
             fmt: str, family: str | None, out: str | None) -> None:
     """Show which ranks form which groups, the stages and the replicas of SPEC.
@@ -76,7 +72,6 @@ def explain(spec: str, rank: int | None, as_json: bool, all_families: bool, pict
 @click.argument("spec", type=click.Path(dir_okay=True))
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Output directory (default build/<name>/).")
-@user_errors
 def compile_(spec: str, out_dir: str | None) -> None:
     """Plan SPEC and write plan.json (and, with torch, the runtime module).
 
@@ -95,7 +90,6 @@ def compile_(spec: str, out_dir: str | None) -> None:
 @click.option("--severity", type=click.Choice(["error", "warn", "info"]), default="info",
               show_default=True, help="Show findings at this severity or worse.")
 @click.option("-v", "--verbose", is_flag=True, help="Text: each finding's explanation, fix and YAML line.")
-@user_errors
 def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verbose: bool) -> None:
     """Prove the plan of TARGET (a spec YAML, a deployment or a plan.json) free of desyncs and
     deadlocks; given two instance specs, check them against each other too.
@@ -127,7 +121,6 @@ def _finite(param, value: float | None) -> float | None:
 @click.option("--threshold", type=click.FloatRange(min=0, max=100), default=5.0, show_default=True,
               callback=lambda ctx, param, value: _finite(param, value),
               help="--acceptance: the shortfall of B against A, in percent (0 .. 100), that fails.")
-@user_errors
 def diff_(traces: tuple[str, ...], acceptance: bool, threshold: float) -> None:
     """Find the first divergence across per-rank traces (runtime.trace_dir files or dirs).
 
@@ -163,7 +156,6 @@ def schema() -> None:
               help="Engine to launch on (default: the spec's; the other translates the layout).")
 @click.option("--engine-version", "version", default=None,
               help="The release whose spelling to write (default: the spec's engine_version).")
-@user_errors
 def export_(spec: str, engine: str | None, version: str | None) -> None:
     """Print the command line and environment that run SPEC on an engine (a deployment: one
     launch per instance, with its disaggregation flags).
@@ -216,7 +208,6 @@ def launch_line_inputs(when: str = ""):
               help="The release whose flags read the line (default: the newest supported "
                    "release whose flags accept every flag of it; import says which).")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
-@user_errors
 def import_(engine: str, script: str | None, base: str | None, model_config: str | None,
             draft_config: str | None, name: str | None, out: str | None, version: str | None,
             line: tuple[str, ...]) -> None:
@@ -239,7 +230,6 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
               help="Read a launch line (after `--`) as `specplan import` does, instead of SPEC.")
 @launch_line_inputs(when="--engine: ")
 @click.argument("words", nargs=-1, type=click.UNPROCESSED)
-@user_errors
 def enforce(out: str, engine: str | None, script: str | None, base: str | None,
             model_config: str | None, name: str | None, words: tuple[str, ...]) -> None:
     """Plan SPEC (a `behaviour: engine` spec, or `--engine E -- LINE`) as specplan would run
@@ -294,7 +284,6 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
               callback=lambda ctx, param, value: _finite(param, value),
               help="Seconds a rank waits on a collective before the run fails by that collective "
                    "(default 20, and 2.5 a rank from 8 ranks up; raise it on a loaded machine).")
-@user_errors
 def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
              inject: str | None, chunk: int | None, allow_errors: bool, as_json: bool,
              trace_dir: str | None, timeout_s: float | None) -> None:
