@@ -326,5 +326,7 @@ def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
     # The generic sampler draws the first token with the same seed and generator on every
     # rank (reference/sglang.md §2.1): lockstep rng, a soft gap, unlike the accept coins.
     lockstep = frozenset(s.name for s in method.sites if s.name.endswith("_target"))
-    return Choices("engine", sites, group, "ring", True, "pinned", "global", "global", "dropped",
-                   "dummy", greedy, lockstep, tuple(notes), policy_modelled=written)
+    return Choices(behaviour="engine", engine_sites=sites, group=group, relay="ring", relay_drafts=True,
+                   payload_width="pinned", draft_layer_ids="global", tap_ids="global",
+                   aux_routing="dropped", idle_ranks="dummy", rng_is_float=greedy,
+                   lockstep_sites=lockstep, notes=tuple(notes), policy_modelled=written)

@@ -134,9 +134,11 @@ class VLLM(Convention):
         if method.name in STAGE_LOCAL_DRAFT_IDS:
             notes += (STAGE_LOCAL_DRAFT_NOTE,)
         draft_ids = "stage_local" if method.name in STAGE_LOCAL_DRAFT_IDS else "global"
-        return Choices("engine", sites, "tp", "column", True, "agreed", draft_ids, "global", "chain",
-                       "dummy", "counter-based RNG keyed by (seed, position) makes draws "
-                       "rank-deterministic", frozenset(), notes)
+        return Choices(behaviour="engine", engine_sites=sites, group="tp", relay="column",
+                       relay_drafts=True, payload_width="agreed", draft_layer_ids=draft_ids,
+                       tap_ids="global", aux_routing="chain", idle_ranks="dummy",
+                       rng_is_float="counter-based RNG keyed by (seed, position) makes draws "
+                       "rank-deterministic", lockstep_sites=frozenset(), notes=notes)
 
     def violations(self, spec: Spec) -> list[Violation]:
         t = spec.topology
