@@ -14,7 +14,7 @@ from specplan.runtime.plan_view import GuardedCollective
 DTYPES = {"bool": torch.bool, "int32": torch.int32, "int64": torch.int64, "float32": torch.float32}
 
 
-class Prepared:
+class PreparedCollective:
     """What one boundary (or relay) needs per call, made once at bind."""
 
     __slots__ = ("rt", "b", "buf", "slot", "header", "group", "ranks", "source", "decisions",

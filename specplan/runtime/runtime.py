@@ -33,7 +33,7 @@ from specplan.runtime.guard import (BATCH_WORD, HEADER_WORDS, DeviceFlag, batch_
                                     header_slot, read_header, words_header)
 from specplan.runtime.identity import Identity
 from specplan.runtime.plan_view import GuardedCollective, PlanView
-from specplan.runtime.prepared import DTYPES, Prepared, accept_sites
+from specplan.runtime.prepared import DTYPES, PreparedCollective, accept_sites
 from specplan.runtime.probe import ProbeState, run_probe
 from specplan.runtime.tracing import TraceWriter
 
@@ -62,7 +62,7 @@ class Runtime:
         self.names = {b.id: b.label for b in plan.boundaries + plan.relays}
         # Layouts are fixed by the plan: checked once here (at capacity), so the hot path is
         # a few copies into views made once per boundary and live-rows count.
-        self._prep = {b.id: Prepared(self, b) for b in plan.boundaries + plan.relays}
+        self._prep = {b.id: PreparedCollective(self, b) for b in plan.boundaries + plan.relays}
         self._probe = ProbeState(self)
         self.last_round = -1  # the latest round a converge ran, for errors at close
         # Batch identity (runtime.batch_identity, or bind's override): the header's batch word.
@@ -204,14 +204,14 @@ class Runtime:
                            f"(its relays: {sorted(b.label for b in self.plan.relays)})")
         return r
 
-    def _stamp(self, p: Prepared, round_: int, live_rows: int, requests):
+    def _stamp(self, p: PreparedCollective, round_: int, live_rows: int, requests):
         """The call's expected header (live rows, round, batch digest); its layout."""
         lane = p.lanes.get(live_rows) or p.lane(live_rows)
         p.header.set(live_rows, round_)
         self.identity.stamp(p, requests, round_, live_rows)
         return lane
 
-    def _min(self, p: Prepared, values, round_: int) -> dict:
+    def _min(self, p: PreparedCollective, values, round_: int) -> dict:
         """A MIN reduction over host values (free memory): no header, one dtype per boundary."""
         b = p.b
         dtypes = {f.dtype for f in b.fields}
@@ -224,7 +224,7 @@ class Runtime:
         self._hot_wait(work, b, round_)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
 
-    def _desync(self, p: Prepared, source: int, round_: int) -> None:
+    def _desync(self, p: PreparedCollective, source: int, round_: int) -> None:
         got, expected = read_header(p.buf), p.header.expected()
         if batch_only(got, expected):  # the same call over different rows: name them
             self.identity.mismatch(p.b, round_, p.source, expected[BATCH_WORD + 1], got[BATCH_WORD + 1])
