@@ -29,8 +29,9 @@ def resolve(spec: Spec, method: Method) -> Choices:
 def _specplan(spec: Spec, relay: str) -> Choices:
     """specplan's own plan; `relay` is the one the engine's plugin can run under PP."""
     greedy = "greedy decoding draws no random numbers" if spec.speculative.sampling == "greedy" else None
-    return Choices("specplan", None, "replica", relay, True, "pinned", "global", "global",
-                   "chain", "dummy", greedy)
+    return Choices(behaviour="specplan", engine_sites=None, group="replica", relay=relay,
+                   relay_drafts=True, payload_width="pinned", draft_layer_ids="global",
+                   tap_ids="global", aux_routing="chain", idle_ranks="dummy", rng_is_float=greedy)
 
 
 def _apply_knobs(spec: Spec, c: Choices) -> Choices:

@@ -20,7 +20,7 @@ from specplan.errors import Diagnostic, SpecError
 from specplan.files import not_readable
 from specplan.schema import Spec
 from specplan.schema.load import spec_from_source
-from specplan.schema.yaml_source import Source, kind_of, read_source
+from specplan.schema.yaml_source import YamlSource, kind_of, read_source
 
 TOP_KEYS = ("name", "instances", "connector", *SHARED)
 ROLES = ("prefill", "decode")
@@ -72,7 +72,7 @@ def load_pair(first: str, second: str) -> InstancePair:
     return InstancePair(f"{prefill.spec.name}+{decode.spec.name}", first, prefill, decode, connector)
 
 
-def _from_peer(spec: Spec, source: Source) -> InstancePair:
+def _from_peer(spec: Spec, source: YamlSource) -> InstancePair:
     peer = spec.disaggregation.peer
     target = _resolve(source, ("disaggregation", "peer"), peer, Path(source.file).parent)
     other = spec_from_source(read_source(target))
@@ -81,7 +81,7 @@ def _from_peer(spec: Spec, source: Source) -> InstancePair:
                       connector)
 
 
-def _resolve(source: Source, at: tuple, value: str, base: Path) -> str:
+def _resolve(source: YamlSource, at: tuple, value: str, base: Path) -> str:
     """An instance path, relative to `base`; missing, a directory or this file: exit 2."""
     path = base / value
     shown = repr(value) if str(path) == value else f"{value!r} (resolved to {path})"
@@ -100,7 +100,7 @@ def _resolve(source: Source, at: tuple, value: str, base: Path) -> str:
     return str(path)
 
 
-def _from_file(source: Source) -> InstancePair:
+def _from_file(source: YamlSource) -> InstancePair:
     data = source.data
     problems = list(source.problems) + _top_key_problems(source)
     bodies = data.get("instances")
@@ -124,7 +124,7 @@ def _from_file(source: Source) -> InstancePair:
     return InstancePair(_deployment_name(source), source.file, prefill, decode, connector)
 
 
-def _deployment_name(source: Source) -> str:
+def _deployment_name(source: YamlSource) -> str:
     name = source.data.get("name")
     return name if isinstance(name, str) else Path(source.file).stem
 
@@ -133,7 +133,7 @@ def _body_ok(bodies: dict, role: str) -> bool:
     return isinstance(bodies.get(role), (str, dict))
 
 
-def _top_key_problems(source: Source) -> list[Diagnostic]:
+def _top_key_problems(source: YamlSource) -> list[Diagnostic]:
     out = []
     for key in source.data:
         if key in TOP_KEYS:
@@ -144,7 +144,7 @@ def _top_key_problems(source: Source) -> list[Diagnostic]:
     return out
 
 
-def _role_key_problems(source: Source, bodies: dict) -> list[Diagnostic]:
+def _role_key_problems(source: YamlSource, bodies: dict) -> list[Diagnostic]:
     out = [source.diag(("instances", k), f"unknown instance {k!r}; expected prefill and decode",
                        key=True) for k in bodies if k not in ROLES]
     out += [source.diag(("instances",), f"missing required key {r!r}") for r in ROLES if r not in bodies]
@@ -156,7 +156,7 @@ def _role_key_problems(source: Source, bodies: dict) -> list[Diagnostic]:
     return out
 
 
-def _instance_spec(source: Source, role: str) -> Spec:
+def _instance_spec(source: YamlSource, role: str) -> Spec:
     """The instance's own YAML, with the deployment's shared keys filled in."""
     body = source.data["instances"][role]
     if isinstance(body, dict):
@@ -174,7 +174,7 @@ def _instance_spec(source: Source, role: str) -> Spec:
     return _spec(inst, role, source)
 
 
-def _spec(inst: MergedSource, role: str, deployment: Source) -> Spec:
+def _spec(inst: MergedSource, role: str, deployment: YamlSource) -> Spec:
     spec = spec_from_source(inst)
     dis = spec.disaggregation
     if dis is not None and dis.role != role:

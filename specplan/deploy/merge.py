@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specplan.errors import Diagnostic
-from specplan.schema.yaml_source import PathKey, Source, dotted, kind_of
+from specplan.schema.yaml_source import PathKey, YamlSource, dotted, kind_of
 
 SHARED = ("engine", "behaviour", "model", "speculative", "sync", "pipeline", "runtime")
 
 
 @dataclass
-class MergedSource(Source):
-    """A Source whose paths may come from several files."""
+class MergedSource(YamlSource):
+    """A YamlSource whose paths may come from several files."""
 
     files: dict[PathKey, str] = field(default_factory=dict)
 
@@ -30,7 +30,7 @@ class MergedSource(Source):
         return self.file
 
 
-def rooted(source: Source, root: PathKey) -> MergedSource:
+def rooted(source: YamlSource, root: PathKey) -> MergedSource:
     """The part of `source` under `root`, as a document of its own (an inline instance body)."""
     out = MergedSource(source.file, _at(source.data, root))
     n = len(root)
@@ -48,13 +48,13 @@ def _at(data: Any, root: PathKey) -> Any:
     return data
 
 
-def whole(source: Source) -> MergedSource:
+def whole(source: YamlSource) -> MergedSource:
     """A one-file source as a MergedSource."""
     return MergedSource(source.file, source.data, dict(source.value_at), dict(source.key_at),
                         list(source.problems), set(source.problem_paths))
 
 
-def inherit(instance: MergedSource, shared: Source, shared_file: str) -> list[Diagnostic]:
+def inherit(instance: MergedSource, shared: YamlSource, shared_file: str) -> list[Diagnostic]:
     """Fill `instance` with the shared keys it does not write; a contradiction is an error."""
     problems: list[Diagnostic] = []
     for key in SHARED:
@@ -63,7 +63,7 @@ def inherit(instance: MergedSource, shared: Source, shared_file: str) -> list[Di
     return problems
 
 
-def _merge(inst: MergedSource, shared: Source, path: PathKey, shared_file: str,
+def _merge(inst: MergedSource, shared: YamlSource, path: PathKey, shared_file: str,
            problems: list[Diagnostic]) -> None:
     mine, theirs = _get(inst.data, path), _at(shared.data, path)
     if mine is _MISSING:
@@ -100,7 +100,7 @@ def _put(data: dict, path: PathKey, value: Any) -> None:
     data[path[-1]] = value
 
 
-def _copy_locations(inst: MergedSource, shared: Source, path: PathKey, shared_file: str) -> None:
+def _copy_locations(inst: MergedSource, shared: YamlSource, path: PathKey, shared_file: str) -> None:
     n = len(path)
     for table, into in ((shared.value_at, inst.value_at), (shared.key_at, inst.key_at)):
         for p, loc in table.items():

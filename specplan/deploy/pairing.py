@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from specplan.engines import of
 from specplan.errors import Diagnostic, SpecError
 from specplan.schema import Spec
-from specplan.schema.yaml_source import Source
+from specplan.schema.yaml_source import YamlSource
 
 OTHER = {"prefill": "decode", "decode": "prefill"}
 
@@ -27,7 +27,7 @@ class Instance:
         return self.spec.line_of()[0]
 
 
-def pair(a: Spec, b: Spec, where: str, deployment: tuple[Source, str | None] | None = None):
+def pair(a: Spec, b: Spec, where: str, deployment: tuple[YamlSource, str | None] | None = None):
     """(prefill Instance, decode Instance, connector) of two specs; roles from their
     disaggregation keys, else from their order (a deployment file's slots, or A then B)."""
     role_a, role_b = _roles(a, b, ordered=deployment is not None)

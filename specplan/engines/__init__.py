@@ -16,7 +16,7 @@ from specplan.engines.base import Choices, Convention, DpAgreement, MoeLayout, S
 from specplan.engines.releases import RELEASES, check, newest
 from specplan.engines.sglang.convention import SGLang
 from specplan.engines.vllm.convention import VLLM
-from specplan.mesh.layout import Mesh
+from specplan.mesh.mesh import Mesh
 from specplan.mesh.pipeline import build_stages
 
 

@@ -72,7 +72,7 @@ class LayerCollective:
     what: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # eleven fields and more: every call names them
 class Choices:
     behaviour: str
     engine_sites: dict[str, bool] | None  # per-site convergence of the engine model, or None

@@ -30,7 +30,7 @@ from specplan.plan import Plan, load_plan
 from specplan.plan.codec import encode
 from specplan.runtime import steps
 from specplan.runtime.commit import accept_site
-from specplan.runtime.plan_view import Boundary, PlanView
+from specplan.runtime.plan_view import GuardedCollective, PlanView
 
 ROUND_KINDS = ("startup", "prefill", "decode")
 PARAMS = ("rt", "round_", "live_rows")
@@ -66,7 +66,7 @@ class _Builder:
         for d in decisions:
             self.held[d] = self.out[d] = self.call(operator.getitem, (node, d), {}, d)
 
-    def collective(self, fn, key, b: Boundary, name: str) -> None:
+    def collective(self, fn, key, b: GuardedCollective, name: str) -> None:
         kwargs = dict(round=self.round, live_rows=self.live)
         kwargs.update({d: self.value(d) for d in b.decisions})
         self.take(self.call(fn, (self.rt, key), kwargs, name), b.decisions)

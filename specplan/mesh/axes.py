@@ -1,15 +1,15 @@
 """Group families from named axes: one reading of the ranks as an ordered list of axes.
 
-A `Layout` lists (axis, size) slowest first, so the last axis varies fastest (row-major, as
+An `AxisLayout` lists (axis, size) slowest first, so the last axis varies fastest (row-major, as
 torch DeviceMesh; Megatron's order strings run the other way). An axis' stride is the
 product of the sizes after it. `family(name, group, over)` makes the family whose groups
 run along the `group` axes (members in that order) and are enumerated along the `over`
 axes (default: the other axes, in layout order); every axis is named exactly once. An entry
 may be a tuple of axes adjacent in the layout: they act as one axis (the product of their
 sizes, the stride of the fastest). An engine reads one block of ranks several ways (SGLang's
-TP block as attention and as MoE), each its own Layout over the same world.
+TP block as attention and as MoE), each its own AxisLayout over the same world.
 
-Worked example, 8 ranks: sglang tp=4, pp=2, Layout(("pp", 2), ("tp", 4)), strides pp 4, tp 1:
+Worked example, 8 ranks: sglang tp=4, pp=2, AxisLayout(("pp", 2), ("tp", 4)), strides pp 4, tp 1:
     family("tp", group=("tp",))  shape (2, 4) strides (4, 1): [0,1,2,3] [4,5,6,7]
     family("pp", group=("pp",))  shape (4, 2) strides (1, 4): [0,4] [1,5] [2,6] [3,7]
     coords("pp") = [0, 0, 0, 0, 1, 1, 1, 1]
@@ -22,7 +22,7 @@ from specplan.mesh.family import Family
 Entry = str | tuple[str, ...]
 
 
-class Layout:
+class AxisLayout:
     """Named axes over ranks 0 .. world-1, slowest first."""
 
     def __init__(self, *axes: tuple[str, int]) -> None:

@@ -124,7 +124,7 @@ def converge_label(node: Node, plan: Plan) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Converged:
+class ConvergeLabel:
     """What a converge node's label shows: its group, source, total bytes and whether it runs."""
 
     family: str
@@ -135,18 +135,18 @@ class Converged:
     converge: bool = True
 
 
-def converge_site(node: Node, plan: Plan) -> Converged | None:
+def converge_site(node: Node, plan: Plan) -> ConvergeLabel | None:
     """The plan's site (or relay site) a converge node stands for, with its total bytes."""
     for s in plan.sites:
         if s.name == node.name and s.round == node.round:
-            return Converged(s.family, s.source_member, sum(d.bytes for d in s.decisions),
-                             s.kind, s.trivial, s.converge)
+            return ConvergeLabel(s.family, s.source_member, sum(d.bytes for d in s.decisions),
+                                 s.kind, s.trivial, s.converge)
     dp = plan.dp_agreement
     if dp and node.name == DP_AGREEMENT:
-        return Converged(dp.family, -1, dp.bytes, dp.op)
+        return ConvergeLabel(dp.family, -1, dp.bytes, dp.op)
     for r in plan.relays:
         if f"relay_{r.site}" == node.name and r.round == node.round:
-            return Converged(r.family, r.source_member, r.bytes)
+            return ConvergeLabel(r.family, r.source_member, r.bytes)
     return None
 
 

@@ -21,7 +21,7 @@ HEADER_FIELDS = ("boundary", "live_rows", "round", "fingerprint", "batch")
 
 
 @dataclass(frozen=True)
-class Boundary:
+class GuardedCollective:
     """One guarded collective as the runtime runs it: a fused converge or a pp relay."""
 
     id: int
@@ -51,9 +51,9 @@ def fingerprint_int64(hexdigest: str) -> int:
 
 
 def _collective(id_: int, round_: str, family: str, op: str, source_member: int,
-                sites: tuple[str, ...], layout: Layout, buffer_bytes: int) -> Boundary:
-    return Boundary(id_, round_, family, op, source_member, sites, layout.fields,
-                    layout.header_bytes, buffer_bytes, layout.header)
+                sites: tuple[str, ...], layout: Layout, buffer_bytes: int) -> GuardedCollective:
+    return GuardedCollective(id_, round_, family, op, source_member, sites, layout.fields,
+                             layout.header_bytes, buffer_bytes, layout.header)
 
 
 class PlanView:
@@ -128,7 +128,7 @@ class PlanView:
             sizes[b.family] = max(sizes.get(b.family, 0), b.buffer_bytes)
         return sizes
 
-    def boundary_of(self, target) -> Boundary:
+    def boundary_of(self, target) -> GuardedCollective:
         """A boundary by id, or by the name of a site it carries."""
         if isinstance(target, int):
             return self.boundaries[target]
@@ -139,7 +139,7 @@ class PlanView:
             raise KeyError(f"site {target!r} has no converge boundary")
         return self.boundaries[site.boundary]
 
-    def relay_of(self, site: str) -> Boundary | None:
+    def relay_of(self, site: str) -> GuardedCollective | None:
         return next((r for r in self.relays if r.sites == (site,)), None)
 
     def live_shape(self, f: Field, live_rows: int) -> tuple[int, ...]:

@@ -30,7 +30,7 @@ import torch
 
 from specplan.runtime.errors import DesyncError
 from specplan.runtime.kernels.guard_check import guard_check, guard_write
-from specplan.runtime.plan_view import HEADER_FIELDS, Boundary, RELAY_ID_BASE
+from specplan.runtime.plan_view import HEADER_FIELDS, RELAY_ID_BASE, GuardedCollective
 
 HEADER_BYTES = 32
 # What `_FORMAT` writes, as plan.json states a header: Runtime refuses a plan laid out otherwise.
@@ -83,7 +83,7 @@ def describe(header: tuple[int, ...], names: dict[int, str]) -> str:
             f"batch {parts['batch'] & (2**64 - 1):016x}")
 
 
-def check_header(got, expected, b: Boundary, *, rank: int, source: int, names: dict[int, str],
+def check_header(got, expected, b: GuardedCollective, *, rank: int, source: int, names: dict[int, str],
                  when: str = "") -> None:
     if tuple(got) == tuple(expected):
         return

@@ -9,18 +9,18 @@ from specplan.plan import ABSENT
 from specplan.runtime.errors import WireMismatch
 from specplan.runtime.guard import HEADER_BYTES, HEADER_SLOTS, DeviceGuard, GuardHeader
 from specplan.runtime.kernels import FusedLayout
-from specplan.runtime.plan_view import Boundary
+from specplan.runtime.plan_view import GuardedCollective
 
 DTYPES = {"bool": torch.bool, "int32": torch.int32, "int64": torch.int64, "float32": torch.float32}
 
 
-class Prepared:
+class PreparedCollective:
     """What one boundary (or relay) needs per call, made once at bind."""
 
     __slots__ = ("rt", "b", "buf", "slot", "header", "group", "ranks", "source", "decisions",
                  "lanes", "_shapes", "runtime_width", "peer_runtime_width")
 
-    def __init__(self, rt, b: Boundary):
+    def __init__(self, rt, b: GuardedCollective):
         self.rt, self.b = rt, b
         # The plan states what each collective sends: a guarded one the family's whole buffer
         # (one size per group), a MIN reduction its own values only.
@@ -98,7 +98,7 @@ class Prepared:
                 for f, dtype, shape in zip(self.b.fields, lane.dtypes, lane.shapes)]
 
 
-def _runtime_width(rt, b: Boundary, stage: int) -> bool:
+def _runtime_width(rt, b: GuardedCollective, stage: int) -> bool:
     """Whether the program of pipeline `stage` sends `b` at a width known only at run time."""
     program = rt.plan.plan.rank_class(stage).program
     return any(op.bytes is None and (op.boundary == b.id or

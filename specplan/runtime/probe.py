@@ -19,10 +19,10 @@ import torch.distributed as dist
 
 from specplan.runtime.errors import ProbeMismatch
 from specplan.runtime.hashing import hash64, preview
-from specplan.runtime.plan_view import Boundary
+from specplan.runtime.plan_view import GuardedCollective
 
 ABSENT = 0  # a decision this rank does not hold this round
-_PROBE = Boundary(-2, "-", "replica", "probe", 0, ("the agreement probe",), (), 0, 0)
+_PROBE = GuardedCollective(-2, "-", "replica", "probe", 0, ("the agreement probe",), (), 0, 0)
 
 
 class ProbeState:

@@ -32,8 +32,8 @@ from specplan.runtime.errors import CollectiveTimeout
 from specplan.runtime.guard import (BATCH_WORD, HEADER_WORDS, DeviceFlag, batch_only, check_header,
                                     header_slot, read_header, words_header)
 from specplan.runtime.identity import Identity
-from specplan.runtime.plan_view import Boundary, PlanView
-from specplan.runtime.prepared import DTYPES, Prepared, accept_sites
+from specplan.runtime.plan_view import GuardedCollective, PlanView
+from specplan.runtime.prepared import DTYPES, PreparedCollective, accept_sites
 from specplan.runtime.probe import ProbeState, run_probe
 from specplan.runtime.tracing import TraceWriter
 
@@ -62,7 +62,7 @@ class Runtime:
         self.names = {b.id: b.label for b in plan.boundaries + plan.relays}
         # Layouts are fixed by the plan: checked once here (at capacity), so the hot path is
         # a few copies into views made once per boundary and live-rows count.
-        self._prep = {b.id: Prepared(self, b) for b in plan.boundaries + plan.relays}
+        self._prep = {b.id: PreparedCollective(self, b) for b in plan.boundaries + plan.relays}
         self._probe = ProbeState(self)
         self.last_round = -1  # the latest round a converge ran, for errors at close
         # Batch identity (runtime.batch_identity, or bind's override): the header's batch word.
@@ -77,7 +77,7 @@ class Runtime:
         fam = self.plan.families.get("replica")
         return fam.locate(self.rank)[0] if fam else 0
 
-    def wire_bytes(self, b: Boundary) -> int:
+    def wire_bytes(self, b: GuardedCollective) -> int:
         """The bytes one call of a boundary or relay sends (the buffer it was bound with)."""
         return self._prep[b.id].buf.numel()
 
@@ -120,7 +120,7 @@ class Runtime:
             return self._ring(r, values, round, live_rows, requests)
         return self._collective(r, values, round, live_rows, requests)
 
-    def _collective(self, b: Boundary, values, round_: int, live_rows: int, requests=None) -> dict:
+    def _collective(self, b: GuardedCollective, values, round_: int, live_rows: int, requests=None) -> dict:
         p = self._prep[b.id]
         if b.op == "all_reduce_min":
             return self._min(p, values, round_)
@@ -143,7 +143,7 @@ class Runtime:
             self._desync(p, p.source, round_)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
 
-    def _ring(self, r: Boundary, values, round_: int, live_rows: int, requests=None) -> dict:
+    def _ring(self, r: GuardedCollective, values, round_: int, live_rows: int, requests=None) -> dict:
         """Stage to stage: the last stage sends to 0, stage s forwards to s + 1 (SGLang's relay)."""
         p = self._prep[r.id]
         ranks, buf = p.ranks, p.buf
@@ -197,21 +197,21 @@ class Runtime:
             self._desync(p, p.ranks[me - 1], round)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
 
-    def _relay(self, site: str) -> Boundary:
+    def _relay(self, site: str) -> GuardedCollective:
         r = self.plan.relay_of(site)
         if r is None:
             raise KeyError(f"plan {self.plan.name!r} relays no site {site!r} "
                            f"(its relays: {sorted(b.label for b in self.plan.relays)})")
         return r
 
-    def _stamp(self, p: Prepared, round_: int, live_rows: int, requests):
+    def _stamp(self, p: PreparedCollective, round_: int, live_rows: int, requests):
         """The call's expected header (live rows, round, batch digest); its layout."""
         lane = p.lanes.get(live_rows) or p.lane(live_rows)
         p.header.set(live_rows, round_)
         self.identity.stamp(p, requests, round_, live_rows)
         return lane
 
-    def _min(self, p: Prepared, values, round_: int) -> dict:
+    def _min(self, p: PreparedCollective, values, round_: int) -> dict:
         """A MIN reduction over host values (free memory): no header, one dtype per boundary."""
         b = p.b
         dtypes = {f.dtype for f in b.fields}
@@ -224,24 +224,24 @@ class Runtime:
         self._hot_wait(work, b, round_)
         return dict(zip(p.decisions, lane.unpack(copy=True)))
 
-    def _desync(self, p: Prepared, source: int, round_: int) -> None:
+    def _desync(self, p: PreparedCollective, source: int, round_: int) -> None:
         got, expected = read_header(p.buf), p.header.expected()
         if batch_only(got, expected):  # the same call over different rows: name them
             self.identity.mismatch(p.b, round_, p.source, expected[BATCH_WORD + 1], got[BATCH_WORD + 1])
         check_header(got, expected, p.b, rank=self.rank, source=source, names=self.names)
 
-    def _what(self, b: Boundary, round_: int) -> str:
+    def _what(self, b: GuardedCollective, round_: int) -> str:
         what = (f"collective for site {b.label} (boundary {b.id}, {b.op}) at round {round_}"
                 if b.id >= 0 else f"{b.label} at round {round_}")
         return f"{what} on group {b.family} {self.ranks[b.family]}"
 
-    def _wait(self, work, b: Boundary, round_: int) -> None:
+    def _wait(self, work, b: GuardedCollective, round_: int) -> None:
         try:
             wait_for(work, what=self._what(b, round_), timeout_s=self.plan.timeout_s, rank=self.rank)
         except CollectiveTimeout as exc:  # a peer may have left on a BatchMismatch: say so
             raise CollectiveTimeout(f"{exc}{self.identity.reported()}") from exc
 
-    def _hot_wait(self, work, b: Boundary, round_: int) -> None:
+    def _hot_wait(self, work, b: GuardedCollective, round_: int) -> None:
         """A converge's wait. Device path: no host timer (NCCL's wait with a timeout polls from
         the host); `wait()` orders the current stream after the collective and the backend's
         own timeout (NCCL watchdog, gloo's) ends a stalled one."""
@@ -328,7 +328,7 @@ class Runtime:
 
     def barrier(self) -> None:
         """A world-wide meeting point with the plan's timeout (a dead rank raises here)."""
-        world = Boundary(-1, "-", "world", "barrier", 0, ("the world barrier",), (), 0, 0)
+        world = GuardedCollective(-1, "-", "world", "barrier", 0, ("the world barrier",), (), 0, 0)
         self.ranks.setdefault("world", list(range(self.world_size)))
         self._wait(dist.barrier(async_op=True), world, self.last_round)
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 from specplan.errors import Diagnostic
 from specplan.methods import get_method
 from specplan.schema.model import TAP_METHODS, TREE_METHODS, Spec
-from specplan.schema.yaml_source import Source
+from specplan.schema.yaml_source import YamlSource
 
 
-def cross_checks(spec: Spec, src: Source) -> list[Diagnostic]:
+def cross_checks(spec: Spec, src: YamlSource) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for check in (_engine, _partition, _speculative, _taps):
         out.extend(check(spec, src))
     return out
 
 
-def _engine(spec: Spec, src: Source) -> list[Diagnostic]:
+def _engine(spec: Spec, src: YamlSource) -> list[Diagnostic]:
     """The topologies the spec's engine refuses (its convention's rules, specplan/engines/); a
     release outside the engine's table is refused first, listing the supported ones."""
     from specplan.engines import of  # engines build on schema: imported at call time
@@ -33,7 +33,7 @@ def _engine(spec: Spec, src: Source) -> list[Diagnostic]:
     return [src.diag(v.path, v.message) for v in conv.violations(spec)]
 
 
-def _partition(spec: Spec, src: Source) -> list[Diagnostic]:
+def _partition(spec: Spec, src: YamlSource) -> list[Diagnostic]:
     m, pp = spec.model, spec.topology.pp
     at = ("model", "pp_partition")
     if m.pp_partition is None:
@@ -49,7 +49,7 @@ def _partition(spec: Spec, src: Source) -> list[Diagnostic]:
     return out
 
 
-def _speculative(spec: Spec, src: Source) -> list[Diagnostic]:
+def _speculative(spec: Spec, src: YamlSource) -> list[Diagnostic]:
     s = spec.speculative
     at = ("speculative",)
     if not get_method(s.method).speculates:
@@ -80,7 +80,7 @@ def _trie(spec: Spec) -> bool:
     return get_method(spec.speculative.method, spec.engine).trie
 
 
-def _trie_widths(spec: Spec, src: Source) -> list[Diagnostic]:
+def _trie_widths(spec: Spec, src: YamlSource) -> list[Diagnostic]:
     """A trie of num_draft_tokens nodes (methods/ngram.py): any width from 2 (a root and one
     draft) to MAX_DRAFT_TOKENS (the schema's), whatever num_steps and topk are, as the engine."""
     s, at = spec.speculative, ("speculative",)
@@ -93,7 +93,7 @@ def _trie_widths(spec: Spec, src: Source) -> list[Diagnostic]:
                      "num_draft_tokens (SGLang --speculative-num-draft-tokens, default 12)")]
 
 
-def _taps(spec: Spec, src: Source) -> list[Diagnostic]:
+def _taps(spec: Spec, src: YamlSource) -> list[Diagnostic]:
     s, layers = spec.speculative, spec.model.num_layers
     if s.method not in TAP_METHODS:
         return []

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from specplan.errors import Diagnostic
 from specplan.schema.model import MAX_RANKS, Spec
-from specplan.schema.yaml_source import Source
+from specplan.schema.yaml_source import YamlSource
 
 PATH_KEYS = (("model", "path"), ("speculative", "draft_path"), ("runtime", "trace_dir"))
 
 
-def limit_checks(spec: Spec, src: Source) -> list[Diagnostic]:
+def limit_checks(spec: Spec, src: YamlSource) -> list[Diagnostic]:
     return _world(spec, src) + _experts(spec, src) + _paths(spec, src)
 
 
-def _world(spec: Spec, src: Source) -> list[Diagnostic]:
+def _world(spec: Spec, src: YamlSource) -> list[Diagnostic]:
     from specplan.engines import convention  # the engines' package reads schema types
 
     engine = convention(spec.engine)
@@ -29,7 +29,7 @@ def _world(spec: Spec, src: Source) -> list[Diagnostic]:
                                     f"{MAX_RANKS:,} ranks; expected a smaller topology")]
 
 
-def _experts(spec: Spec, src: Source) -> list[Diagnostic]:
+def _experts(spec: Spec, src: YamlSource) -> list[Diagnostic]:
     moe = spec.model.moe
     if moe is None or moe.top_k <= moe.num_experts:
         return []
@@ -38,7 +38,7 @@ def _experts(spec: Spec, src: Source) -> list[Diagnostic]:
                                                 "expected top_k <= num_experts")]
 
 
-def _paths(spec: Spec, src: Source) -> list[Diagnostic]:
+def _paths(spec: Spec, src: YamlSource) -> list[Diagnostic]:
     out = []
     for section, key in PATH_KEYS:
         value = getattr(getattr(spec, section), key)

@@ -13,7 +13,7 @@ from specplan.errors import Diagnostic, SpecError
 from specplan.schema.checks import cross_checks
 from specplan.schema.limits import limit_checks
 from specplan.schema.model import Spec
-from specplan.schema.yaml_source import Source, dotted, kind_of, read_source
+from specplan.schema.yaml_source import YamlSource, dotted, kind_of, read_source
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -26,7 +26,7 @@ def load_spec_text(text: str, name: str) -> Spec:
     return spec_from_source(read_source(name, text=text))
 
 
-def spec_from_source(source: Source) -> Spec:
+def spec_from_source(source: YamlSource) -> Spec:
     """Type-check and cross-check a read document (one file, or a deployment's merge)."""
     try:
         spec = Spec.model_validate(source.data)
@@ -42,7 +42,7 @@ def spec_from_source(source: Source) -> Spec:
     return spec
 
 
-def _explained(diag: Diagnostic, source: Source) -> bool:
+def _explained(diag: Diagnostic, source: YamlSource) -> bool:
     """A schema error under a path the YAML reader already refused adds nothing."""
     return any(diag.path == dotted(p) or diag.path.startswith((dotted(p) + ".", dotted(p) + "["))
                for p in source.problem_paths if p)
@@ -56,7 +56,7 @@ def _dedupe(diags) -> list[Diagnostic]:
     return list(seen.values())
 
 
-def _translate(err: dict, source: Source) -> Diagnostic:
+def _translate(err: dict, source: YamlSource) -> Diagnostic:
     loc = tuple(p for p in err["loc"] if not _is_union_tag(p))
     kind, value = err["type"], err.get("input")
     if kind == "extra_forbidden":

@@ -30,7 +30,7 @@ MAX_DEPTH = 32  # mappings and lists inside each other; a spec needs 4
 
 
 @dataclass
-class Source:
+class YamlSource:
     """A parsed document: its plain value and the location of every path in it."""
 
     file: str
@@ -83,7 +83,7 @@ def _resolve(self, kind, value, implicit):
 _Loader.resolve = _resolve
 
 
-def read_source(path: str | Path, text: str | None = None) -> Source:
+def read_source(path: str | Path, text: str | None = None) -> YamlSource:
     """Parse `path` (or `text`, named `path`); raise SpecError for unreadable files and
     malformed YAML."""
     name = str(path)
@@ -100,7 +100,7 @@ def read_source(path: str | Path, text: str | None = None) -> Source:
     if root is None:
         raise SpecError([Diagnostic(name, None, None, "", "holds only comments and blank lines; "
                                                           "expected a YAML mapping")])
-    source = Source(name, None)
+    source = YamlSource(name, None)
     errors: list[Diagnostic] = []
     try:
         source.data = _build(root, (), source, errors)
@@ -171,7 +171,7 @@ class _Refused(Exception):
     """The document cannot be read into values at all (a cyclic or exploding alias)."""
 
 
-def _build(node: yaml.Node, path: PathKey, src: Source, errors: list[Diagnostic],
+def _build(node: yaml.Node, path: PathKey, src: YamlSource, errors: list[Diagnostic],
            active: frozenset = frozenset()) -> Any:
     src.value_at[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if len(src.value_at) > _MAX_NODES:
@@ -192,7 +192,7 @@ def _build(node: yaml.Node, path: PathKey, src: Source, errors: list[Diagnostic]
     return [_build(item, path + (i,), src, errors, active) for i, item in enumerate(node.value)]
 
 
-def _build_mapping(node: yaml.MappingNode, path: PathKey, src: Source, errors: list[Diagnostic],
+def _build_mapping(node: yaml.MappingNode, path: PathKey, src: YamlSource, errors: list[Diagnostic],
                    active: frozenset) -> dict:
     _check_tag(node, _STD + "map", path, src, errors)
     out: dict[Any, Any] = {}
@@ -223,7 +223,7 @@ def _build_mapping(node: yaml.MappingNode, path: PathKey, src: Source, errors: l
     return out
 
 
-def _check_tag(node: yaml.Node, plain: str, path: PathKey, src: Source, errors: list[Diagnostic]) -> bool:
+def _check_tag(node: yaml.Node, plain: str, path: PathKey, src: YamlSource, errors: list[Diagnostic]) -> bool:
     if node.tag in (plain, "!") or node.tag is None:
         return True
     tag = "!!" + node.tag[len(_STD):] if node.tag.startswith(_STD) else node.tag
@@ -233,7 +233,7 @@ def _check_tag(node: yaml.Node, plain: str, path: PathKey, src: Source, errors: 
     return False
 
 
-def _scalar(node: yaml.ScalarNode, path: PathKey, src: Source, errors: list[Diagnostic]) -> Any:
+def _scalar(node: yaml.ScalarNode, path: PathKey, src: YamlSource, errors: list[Diagnostic]) -> Any:
     value = node.value
     if node.tag in (_STD + "str", "!") or (node.tag == _PLAIN and node.style is not None):
         return value  # quoted, block or !!str-tagged scalars are strings

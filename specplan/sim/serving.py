@@ -134,7 +134,7 @@ class LocalLink:
 
 
 @dataclass
-class Outcome:
+class ServingOutcome:
     outputs: dict[int, list[int]]
     expected: dict[int, list[int]]
     error: str | None
@@ -328,7 +328,7 @@ class Serving:
         else:
             self._apply(entry, t)
 
-    def run(self) -> Outcome:
+    def run(self) -> ServingOutcome:
         error, at = None, None
         t = 0
         try:
@@ -340,9 +340,9 @@ class Serving:
         except BatchMismatch as exc:
             error, at = str(exc), t
         self.stats["wall_rounds"] = t
-        return Outcome({q: r.out for q, r in self.all.items()},
-                       {q: plain_decode(list(r.spec.prompt), r.spec.max_tokens)
-                        for q, r in self.all.items()}, error, at, self.stats)
+        return ServingOutcome({q: r.out for q, r in self.all.items()},
+                              {q: plain_decode(list(r.spec.prompt), r.spec.max_tokens)
+                               for q, r in self.all.items()}, error, at, self.stats)
 
 
 def make_requests(n: int, seed: int, chunk: int) -> list[RequestSpec]:

@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from specplan.methods import METHODS
-from specplan.sim.serving import Outcome, ServingConfig, plain_decode
+from specplan.sim.serving import ServingConfig, ServingOutcome, plain_decode
 
 GRACE_S = 15.0  # after a rank stopped on a mismatch, the others' time to finish theirs
 DEADLINE_S = 600.0
@@ -82,7 +82,7 @@ def launch(plan, cfg: ServingConfig, reqs, sim_dir: Path) -> tuple[dict[int, dic
     return results, notes
 
 
-def collect(cfg: ServingConfig, reqs, results: dict[int, dict]) -> tuple[Outcome, list[str]]:
+def collect(cfg: ServingConfig, reqs, results: dict[int, dict]) -> tuple[ServingOutcome, list[str]]:
     """The run's outcome: the last stage's tokens, stage 0's counts, and the first error (by
     rank) the runtime raised; or the lines naming ranks that failed otherwise."""
     expected = {r.id: plain_decode(list(r.prompt), r.max_tokens) for r in reqs}
@@ -93,21 +93,21 @@ def collect(cfg: ServingConfig, reqs, results: dict[int, dict]) -> tuple[Outcome
         at = r.get("error_round")
         where = (f" (raised by the runtime's guard on rank {k}, stage {r.get('pipeline_stage', k)}"
                  + (f", consuming the entry at round {at})" if at is not None else ")"))
-        return Outcome({}, expected, error + where, at, r.get("stats", _EMPTY)), []
+        return ServingOutcome({}, expected, error + where, at, r.get("stats", _EMPTY)), []
     missing = [k for k, r in results.items() if not r or r.get("error")]
     if missing:
-        return Outcome({}, expected, None, None, {}), [
+        return ServingOutcome({}, expected, None, None, {}), [
             f"rank {k} failed: {(results[k] or {}).get('error') or 'no result (killed)'}" for k in missing]
     last, first = results[cfg.pp - 1], results[0]
     outputs = {int(q): v for q, v in last["outputs"].items()}
-    return Outcome(outputs, expected, None, None, first["stats"]), []
+    return ServingOutcome(outputs, expected, None, None, first["stats"]), []
 
 
 _EMPTY = {"rounds": 0, "skipped_rounds": 0, "mixed_rounds": 0, "reuses": 0, "late_entries": 0,
           "dropped_rows": 0, "stale_draft_rows": 0}
 
 
-def report(cfg: ServingConfig, o: Outcome, requests: int) -> list[str]:
+def report(cfg: ServingConfig, o: ServingOutcome, requests: int) -> list[str]:
     s = o.stats
     head = (f"serving {requests} requests: pp {cfg.pp}, {cfg.max_batch} state rows, prompt chunks of "
             f"{cfg.chunk}, up to {cfg.max_drafts} drafts a round, broadcast discount {cfg.discount}, "

@@ -119,8 +119,9 @@ def _judge(view: PlanView, site: Site, holder: list, relay: Relay | None) -> lis
 def _f(view: PlanView, severity: str, site: Site, ranks, message: str, fix: str,
        line_keys: tuple[str, ...], decision: str | None = None) -> Finding:
     names = [d.name for d in site.decisions]
-    return Finding(severity, site.name, decision or ",".join(names), site.family,
-                   tuple(sorted(ranks)[:SHOW]), site.round, view.line(*line_keys), message, fix)
+    return Finding(severity=severity, site=site.name, decision=decision or ",".join(names), group=site.family,
+                   ranks=tuple(sorted(ranks)[:SHOW]), round=site.round, line=view.line(*line_keys),
+                   message=message, fix=fix)
 
 
 def _missing(view: PlanView, site: Site, ranks: list[int]) -> Finding:

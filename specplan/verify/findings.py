@@ -14,7 +14,7 @@ class Record:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)  # nine fields: every call names them
 class Finding(Record):
     severity: str  # ERROR: will desync, hang or corrupt; WARN: correct only if rank-local values agree
     site: str | None

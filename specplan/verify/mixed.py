@@ -174,8 +174,9 @@ def check_mixed(view: PlanView) -> list[Finding]:
     if result.counterexample is None:
         return []
     return [Finding(
-        "ERROR", None, "sampled_rows", "pp", (), "decode", view.line("pipeline.sample_discount"),
-        "the sampled-token broadcast to earlier stages leaves out a request that goes on "
+        severity="ERROR", site=None, decision="sampled_rows", group="pp", ranks=(), round="decode",
+        line=view.line("pipeline.sample_discount"),
+        message="the sampled-token broadcast to earlier stages leaves out a request that goes on "
         f"(pipeline.sample_discount: {rows.discount}): " + result.counterexample.describe(),
-        "subtract the bound (the most drafts a round verifies), at least any draft inflation "
+        fix="subtract the bound (the most drafts a round verifies), at least any draft inflation "
         "(pipeline.sample_discount: bound)")]

@@ -37,12 +37,12 @@ def _unfixed_bytes(view: PlanView) -> list[Finding]:
             for op in ops:
                 if op.bytes is None:  # null, not absent: a width known only at run time
                     out.append(Finding(
-                        "ERROR", op_site(op), None, op.family, (), rnd,
-                        view.line("pipeline.payload_width"),
-                        f"stage {cls.stage} sends {op_site(op) or op.op} at its actual width "
+                        severity="ERROR", site=op_site(op), decision=None, group=op.family, ranks=(),
+                        round=rnd, line=view.line("pipeline.payload_width"),
+                        message=f"stage {cls.stage} sends {op_site(op) or op.op} at its actual width "
                         f"while the receivers post a fixed width: the counts differ, the sender completes "
                         f"and the receivers wait until the watchdog fires",
-                        "pin the payload width (pipeline.payload_width: pinned)"))
+                        fix="pin the payload width (pipeline.payload_width: pinned)"))
     return out
 
 
@@ -79,8 +79,9 @@ def _what(collective) -> str:
 
 
 def _buffer(view: PlanView, rnd: str, family: str, message: str) -> Finding:
-    return Finding("ERROR", None, None, family, (), rnd, view.line("sync.policy"), message,
-                   "regenerate the plan: buffer sizes are fixed by the planner (pin_widths)")
+    return Finding(severity="ERROR", site=None, decision=None, group=family, ranks=(), round=rnd,
+                   line=view.line("sync.policy"), message=message,
+                   fix="regenerate the plan: buffer sizes are fixed by the planner (pin_widths)")
 
 
 def _dataflow(view: PlanView) -> list[Finding]:
@@ -96,10 +97,11 @@ def _dataflow(view: PlanView) -> list[Finding]:
                          or o.op == "forward" and o.compute == compute]
                 if later:
                     out.append(Finding(
-                        "ERROR", None, None, op.family, (), rnd, view.line("pipeline.relay"),
-                        f"stage {cls.stage} sends {what} before its {later[0].op} of "
+                        severity="ERROR", site=None, decision=None, group=op.family, ranks=(), round=rnd,
+                        line=view.line("pipeline.relay"),
+                        message=f"stage {cls.stage} sends {what} before its {later[0].op} of "
                         f"{later[0].what or later[0].compute}: the next stage computes on "
-                        f"a buffer that was never filled", "receive, compute, then send"))
+                        f"a buffer that was never filled", fix="receive, compute, then send"))
     return out
 
 
@@ -245,18 +247,19 @@ def _mismatch(view: PlanView, rnd: str, a: tuple, op: Op, b: tuple, other: Op) -
     idle = not a[1] or not b[1]
     fix = ("idle DP ranks must run every forward and collective as dummy passes (sync.idle_ranks: dummy)"
            if idle else "give every member of the group the same ops in the same order")
-    return Finding("ERROR", op_site(op), None, op.family, (), rnd,
-                   view.line("sync.idle_ranks") if idle else view.line("pipeline.relay"),
-                   f"members of one {op.family} group disagree: {_describe(a, op)} while "
-                   f"{_describe(b, other)}; the collective mismatches and hangs", fix)
+    return Finding(severity="ERROR", site=op_site(op), decision=None, group=op.family, ranks=(), round=rnd,
+                   line=view.line("sync.idle_ranks") if idle else view.line("pipeline.relay"),
+                   message=f"members of one {op.family} group disagree: {_describe(a, op)} while "
+                   f"{_describe(b, other)}; the collective mismatches and hangs", fix=fix)
 
 
 def _deadlock(view: PlanView, programs: Op, pos: Op) -> Finding:
     waiting = [_describe(c, programs[c][pos[c]][1]) for c in programs if pos[c] < len(programs[c])]
     rnd = next(programs[c][pos[c]][0] for c in programs if pos[c] < len(programs[c]))
-    return Finding("ERROR", None, None, None, (), rnd, view.line("pipeline.relay"),
-                   "deadlock: no collective can complete: " + "; ".join(waiting),
-                   "order the collectives the same way on every member of each group")
+    return Finding(severity="ERROR", site=None, decision=None, group=None, ranks=(), round=rnd,
+                   line=view.line("pipeline.relay"),
+                   message="deadlock: no collective can complete: " + "; ".join(waiting),
+                   fix="order the collectives the same way on every member of each group")
 
 
 def op_site(op: Op) -> str | None:

@@ -44,7 +44,8 @@ def _partition(view: PlanView, name: str) -> bool:
 
 
 def _err(view: PlanView, group: str, message: str, fix: str, line_key: str = "engine") -> Finding:
-    return Finding("ERROR", None, None, group, (), None, view.line(line_key), message, fix)
+    return Finding(severity="ERROR", site=None, decision=None, group=group, ranks=(), round=None,
+                   line=view.line(line_key), message=message, fix=fix)
 
 
 def _draft_layers(view: PlanView) -> list[Finding]:
@@ -60,11 +61,13 @@ def _draft_layers(view: PlanView) -> list[Finding]:
     if not clashes:
         return []
     lid, st = clashes[0]
-    return [Finding("ERROR", None, None, None, (), None, view.line("pipeline.draft_layer_ids"),
-                    f"draft-layer id {lid} collides with target layer {lid} of stage {st.pp_rank} "
+    return [Finding(severity="ERROR", site=None, decision=None, group=None, ranks=(), round=None,
+                    line=view.line("pipeline.draft_layer_ids"),
+                    message=f"draft-layer id {lid} collides with target layer {lid} of stage {st.pp_rank} "
                     f"[{st.start_layer}, {st.end_layer}): the drafter and the target share a KV and "
                     f"weight namespace, so one overwrites the other and peers route by the wrong name",
-                    "number draft layers after the target's total layers (pipeline.draft_layer_ids: global)")]
+                    fix="number draft layers after the target's total layers "
+                    "(pipeline.draft_layer_ids: global)")]
 
 
 def _taps(view: PlanView) -> list[Finding]:
@@ -74,23 +77,25 @@ def _taps(view: PlanView) -> list[Finding]:
         tap, producers = entry.tap, entry.producers
         if len(producers) != 1:
             what = "no stage" if not producers else "stages " + ", ".join(map(str, producers))
-            out.append(Finding("ERROR", None, f"tap {tap}", "pp", (), "decode",
-                               view.line("pipeline.tap_ids", "speculative.aux_layers"),
-                               f"tap {tap} is produced by {what}; exactly one stage must produce it",
-                               "number taps globally (pipeline.tap_ids: global)"))
+            out.append(Finding(severity="ERROR", site=None, decision=f"tap {tap}", group="pp", ranks=(),
+                               round="decode", line=view.line("pipeline.tap_ids", "speculative.aux_layers"),
+                               message=f"tap {tap} is produced by {what}; exactly one stage must produce it",
+                               fix="number taps globally (pipeline.tap_ids: global)"))
         elif _owner(pipe.stages, tap) != producers[0]:
             owner = _owner(pipe.stages, tap)
-            out.append(Finding("ERROR", None, f"tap {tap}", "pp", (), "decode",
-                               view.line("pipeline.tap_ids", "speculative.aux_layers"),
-                               f"tap {tap} is produced on stage {producers[0]}, but the residual entering "
-                               f"layer {tap} is on stage {owner}: the drafter reads another layer's "
-                               f"hidden state", "number taps globally (pipeline.tap_ids: global)"))
+            out.append(Finding(severity="ERROR", site=None, decision=f"tap {tap}", group="pp", ranks=(),
+                               round="decode", line=view.line("pipeline.tap_ids", "speculative.aux_layers"),
+                               message=f"tap {tap} is produced on stage {producers[0]}, but the residual "
+                               f"entering layer {tap} is on stage {owner}: the drafter reads another layer's "
+                               f"hidden state", fix="number taps globally (pipeline.tap_ids: global)"))
         elif pipe.aux_routing == "dropped" and producers[0] != view.last:
-            out.append(Finding("ERROR", None, f"tap {tap}", "pp", (), "decode",
-                               view.line("pipeline.aux_routing", "speculative.aux_layers"),
-                               f"tap {tap} is produced on stage {producers[0]} but nothing carries it to "
-                               f"the drafter on stage {view.last}: the drafter reads fewer taps than it "
-                               f"was trained on", "route taps to the last stage (pipeline.aux_routing: chain)"))
+            out.append(Finding(severity="ERROR", site=None, decision=f"tap {tap}", group="pp", ranks=(),
+                               round="decode",
+                               line=view.line("pipeline.aux_routing", "speculative.aux_layers"),
+                               message=f"tap {tap} is produced on stage {producers[0]} but nothing carries it "
+                               f"to the drafter on stage {view.last}: the drafter reads fewer taps than it "
+                               f"was trained on",
+                               fix="route taps to the last stage (pipeline.aux_routing: chain)"))
     return out
 
 
@@ -102,9 +107,11 @@ def _widths(view: PlanView) -> list[Finding]:
     relay = view.plan.pipeline.relay
     if relay.payload_width != "agreed" or not relay.sites:
         return []
-    return [Finding("INFO", r.site, None, "pp", (), r.round, view.line("pipeline.payload_width"),
-                    f"{r.site} relays at a width both ends derive from the same scheduler inputs "
-                    "(as vLLM 0.33): safe while those inputs agree", "pin the width to stay safe regardless")
+    return [Finding(severity="INFO", site=r.site, decision=None, group="pp", ranks=(), round=r.round,
+                    line=view.line("pipeline.payload_width"),
+                    message=f"{r.site} relays at a width both ends derive from the same scheduler inputs "
+                    "(as vLLM 0.33): safe while those inputs agree",
+                    fix="pin the width to stay safe regardless")
             for r in relay.sites]
 
 
@@ -112,7 +119,8 @@ def _dp(view: PlanView) -> list[Finding]:
     dp = view.plan.dp_agreement
     if not dp or dp.idle_ranks != "skip":
         return []
-    return [Finding("ERROR", None, None, dp.family, (), "decode", view.line("sync.idle_ranks"),
-                    f"an idle DP rank skips the forwards and collectives its peers run over {dp.family} "
-                    f"(MoE and MLP collectives span replicas): the busy ranks wait forever",
-                    "idle ranks run dummy passes (sync.idle_ranks: dummy)")]
+    return [Finding(severity="ERROR", site=None, decision=None, group=dp.family, ranks=(), round="decode",
+                    line=view.line("sync.idle_ranks"),
+                    message=f"an idle DP rank skips the forwards and collectives its peers run over "
+                    f"{dp.family} (MoE and MLP collectives span replicas): the busy ranks wait forever",
+                    fix="idle ranks run dummy passes (sync.idle_ranks: dummy)")]

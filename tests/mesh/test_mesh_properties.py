@@ -15,7 +15,7 @@ from specplan.engines import build_mesh
 from specplan.mesh import Mesh
 from specplan.schema.checks import cross_checks
 from specplan.schema.model import Spec
-from specplan.schema.yaml_source import Source
+from specplan.schema.yaml_source import YamlSource
 
 FAST = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MOE = {"num_experts": 64, "top_k": 2}
@@ -74,7 +74,7 @@ def _spec(engine: str, topo: dict, draw, moe: bool) -> dict:
 
 def mesh_of(data: dict) -> tuple[Spec, Mesh]:
     spec = Spec.model_validate(data)
-    assert cross_checks(spec, Source("<prop>", data)) == [], data
+    assert cross_checks(spec, YamlSource("<prop>", data)) == [], data
     return spec, build_mesh(spec)
 
 

@@ -24,7 +24,7 @@ from specplan.engines.sglang.launch import LAUNCH
 from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
-from specplan.mesh.axes import Layout
+from specplan.mesh.axes import AxisLayout
 from specplan.mesh.family import Family
 from specplan.methods import engine_names
 from specplan.methods.base import Method
@@ -70,10 +70,11 @@ class SGLang(Convention):
 
     def families(self, t: Topology, is_moe: bool) -> tuple[Family, ...]:
         d, tp = self.derived(t), t.tp
-        world = Layout(("pp", t.pp), ("tp", tp))
+        world = AxisLayout(("pp", t.pp), ("tp", tp))
         attn = _attention(t, d)
-        moe = Layout(("pp", t.pp), ("moe_dp", d["moe_dp"]), ("moe_ep", d["moe_ep"]), ("moe_tp", d["moe_tp"]))
-        chunks = Layout(("pp", t.pp), ("chunk", tp // t.dcp), ("dcp", t.dcp))
+        moe = AxisLayout(("pp", t.pp), ("moe_dp", d["moe_dp"]), ("moe_ep", d["moe_ep"]),
+                         ("moe_tp", d["moe_tp"]))
+        chunks = AxisLayout(("pp", t.pp), ("chunk", tp // t.dcp), ("dcp", t.dcp))
         tp_fam = world.family("tp", group=("tp",))
         attn_cp = attn.family("attn_cp", group=("attn_cp",), alias=_tp_alias(d["attn_cp"], tp))
         if attn_cp.group_size > d["moe_dp"]:
@@ -213,9 +214,9 @@ def _tap_rules(spec: Spec) -> list[Violation]:
                           f"range(start_layer, end_layer)); expected taps 0 .. {layers - 1}")]
 
 
-def _attention(t: Topology, d: dict[str, int]) -> Layout:
-    return Layout(("pp", t.pp), ("attn_dp", d["attn_dp"]), ("attn_cp", d["attn_cp"]),
-                  ("attn_tp", d["attn_tp"]))
+def _attention(t: Topology, d: dict[str, int]) -> AxisLayout:
+    return AxisLayout(("pp", t.pp), ("attn_dp", d["attn_dp"]), ("attn_cp", d["attn_cp"]),
+                      ("attn_tp", d["attn_tp"]))
 
 
 def _tp_alias(width: int, tp: int) -> str | None:
@@ -326,5 +327,7 @@ def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
     # The generic sampler draws the first token with the same seed and generator on every
     # rank (reference/sglang.md §2.1): lockstep rng, a soft gap, unlike the accept coins.
     lockstep = frozenset(s.name for s in method.sites if s.name.endswith("_target"))
-    return Choices("engine", sites, group, "ring", True, "pinned", "global", "global", "dropped",
-                   "dummy", greedy, lockstep, tuple(notes), policy_modelled=written)
+    return Choices(behaviour="engine", engine_sites=sites, group=group, relay="ring", relay_drafts=True,
+                   payload_width="pinned", draft_layer_ids="global", tap_ids="global",
+                   aux_routing="dropped", idle_ranks="dummy", rng_is_float=greedy,
+                   lockstep_sites=lockstep, notes=tuple(notes), policy_modelled=written)

@@ -21,7 +21,7 @@ from specplan.engines.vllm.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, R
 from specplan.engines.vllm.launch import LAUNCH
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
-from specplan.mesh.axes import Layout
+from specplan.mesh.axes import AxisLayout
 from specplan.mesh.family import Family
 from specplan.methods import engine_names
 from specplan.methods.base import Method
@@ -61,7 +61,7 @@ class VLLM(Convention):
         return {"pcp": t.cp}
 
     def families(self, t: Topology, is_moe: bool) -> tuple[Family, ...]:
-        ranks = Layout(("dp", t.dp), ("pp", t.pp), ("pcp", t.cp), ("tp", t.tp))
+        ranks = AxisLayout(("dp", t.dp), ("pp", t.pp), ("pcp", t.cp), ("tp", t.tp))
         out = [
             ranks.family("tp", group=("tp",)),
             _dcp(t),
@@ -134,9 +134,11 @@ class VLLM(Convention):
         if method.name in STAGE_LOCAL_DRAFT_IDS:
             notes += (STAGE_LOCAL_DRAFT_NOTE,)
         draft_ids = "stage_local" if method.name in STAGE_LOCAL_DRAFT_IDS else "global"
-        return Choices("engine", sites, "tp", "column", True, "agreed", draft_ids, "global", "chain",
-                       "dummy", "counter-based RNG keyed by (seed, position) makes draws "
-                       "rank-deterministic", frozenset(), notes)
+        return Choices(behaviour="engine", engine_sites=sites, group="tp", relay="column",
+                       relay_drafts=True, payload_width="agreed", draft_layer_ids=draft_ids,
+                       tap_ids="global", aux_routing="chain", idle_ranks="dummy",
+                       rng_is_float="counter-based RNG keyed by (seed, position) makes draws "
+                       "rank-deterministic", lockstep_sites=frozenset(), notes=notes)
 
     def violations(self, spec: Spec) -> list[Violation]:
         t = spec.topology
@@ -180,13 +182,13 @@ def _dcp(t: Topology) -> Family:
     """Chunks of dcp consecutive ranks in (tp, pcp) order, pcp fastest once pcp > 1."""
     dp, pp, pcp, tp, dcp = t.dp, t.pp, t.cp, t.tp, t.dcp
     if pcp == 1:
-        chunks = Layout(("dp", dp), ("pp", pp), ("chunk", tp // dcp), ("dcp", dcp))
+        chunks = AxisLayout(("dp", dp), ("pp", pp), ("chunk", tp // dcp), ("dcp", dcp))
         return chunks.family("dcp", group=("dcp",), over=(("dp", "pp"), "chunk"))
     if pcp % dcp == 0:
-        chunks = Layout(("dp", dp), ("pp", pp), ("chunk", pcp // dcp), ("dcp", dcp), ("tp", tp))
+        chunks = AxisLayout(("dp", dp), ("pp", pp), ("chunk", pcp // dcp), ("dcp", dcp), ("tp", tp))
         return chunks.family("dcp", group=("dcp",), over=("dp", "pp", "tp", "chunk"))
     a = dcp // pcp  # tp ranks per chunk, each with all its pcp ranks
-    chunks = Layout(("dp", dp), ("pp", pp), ("pcp", pcp), ("chunk", tp // a), ("tp", a))
+    chunks = AxisLayout(("dp", dp), ("pp", pp), ("pcp", pcp), ("chunk", tp // a), ("tp", a))
     return chunks.family("dcp", group=("tp", "pcp"), over=("dp", "pp", "chunk"))
 
 
