@@ -170,8 +170,7 @@ class SpecTarget(PlanTarget):
     # simulate
     def simulate(self, sim: Simulation, console) -> int:
         from specplan.commands import sim_run
-        from specplan.sim.bounds import check_options
-        from specplan.sim.faults import refusal
+        from specplan.sim.bounds import check_options, refusal
         from specplan.sim.torchrun import simulate_rank, under_torchrun
         from specplan.verify import has_errors
 

@@ -1,7 +1,10 @@
-"""What a simulate run may hold: its options' bounds (the CLI's IntRanges) and the check of a
-run against them before anything starts."""
+"""What a simulate run may hold: its options' bounds (the CLI's IntRanges), the faults it can
+inject and the checks of a run against them before anything starts (torch-free: the parent of
+the ranks never imports torch)."""
 
 from __future__ import annotations
+
+from specplan.methods import METHODS
 
 # The options' bounds (the CLI's IntRanges): a sim runs a tiny float64 model on the CPU, so
 # what it holds is bounded by memory and time, not by the spec's limits.
@@ -32,3 +35,26 @@ def check_options(*, rounds: int, requests: int, width: int) -> None:
             f"--rounds {rounds} with --requests {requests}: the sim's KV cache would hold {rows} "
             f"rows per layer ({requests} requests x (16 + (rounds + 1) x (verify width {width} + 1))), "
             f"at most {SIM_MAX_KV_ROWS}; run fewer rounds or requests")
+
+
+DECISION_FAULTS = ("noise", "draft-noise", "verify-noise", "tap-order")
+# The methods verify-noise perturbs: a block verified against a plan or the target's predictions.
+VERIFY_PLANS = tuple(name for name, m in METHODS.items() if m.round == "block")
+
+
+def refusal(method: str, sampling: str, inject: str, pp: int, taps: bool) -> str | None:
+    """Why `inject` cannot apply to `method`, or None."""
+    m = METHODS[method]
+    if inject == "draft-noise" and not m.draft_model:
+        return f"--inject draft-noise perturbs a drafter's logits; method {method} has no drafter model"
+    if inject == "verify-noise" and method not in VERIFY_PLANS:
+        return (f"--inject verify-noise perturbs the verify plans of {' and '.join(VERIFY_PLANS)}; "
+                f"method {method} has none")
+    if inject == "tap-order" and (pp < 3 or not taps):
+        tapped = ", ".join(name for name, x in METHODS.items() if x.needs_taps)
+        return (f"--inject tap-order misroutes taps on a middle stage: it needs pp >= 3 (found "
+                f"{pp}) and a method with taps ({tapped}; found {method})")
+    if inject == "verify-noise" and not m.plans_verify and sampling == "sampling":
+        return (f"--inject verify-noise perturbs {method}'s greedy verify (target_predict); "
+                "speculative.sampling: sampling makes none (greedy or mixed do)")
+    return None

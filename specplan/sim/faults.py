@@ -19,31 +19,8 @@ import zlib
 
 import torch
 
-from specplan.methods import METHODS
 from specplan.sim.drafter import Head
 from specplan.sim.model import F64
-
-DECISION_FAULTS = ("noise", "draft-noise", "verify-noise", "tap-order")
-# The methods verify-noise perturbs: a block verified against a plan or the target's predictions.
-VERIFY_PLANS = tuple(name for name, m in METHODS.items() if m.round == "block")
-
-
-def refusal(method: str, sampling: str, inject: str, pp: int, taps: bool) -> str | None:
-    """Why `inject` cannot apply to `method`, or None."""
-    m = METHODS[method]
-    if inject == "draft-noise" and not m.draft_model:
-        return f"--inject draft-noise perturbs a drafter's logits; method {method} has no drafter model"
-    if inject == "verify-noise" and method not in VERIFY_PLANS:
-        return (f"--inject verify-noise perturbs the verify plans of {' and '.join(VERIFY_PLANS)}; "
-                f"method {method} has none")
-    if inject == "tap-order" and (pp < 3 or not taps):
-        tapped = ", ".join(name for name, x in METHODS.items() if x.needs_taps)
-        return (f"--inject tap-order misroutes taps on a middle stage: it needs pp >= 3 (found "
-                f"{pp}) and a method with taps ({tapped}; found {method})")
-    if inject == "verify-noise" and not m.plans_verify and sampling == "sampling":
-        return (f"--inject verify-noise perturbs {method}'s greedy verify (target_predict); "
-                "speculative.sampling: sampling makes none (greedy or mixed do)")
-    return None
 
 
 def _gen(kind: str, rank: int, round: int, call: int) -> torch.Generator:

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specplan.sim.faults import DECISION_FAULTS
+from specplan.sim.bounds import DECISION_FAULTS
 from specplan.sim.forkserver import Child, ForkServer
 from specplan.sim.setup import Prepared, foreign, prepare
 
@@ -97,8 +97,13 @@ def spawn(module: str, argv: list[str], env: dict, log: Path, group: int = 0) ->
     the terminal's process group (Ctrl-C reaches the parent only, which ends them all), in one
     group of its own with its peers (`group`: the first rank's pid, 0 for the first), dying with
     the fork server, which dies with the parent however it dies."""
-    server = ForkServer.shared(("torch", "triton"), path=[str(Path(__file__).resolve().parents[2])])
-    return server.spawn("specplan.sim.launch:_rank_main", (module, argv, env, str(log), group))
+    return rank_server().spawn("specplan.sim.launch:_rank_main", (module, argv, env, str(log), group))
+
+
+def rank_server() -> ForkServer:
+    """The fork server the ranks start from. Asking for it early lets it import torch and triton
+    (seconds) while the parent plans: `simulate` does so before it loads the spec."""
+    return ForkServer.shared(("torch", "triton"), path=[str(Path(__file__).resolve().parents[2])])
 
 
 def _rank_main(module: str, argv: list[str], env: dict, log: str, group: int) -> None:
@@ -173,8 +178,8 @@ def sim_folder(prefix: str, keep: bool = False):
             signal.signal(signal.SIGTERM, old)
         if not keep:
             shutil.rmtree(where, ignore_errors=True)
-        if reaper is not None:
-            reaper.stdin.close()
+        if reaper is not None:  # the folder is gone: its sleep before removing it is not needed
+            reaper.kill()
             reaper.wait()
 
 
@@ -220,6 +225,7 @@ def watch(procs, sim_dir: Path, rounds: int, on_round, deadline_s: float) -> lis
 def simulate(spec_path: str, opt: Options, on_round=lambda r: None) -> Outcome:
     from specplan.schema import load_spec
 
+    rank_server()
     spec = load_spec(spec_path)
     with sim_folder("specplan-sim-", opt.keep) as sim_dir:
         prep = prepare(spec, sim_dir, requests=opt.requests, max_layers=opt.max_layers, seed=opt.seed,

@@ -67,8 +67,7 @@ def simulate_rank(spec_path: str, spec, *, rounds: int, requests: int, seed: int
 
 def _rank(spec_path, spec, opt, rank, world, sim_dir, *, allow_errors, as_json, trace_dir,
           console, reports) -> int:
-    from specplan.sim.bounds import check_options
-    from specplan.sim.faults import refusal
+    from specplan.sim.bounds import check_options, refusal
     from specplan.sim.launch import write_config
     from specplan.sim.setup import prepare
 
