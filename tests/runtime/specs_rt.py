@@ -1,5 +1,7 @@
 """Small cpu specs the runtime tests compile on the fly (backend gloo)."""
 
+import pytest
+
 
 def _spec(name: str, engine: str, topology: str, speculative: str, *sections: str,
           moe: str = "", runtime: str = "") -> str:
@@ -20,6 +22,9 @@ TP4_DPATTN_EAGLE = _spec("rt-tp4-dpattn-eagle", "sglang",
 
 PP2_EAGLE3 = _spec("rt-pp2-eagle3", "vllm", "{tp: 1, pp: 2, device: cpu}", "{method: eagle3, num_steps: 3}")
 
+# The 8-rank cases of the multi-process tests (tp 4 x pp 2, ring relays) repeat what their 2- and
+# 4-rank cases show (converges, pp relays, groups): they run in the slow step (.ci/run's second).
+EIGHT_RANKS = pytest.mark.slow
 TP4_PP2_DSPARK_RING = _spec("rt-tp4-pp2-dspark", "sglang", "{tp: 4, pp: 2, device: cpu}",
                             "{method: dspark, num_steps: 3}", "sync: {policy: all}", "pipeline: {relay: ring}")
 

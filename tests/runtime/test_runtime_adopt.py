@@ -18,7 +18,8 @@ CASES = [  # (spec, world, families the engine hands over, families that must sh
     pytest.param(specs_rt.TP4_DPATTN_EAGLE, 4, "replica", {"attn_tp", "replica", "replica_stage"},
                  id="tp4-dpattn-replica"),
     pytest.param(specs_rt.TP4_PP2_DSPARK_RING, 8, "tp,pp",
-                 {"tp", "attn_tp", "moe_tp", "pp", "replica_stage"}, id="tp4-pp2"),
+                 {"tp", "attn_tp", "moe_tp", "pp", "replica_stage"}, id="tp4-pp2",
+                 marks=specs_rt.EIGHT_RANKS),
 ]
 
 

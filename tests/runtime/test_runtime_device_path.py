@@ -13,8 +13,10 @@ from tests.ranks import launch
 import specs_rt
 
 WORLDS = [pytest.param(specs_rt.TP2_DSPARK, 2, id="tp2-dspark"),
+          pytest.param(specs_rt.PP2_EAGLE3, 2, id="pp2-eagle3"),  # relays
           pytest.param(specs_rt.TP4_DPATTN_EAGLE, 4, id="tp4-dpattn-eagle"),
-          pytest.param(specs_rt.TP4_PP2_DSPARK_RING, 8, id="tp4-pp2-dspark-ring")]
+          pytest.param(specs_rt.TP4_PP2_DSPARK_RING, 8, id="tp4-pp2-dspark-ring",
+                       marks=specs_rt.EIGHT_RANKS)]
 
 
 @pytest.mark.parametrize("text, world", WORLDS)

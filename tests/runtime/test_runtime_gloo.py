@@ -17,7 +17,7 @@ ENGINES = [  # (spec, world): tp 2; tp 4 DP-attention dp 2 MoE; pp 2; tp 4 x pp 
     pytest.param(specs_rt.TP2_DSPARK, 2, id="tp2-dspark"),
     pytest.param(specs_rt.TP4_DPATTN_EAGLE, 4, id="tp4-dpattn-eagle"),
     pytest.param(specs_rt.PP2_EAGLE3, 2, id="pp2-eagle3"),
-    pytest.param(specs_rt.TP4_PP2_DSPARK_RING, 8, id="tp4-pp2-dspark-ring"),
+    pytest.param(specs_rt.TP4_PP2_DSPARK_RING, 8, id="tp4-pp2-dspark-ring", marks=specs_rt.EIGHT_RANKS),
 ]
 
 
