@@ -74,11 +74,11 @@ def test_layer_map_on_one_spec_is_bad_input(tmp_path):
     spec.write_text("name: one\nengine: sglang\ntopology: {tp: 1}\n"
                     "model: {num_layers: 4, hidden_size: 64, vocab_size: 512}\n"
                     "speculative: {method: eagle3, num_steps: 3}\n")
-    run = cli("simulate", str(spec), "--inject", "layer-map", process=True)
+    run = cli("simulate", str(spec), "--inject", "layer-map")
     assert run.returncode == 2, run.stderr
     assert run.stderr.startswith(f"{spec}: --inject layer-map breaks a deployment's KV handoff")
     dep = deployment_file(tmp_path, "tp1-to-tp2-dspark")
-    run = cli("simulate", str(dep), "--inject", "noise", process=True)
+    run = cli("simulate", str(dep), "--inject", "noise")
     assert run.returncode == 2 and "a deployment takes --inject layer-map" in run.stderr
 
 
@@ -89,7 +89,7 @@ def test_a_deployment_check_rejects_is_not_simulated(tmp_path):
                     "speculative: {method: eagle3, num_steps: 3}\n"
                     "instances:\n  prefill: {name: p, topology: {tp: 1, pp: 2}}\n"
                     "  decode: {name: d, topology: {tp: 1, pp: 3}}\n")
-    run = cli("simulate", str(path), process=True)
+    run = cli("simulate", str(path))
     assert run.returncode == 3
     assert "not simulated: `specplan check` predicts the failures above" in run.stdout
 

@@ -66,7 +66,7 @@ def test_the_cli_runs_pp2_eagle3_and_exits_0(tmp_path):
 def test_noise_under_policy_off_is_stopped_by_the_probe_with_exit_3(tmp_path):
     spec = tmp_path / "off.yaml"
     spec.write_text(spec_text("tp2", "eagle-chain", policy="off"))
-    done = cli("simulate", spec, "--rounds", "4", "--inject", "noise", process=True)
+    done = cli("simulate", spec, "--rounds", "4", "--inject", "noise")
     assert done.returncode == 3, done.stdout + done.stderr
     assert "agreement probe: decision" in done.stdout and "at round 0" in done.stdout
 

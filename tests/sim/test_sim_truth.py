@@ -26,7 +26,7 @@ runtime: {max_batch: 8}
 def test_noise_fails_the_sglang_cuda_greedy_eagle_engine_plan_naming_decision_round_ranks(tmp_path):
     spec = tmp_path / "engine.yaml"
     spec.write_text(SGLANG_EAGLE_CUDA_GREEDY)
-    done = cli("simulate", str(spec), "--rounds", "3", "--inject", "noise", process=True)
+    done = cli("simulate", str(spec), "--rounds", "3", "--inject", "noise")
     assert done.returncode == 3, done.stdout + done.stderr
     first, second = done.stdout.splitlines()[:2]
     assert "behaviour engine, policy sglang default" in first and "inject noise" in first
@@ -40,9 +40,9 @@ def test_noise_fails_the_sglang_cuda_greedy_eagle_engine_plan_naming_decision_ro
 
 def test_an_engine_spec_check_calls_clean_passes_under_noise():
     spec = ROOT / "specs/engine/llama-3.2-1b-eagle3-pp2-vllm-engine.yaml"
-    check = cli("check", spec, process=True)
+    check = cli("check", spec)
     assert check.returncode == 0 and "WARN" not in check.stdout, check.stdout
-    done = cli("simulate", str(spec), "--rounds", "3", "--inject", "noise", process=True)
+    done = cli("simulate", str(spec), "--rounds", "3", "--inject", "noise")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "behaviour engine, policy vllm default" in done.stdout.splitlines()[0]
     assert "PASS" in done.stdout
@@ -72,7 +72,7 @@ speculative: {method: dspark, num_steps: 3, sampling: greedy}
 
 def test_draft_noise_fails_an_unconverged_draft_naming_it(tmp_path):
     spec = _spec(tmp_path, EAGLE_TP2 + 'sync: {sites: {eagle_draft: "off"}}\n')
-    done = cli("simulate", spec, "--rounds", "3", "--inject", "draft-noise", process=True)
+    done = cli("simulate", spec, "--rounds", "3", "--inject", "draft-noise")
     assert done.returncode == 3, done.stdout + done.stderr
     out = " ".join(done.stdout.split())
     assert "ProbeMismatch: agreement probe: decision draft_tokens differs at round 1" in out
@@ -81,7 +81,7 @@ def test_draft_noise_fails_an_unconverged_draft_naming_it(tmp_path):
 def test_verify_noise_fails_sglangs_unconverged_dspark_verify_budget(tmp_path):
     # SGLang's SpecTpSync converges verify_lens (dspark_plan) but not the host verify budget.
     spec = _spec(tmp_path, DSPARK_TP2 + "behaviour: engine\n")
-    done = cli("simulate", spec, "--rounds", "3", "--inject", "verify-noise", process=True)
+    done = cli("simulate", spec, "--rounds", "3", "--inject", "verify-noise")
     assert done.returncode == 3, done.stdout + done.stderr
     assert "unconverged: dspark_plan_verify" in done.stdout
     assert "decision verify_budget differs at round 1" in " ".join(done.stdout.split())
@@ -93,7 +93,7 @@ DFLASH_TP2 = DSPARK_TP2.replace("dspark", "dflash")
 @pytest.mark.slow
 def test_verify_noise_fails_an_unconverged_dflash_verify_naming_it(tmp_path):
     spec = _spec(tmp_path, DFLASH_TP2 + 'sync: {sites: {dflash_accept_greedy: "off"}}\n')
-    done = cli("simulate", spec, "--rounds", "3", "--inject", "verify-noise", process=True)
+    done = cli("simulate", spec, "--rounds", "3", "--inject", "verify-noise")
     assert done.returncode == 3, done.stdout + done.stderr
     assert "decision target_predict differs at round 1" in " ".join(done.stdout.split())
 
@@ -102,13 +102,13 @@ def test_verify_noise_fails_an_unconverged_dflash_verify_naming_it(tmp_path):
 @pytest.mark.parametrize("text,inject", [(EAGLE_TP2, "draft-noise"), (DSPARK_TP2, "draft-noise"),
                                          (DSPARK_TP2, "verify-noise"), (DFLASH_TP2, "verify-noise")])
 def test_a_safe_spec_passes_every_decision_fault(tmp_path, text, inject):
-    done = cli("simulate", _spec(tmp_path, text), "--rounds", "3", "--inject", inject, process=True)
+    done = cli("simulate", _spec(tmp_path, text), "--rounds", "3", "--inject", inject)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS" in done.stdout and "token-identical" in done.stdout
 
 
 def test_verify_noise_needs_a_verify_plan(tmp_path):
-    done = cli("simulate", _spec(tmp_path, EAGLE_TP2), "--inject", "verify-noise", process=True)
+    done = cli("simulate", _spec(tmp_path, EAGLE_TP2), "--inject", "verify-noise")
     assert done.returncode == 2
     assert "--inject verify-noise perturbs the verify plans of dflash and dspark; method eagle has none" \
         in done.stderr
@@ -123,22 +123,22 @@ def test_taps_misrouted_on_a_middle_stage_lower_acceptance_silently(tmp_path):
     spec = _spec(tmp_path, spec_text("pp3", "eagle3"))
     runs = {}
     for run, extra in (("A", ()), ("B", ("--inject", "tap-order"))):
-        done = cli("simulate", spec, "--rounds", "8", "--trace-dir", str(tmp_path / run), "--json", *extra, process=True)
+        done = cli("simulate", spec, "--rounds", "8", "--trace-dir", str(tmp_path / run), "--json", *extra)
         assert done.returncode == 0, done.stdout + done.stderr  # the tokens stay valid
         runs[run] = report = json.loads(done.stdout)
         assert report["verdict"]["checked"] == 4 and report["trace_dir"] == str(tmp_path / run)
         assert set(report["acceptance"]["replicas"]) == {"0"}
         assert sorted(p.name for p in (tmp_path / run).iterdir()) == [f"rank{r}.jsonl" for r in range(3)]
     assert runs["B"]["acceptance"]["mean"] < runs["A"]["acceptance"]["mean"]
-    diff = cli("diff", "--acceptance", tmp_path / "A", tmp_path / "B", process=True)
+    diff = cli("diff", "--acceptance", tmp_path / "A", tmp_path / "B")
     assert diff.returncode == 3, diff.stdout + diff.stderr
     assert "acceptance drop: B falls short of A by" in diff.stdout
-    again = cli("simulate", spec, "--rounds", "1", "--trace-dir", str(tmp_path / "A"), process=True)
+    again = cli("simulate", spec, "--rounds", "1", "--trace-dir", str(tmp_path / "A"))
     assert again.returncode == 2 and "--trace-dir already holds traces (rank0.jsonl" in again.stderr
 
 
 def test_tap_order_needs_a_middle_stage(tmp_path):
     from specplan.sim.matrix import spec_text
 
-    done = cli("simulate", _spec(tmp_path, spec_text("pp2", "eagle3")), "--inject", "tap-order", process=True)
+    done = cli("simulate", _spec(tmp_path, spec_text("pp2", "eagle3")), "--inject", "tap-order")
     assert done.returncode == 2 and "it needs pp >= 3 (found 2)" in done.stderr
