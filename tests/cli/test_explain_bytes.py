@@ -82,7 +82,7 @@ def test_live_rows_are_the_typical_batch_share_of_the_buffers():
 
 
 def test_the_tables_name_max_batch_the_typical_batch_and_the_per_layer_column():
-    out = cli("explain", TEACHING, process=True, code=0).stdout
+    out = cli("explain", TEACHING, code=0).stdout
     assert "collectives and bytes per rank per round at max_batch=256" in out
     assert "sites (decode round unless noted; bytes per rank at max_batch=256)" in out
     rows = table_rows(out, "collectives and bytes per rank per round")
@@ -93,22 +93,22 @@ def test_the_tables_name_max_batch_the_typical_batch_and_the_per_layer_column():
 
 
 def test_sources_are_named_as_ranks():
-    out = cli("explain", TEACHING, process=True).stdout
+    out = cli("explain", TEACHING).stdout
     sites = {r[0]: r[3] for r in table_rows(out, "sites (")}
     # eight replicas (attn_tp pairs): member 0 of each is rank 0, 2, ..., 14
     assert sites["dspark_draft"] == "member 0 = ranks 0, 2, ..., 14"
-    out = cli("explain", "specs/kimi-k3-dspark-tp8-pp2.yaml", process=True).stdout
+    out = cli("explain", "specs/kimi-k3-dspark-tp8-pp2.yaml").stdout
     sites = {r[0]: r[3] for r in table_rows(out, "sites (")}
     # vllm tp8 x pp2: one replica of 16 ranks, sourced from the last stage's first rank
     assert sites["dspark_draft"] == "member 8 = rank 8"
 
 
 def test_one_rank_families_are_hidden_unless_asked_for():
-    out = cli("explain", EX4, process=True).stdout
+    out = cli("explain", EX4).stdout
     listed = [r[0] for r in table_rows(out, "group families")]
     assert listed == ["tp", "attn_cp", "attn_tp", "moe_dp", "moe_ep", "replica"]
     assert "families of one-rank groups, hidden: moe_tp, pp, dcp (--all-families shows them)" in out
-    out = cli("explain", EX4, "--all-families", process=True).stdout
+    out = cli("explain", EX4, "--all-families").stdout
     listed = [r[0] for r in table_rows(out, "group families")]
     assert listed == ["tp", "attn_cp", "attn_tp", "moe_dp", "moe_ep", "moe_tp", "pp", "dcp", "replica"]
     assert "hidden" not in out
@@ -117,10 +117,10 @@ def test_one_rank_families_are_hidden_unless_asked_for():
 def test_vllm_dp_groups_are_listed_in_rank_order_and_kept_in_creation_order_in_json():
     import json
 
-    out = cli("explain", VLLM_DP, process=True).stdout
+    out = cli("explain", VLLM_DP).stdout
     dp = next(r for r in table_rows(out, "group families") if r[0] == "dp")
     assert dp[3] == "[0,8] [1,9] [2,10] [3,11] [4,12] [5,13] [6,14] [7,15]"
-    data = json.loads(cli("explain", VLLM_DP, "--json", process=True).stdout)
+    data = json.loads(cli("explain", VLLM_DP, "--json").stdout)
     assert data["groups"]["dp"][:2] == [[0, 8], [4, 12]]  # vLLM creates them pp column by column
 
 
@@ -133,7 +133,7 @@ def test_the_readme_shows_what_explain_prints():
     blocks = re.findall(r"```console\n\$ specplan explain (\S+)( --rank \d+)?\n(.*?)```", readme, re.S)
     assert len(blocks) >= 2
     for spec, rank, body in blocks:
-        proc = cli("explain", spec, *(rank.split() if rank else ()), process=True)
+        proc = cli("explain", spec, *(rank.split() if rank else ()))
         assert proc.returncode == 0, proc.stderr
         printed = {line.rstrip() for line in proc.stdout.splitlines()}
         missing = [line for line in body.splitlines() if line != "..." and line not in printed]

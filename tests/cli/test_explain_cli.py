@@ -39,7 +39,7 @@ def test_text_tables_match_golden():
 
 
 def test_cli_prints_the_same_tables():
-    proc = cli("explain", EX4, process=True)
+    proc = cli("explain", EX4)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(rendered(EX4))
 
@@ -58,7 +58,7 @@ def test_rank_view_lists_every_group_of_the_rank():
 
 
 def test_rank_view_through_the_cli():
-    proc = cli("explain", EX4, "--rank", "4", process=True)
+    proc = cli("explain", EX4, "--rank", "4")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("rank 4 of 8")
     assert "replica 1 (source)" in proc.stdout
@@ -66,14 +66,14 @@ def test_rank_view_through_the_cli():
 
 def test_rank_out_of_range_is_a_user_error():
     for rank in ("8", "-1"):
-        proc = cli("explain", EX4, "--rank", rank, process=True)
+        proc = cli("explain", EX4, "--rank", rank)
         assert proc.returncode == 2
         assert proc.stderr == f"{EX4}: --rank {rank} is outside the world: expected 0 .. 7\n"
         assert proc.stdout == ""
 
 
 def test_json_is_one_object_with_the_stable_keys():
-    proc = cli("explain", "tests/golden/explain/vllm-tp4-pcp2-dcp2.yaml", "--json", process=True)
+    proc = cli("explain", "tests/golden/explain/vllm-tp4-pcp2-dcp2.yaml", "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     for key in ("world_size", "num_worlds", "engine", "widths", "groups", "ranks", "replicas", "stages"):

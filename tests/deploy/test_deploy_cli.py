@@ -19,7 +19,7 @@ ENTRY_KEYS = ["decode_rank", "prefill_dp_rank", "prefill_tp_ranks", "prefill_cp_
 
 
 def test_explain_json_instances_and_handoff():
-    run = cli("explain", KIMI, "--json", process=True)
+    run = cli("explain", KIMI, "--json")
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
     assert set(data["instances"]) == {"prefill", "decode"}
@@ -39,13 +39,13 @@ def test_explain_json_instances_and_handoff():
 def test_instance_object_is_the_single_spec_explain(tmp_path):
     """Each instance's object equals `explain SPEC --json` of that spec written alone (with its
     role, no peer: planned alone, as `specplan import` writes an instance)."""
-    data = json.loads(cli("explain", LLAMA_PREFILL, "--json", process=True).stdout)
+    data = json.loads(cli("explain", LLAMA_PREFILL, "--json").stdout)
     alone = tmp_path / "decode.yaml"
     text = (ROOT / LLAMA_DECODE).read_text().replace(
         "disaggregation: {role: decode, peer: llama-eagle-prefill-tp2-pp2.yaml, connector: mooncake}\n",
         "disaggregation: {role: decode}\n")
     alone.write_text(text)
-    single = json.loads(cli("explain", str(alone), "--json", process=True).stdout)
+    single = json.loads(cli("explain", str(alone), "--json").stdout)
     mine = data["instances"]["decode"]
     mine["round"].pop("fingerprint"), single["round"].pop("fingerprint")  # the spec's text differs
     assert mine == single
@@ -54,7 +54,7 @@ def test_instance_object_is_the_single_spec_explain(tmp_path):
 def test_each_instance_plans_its_role_s_rounds_only(tmp_path):
     """Prefill: the prefill round (target, and the drafter's prefill-time draft extend);
     decode: the decode rounds. The same spec without a role plans both."""
-    data = json.loads(cli("explain", LLAMA_PREFILL, "--json", process=True).stdout)
+    data = json.loads(cli("explain", LLAMA_PREFILL, "--json").stdout)
     rounds = {role: [(s["site"], s["round"]) for s in data["instances"][role]["round"]["sites"]]
               for role in ("prefill", "decode")}
     assert rounds == {"prefill": [("eagle_target", "prefill"), ("eagle_draft_extend", "prefill")],
@@ -63,20 +63,20 @@ def test_each_instance_plans_its_role_s_rounds_only(tmp_path):
     plain = tmp_path / "plain.yaml"
     plain.write_text("\n".join(line for line in (ROOT / LLAMA_DECODE).read_text().splitlines()
                                if not line.startswith("disaggregation:")) + "\n")
-    both = json.loads(cli("explain", str(plain), "--json", process=True).stdout)["round"]["sites"]
+    both = json.loads(cli("explain", str(plain), "--json").stdout)["round"]["sites"]
     assert [(s["site"], s["round"]) for s in both] == [("eagle_target", "prefill")] + rounds["decode"]
     classes = data["instances"]["decode"]["round"]["per_rank_class"]
     assert all(c["rounds"]["prefill"]["collectives"] == 0 for c in classes)
 
 
 def test_explain_table_groups_the_handoff():
-    out = cli("explain", LLAMA_DECODE, process=True, code=0).stdout
+    out = cli("explain", LLAMA_DECODE, code=0).stdout
     assert "KV handoff (decode ranks pulling the same slices, grouped)" in out
     assert "│ [0,2]        │ 0          │ [0]      │ [0]      │ [0,1]    │ [0,8) [8,16) [16,17) │ 0..3" in out
 
 
 def test_compile_writes_a_plan_per_instance_and_the_handoff(tmp_path):
-    run = cli("compile", LLAMA_PREFILL, "-o", str(tmp_path / "out"), process=True)
+    run = cli("compile", LLAMA_PREFILL, "-o", str(tmp_path / "out"))
     assert run.returncode == 0, run.stderr
     handoff = json.loads((tmp_path / "out" / "kv_handoff.json").read_text())
     assert len(handoff["kv_handoff"]) == 4 and handoff["connector"] == "mooncake"
@@ -89,7 +89,7 @@ def test_compile_writes_a_plan_per_instance_and_the_handoff(tmp_path):
 
 def test_an_instance_without_a_peer_is_planned_alone(tmp_path):
     case = ROOT / "tests/deploy/cases/error-pull-pp"
-    run = cli("compile", str(case / "decode.yaml"), "-o", str(tmp_path / "out"), process=True)
+    run = cli("compile", str(case / "decode.yaml"), "-o", str(tmp_path / "out"))
     assert run.returncode == 0, run.stderr
     assert json.loads((tmp_path / "out" / "plan.json").read_text())["name"] == "d"
 

@@ -36,7 +36,7 @@ def _run(tmp, name, lens, fingerprint=FA):
 def test_diff_refuses_traces_written_under_two_plans(tmp_path):
     _write(tmp_path / "rank0.jsonl", [_acc(0, 1, "q0", 3, FA)])
     _write(tmp_path / "rank1.jsonl", [_acc(1, 1, "q0", 3, FB)])
-    out = cli("diff", tmp_path, process=True)
+    out = cli("diff", tmp_path)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "traces of two plans" in out.stderr
     for name, fp in (("rank0.jsonl", FA), ("rank1.jsonl", FB)):  # both files, both plans named
@@ -47,30 +47,30 @@ def test_diff_refuses_traces_written_under_two_plans(tmp_path):
 def test_acceptance_drop_beyond_the_threshold_exits_3_printing_both_means(tmp_path):
     a = _run(tmp_path, "pp1", [[4, 3], [4, 1]])  # mean 3.0
     b = _run(tmp_path, "pp2", [[3, 3], [3, 2]], FB)  # mean 2.75: 8.33% short, another plan
-    out = cli("diff", "--acceptance", a, b, process=True)
+    out = cli("diff", "--acceptance", a, b)
     assert out.returncode == 3, out.stdout + out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == (f"A {a}: mean accepted length 3.0000 per request per round "
                         f"(4 request-rounds, 2 rounds, plan {FA[:16]})")
     assert lines[1].startswith(f"B {b}: mean accepted length 2.7500 per request per round")
     assert lines[2] == "acceptance drop: B falls short of A by 8.33% (threshold 5%)"
-    looser = cli("diff", "--acceptance", a, b, "--threshold", "10", process=True)
+    looser = cli("diff", "--acceptance", a, b, "--threshold", "10")
     assert looser.returncode == 0, looser.stdout + looser.stderr
     assert looser.stdout.splitlines()[2] == "acceptance holds: B is within 10% of A (-8.33%)"
-    reverse = cli("diff", "--acceptance", b, a, process=True)  # B above A never fails
+    reverse = cli("diff", "--acceptance", b, a)  # B above A never fails
     assert reverse.returncode == 0 and "(+9.09%)" in reverse.stdout
 
 
 def test_acceptance_refuses_bad_runs(tmp_path):
     a = _run(tmp_path, "a", [[3]])
-    out = cli("diff", "--acceptance", a, process=True)
+    out = cli("diff", "--acceptance", a)
     assert out.returncode == 2 and "takes two runs, RUN_A RUN_B (their trace dirs); given 1" in out.stderr
     _write(tmp_path / "empty" / "rank0.jsonl", [{**_acc(0, 1, "q", 1), "decision": "draft_tokens"}])
-    out = cli("diff", "--acceptance", a, tmp_path / "empty", process=True)
+    out = cli("diff", "--acceptance", a, tmp_path / "empty")
     assert out.returncode == 2 and out.stderr.startswith(f"{tmp_path / 'empty'}: no accepted-length records")
     _write(tmp_path / "mixed" / "rank0.jsonl", [_acc(0, 1, "q", 1, FA)])
     _write(tmp_path / "mixed" / "rank1.jsonl", [_acc(1, 1, "q", 1, FB)])
-    out = cli("diff", "--acceptance", a, tmp_path / "mixed", process=True)
+    out = cli("diff", "--acceptance", a, tmp_path / "mixed")
     assert out.returncode == 2 and "written under plan fingerprint" in out.stderr
 
 
@@ -93,10 +93,10 @@ def test_real_runs_trace_request_ids_acceptance_and_fingerprint(tmp_path):
     accepted = [r for r in recs[0] if r["decision"] == "accepted_len"]
     assert [r["request"] for r in accepted[:4]] == [f"rid-{i}-rt-tp2-dspark" for i in range(4)]
     assert [r["accepted"] for r in accepted[:4]] == [2, 3, 4, 1]  # round 1: (i + 1) % 4 drafts + bonus
-    same = cli("diff", tmp_path / "a", process=True)
+    same = cli("diff", tmp_path / "a")
     assert same.returncode == 0 and same.stdout.startswith("no divergence: 2 ranks")
-    drop = cli("diff", "--acceptance", tmp_path / "a", tmp_path / "b", process=True)
+    drop = cli("diff", "--acceptance", tmp_path / "a", tmp_path / "b")
     assert drop.returncode == 3, drop.stdout + drop.stderr
     assert "mean accepted length 2.5000" in drop.stdout and "mean accepted length 1.2500" in drop.stdout
-    two_plans = cli("diff", tmp_path / "a" / "rank0.jsonl", tmp_path / "c" / "rank1.jsonl", process=True)
+    two_plans = cli("diff", tmp_path / "a" / "rank0.jsonl", tmp_path / "c" / "rank1.jsonl")
     assert two_plans.returncode == 2 and fp[:16] in two_plans.stderr
