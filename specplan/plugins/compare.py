@@ -102,7 +102,7 @@ def _groups_text(groups: list[list[int]]) -> str:
 
 
 def _group_finding(view: PlanView, family: str, message: str, ranks: tuple[int, ...]) -> Finding:
-    return Finding(severity="ERROR", site=None, decision=None, group=family, ranks=ranks, round="startup",
+    return Finding(severity="ERROR", group=family, ranks=ranks, round="startup",
                    line=view.line("topology"), message=message,
                    fix="start the engine with the topology the plan was compiled for, or compile "
                    "the plan from the engine's topology")
@@ -118,7 +118,7 @@ def _settings(view: PlanView, engine_spec: dict) -> list[Finding]:
         theirs = engine_spec.get(key)
         if theirs is None or _same(theirs, plan[key]):
             continue
-        out.append(Finding(severity="ERROR", site=None, decision=key, group=None, ranks=(), round="startup",
+        out.append(Finding(severity="ERROR", decision=key, round="startup",
                            line=view.line(f"speculative.{key}"),
                            message=f"{key}: engine {_value(theirs)}, plan {_value(plan[key])}",
                            fix=f"set the engine's {key} to the plan's, or compile the plan from the "

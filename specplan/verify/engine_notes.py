@@ -10,7 +10,6 @@ def check_engine(engine: str, world_size: int, num_worlds: int) -> list[Finding]
     note = convention(engine).world_warning(world_size, num_worlds)
     if note is None:
         return []
-    return [Finding(severity="WARN", site=None, decision=None, group=None, ranks=(), round=None, line=None,
-                    message=note,
+    return [Finding(severity="WARN", message=note,
                     fix="set dp_attention for one world of tp ranks spanning nodes, or run "
                     "the replicas as separate servers")]

@@ -14,15 +14,15 @@ class Record:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
 
-@dataclass(frozen=True, kw_only=True)  # nine fields: every call names them
+@dataclass(frozen=True, kw_only=True)  # every call names what it knows; the rest is unknown
 class Finding(Record):
     severity: str  # ERROR: will desync, hang or corrupt; WARN: correct only if rank-local values agree
-    site: str | None
-    decision: str | None
-    group: str | None  # the family whose groups are involved
-    ranks: tuple[int, ...]  # example ranks involved (a few, not every rank of a large world)
-    round: str | None  # startup | prefill | decode
-    line: int | None  # the YAML line to look at
+    site: str | None = None
+    decision: str | None = None
+    group: str | None = None  # the family whose groups are involved
+    ranks: tuple[int, ...] = ()  # example ranks involved (a few, not every rank of a large world)
+    round: str | None = None  # startup | prefill | decode
+    line: int | None = None  # the YAML line to look at
     message: str
     fix: str
 

@@ -174,7 +174,7 @@ def check_mixed(view: PlanView) -> list[Finding]:
     if result.counterexample is None:
         return []
     return [Finding(
-        severity="ERROR", site=None, decision="sampled_rows", group="pp", ranks=(), round="decode",
+        severity="ERROR", decision="sampled_rows", group="pp", round="decode",
         line=view.line("pipeline.sample_discount"),
         message="the sampled-token broadcast to earlier stages leaves out a request that goes on "
         f"(pipeline.sample_discount: {rows.discount}): " + result.counterexample.describe(),

@@ -37,8 +37,8 @@ def _unfixed_bytes(view: PlanView) -> list[Finding]:
             for op in ops:
                 if op.bytes is None:  # null, not absent: a width known only at run time
                     out.append(Finding(
-                        severity="ERROR", site=op_site(op), decision=None, group=op.family, ranks=(),
-                        round=rnd, line=view.line("pipeline.payload_width"),
+                        severity="ERROR", site=op_site(op), group=op.family, round=rnd,
+                        line=view.line("pipeline.payload_width"),
                         message=f"stage {cls.stage} sends {op_site(op) or op.op} at its actual width "
                         f"while the receivers post a fixed width: the counts differ, the sender completes "
                         f"and the receivers wait until the watchdog fires",
@@ -79,7 +79,7 @@ def _what(collective) -> str:
 
 
 def _buffer(view: PlanView, rnd: str, family: str, message: str) -> Finding:
-    return Finding(severity="ERROR", site=None, decision=None, group=family, ranks=(), round=rnd,
+    return Finding(severity="ERROR", group=family, round=rnd,
                    line=view.line("sync.policy"), message=message,
                    fix="regenerate the plan: buffer sizes are fixed by the planner (pin_widths)")
 
@@ -97,7 +97,7 @@ def _dataflow(view: PlanView) -> list[Finding]:
                          or o.op == "forward" and o.compute == compute]
                 if later:
                     out.append(Finding(
-                        severity="ERROR", site=None, decision=None, group=op.family, ranks=(), round=rnd,
+                        severity="ERROR", group=op.family, round=rnd,
                         line=view.line("pipeline.relay"),
                         message=f"stage {cls.stage} sends {what} before its {later[0].op} of "
                         f"{later[0].what or later[0].compute}: the next stage computes on "
@@ -247,7 +247,7 @@ def _mismatch(view: PlanView, rnd: str, a: tuple, op: Op, b: tuple, other: Op) -
     idle = not a[1] or not b[1]
     fix = ("idle DP ranks must run every forward and collective as dummy passes (sync.idle_ranks: dummy)"
            if idle else "give every member of the group the same ops in the same order")
-    return Finding(severity="ERROR", site=op_site(op), decision=None, group=op.family, ranks=(), round=rnd,
+    return Finding(severity="ERROR", site=op_site(op), group=op.family, round=rnd,
                    line=view.line("sync.idle_ranks") if idle else view.line("pipeline.relay"),
                    message=f"members of one {op.family} group disagree: {_describe(a, op)} while "
                    f"{_describe(b, other)}; the collective mismatches and hangs", fix=fix)
@@ -256,7 +256,7 @@ def _mismatch(view: PlanView, rnd: str, a: tuple, op: Op, b: tuple, other: Op) -
 def _deadlock(view: PlanView, programs: Op, pos: Op) -> Finding:
     waiting = [_describe(c, programs[c][pos[c]][1]) for c in programs if pos[c] < len(programs[c])]
     rnd = next(programs[c][pos[c]][0] for c in programs if pos[c] < len(programs[c]))
-    return Finding(severity="ERROR", site=None, decision=None, group=None, ranks=(), round=rnd,
+    return Finding(severity="ERROR", round=rnd,
                    line=view.line("pipeline.relay"),
                    message="deadlock: no collective can complete: " + "; ".join(waiting),
                    fix="order the collectives the same way on every member of each group")

@@ -44,8 +44,7 @@ def _partition(view: PlanView, name: str) -> bool:
 
 
 def _err(view: PlanView, group: str, message: str, fix: str, line_key: str = "engine") -> Finding:
-    return Finding(severity="ERROR", site=None, decision=None, group=group, ranks=(), round=None,
-                   line=view.line(line_key), message=message, fix=fix)
+    return Finding(severity="ERROR", group=group, line=view.line(line_key), message=message, fix=fix)
 
 
 def _draft_layers(view: PlanView) -> list[Finding]:
@@ -61,8 +60,7 @@ def _draft_layers(view: PlanView) -> list[Finding]:
     if not clashes:
         return []
     lid, st = clashes[0]
-    return [Finding(severity="ERROR", site=None, decision=None, group=None, ranks=(), round=None,
-                    line=view.line("pipeline.draft_layer_ids"),
+    return [Finding(severity="ERROR", line=view.line("pipeline.draft_layer_ids"),
                     message=f"draft-layer id {lid} collides with target layer {lid} of stage {st.pp_rank} "
                     f"[{st.start_layer}, {st.end_layer}): the drafter and the target share a KV and "
                     f"weight namespace, so one overwrites the other and peers route by the wrong name",
@@ -77,20 +75,19 @@ def _taps(view: PlanView) -> list[Finding]:
         tap, producers = entry.tap, entry.producers
         if len(producers) != 1:
             what = "no stage" if not producers else "stages " + ", ".join(map(str, producers))
-            out.append(Finding(severity="ERROR", site=None, decision=f"tap {tap}", group="pp", ranks=(),
-                               round="decode", line=view.line("pipeline.tap_ids", "speculative.aux_layers"),
+            out.append(Finding(severity="ERROR", decision=f"tap {tap}", group="pp", round="decode",
+                               line=view.line("pipeline.tap_ids", "speculative.aux_layers"),
                                message=f"tap {tap} is produced by {what}; exactly one stage must produce it",
                                fix="number taps globally (pipeline.tap_ids: global)"))
         elif _owner(pipe.stages, tap) != producers[0]:
             owner = _owner(pipe.stages, tap)
-            out.append(Finding(severity="ERROR", site=None, decision=f"tap {tap}", group="pp", ranks=(),
-                               round="decode", line=view.line("pipeline.tap_ids", "speculative.aux_layers"),
+            out.append(Finding(severity="ERROR", decision=f"tap {tap}", group="pp", round="decode",
+                               line=view.line("pipeline.tap_ids", "speculative.aux_layers"),
                                message=f"tap {tap} is produced on stage {producers[0]}, but the residual "
                                f"entering layer {tap} is on stage {owner}: the drafter reads another layer's "
                                f"hidden state", fix="number taps globally (pipeline.tap_ids: global)"))
         elif pipe.aux_routing == "dropped" and producers[0] != view.last:
-            out.append(Finding(severity="ERROR", site=None, decision=f"tap {tap}", group="pp", ranks=(),
-                               round="decode",
+            out.append(Finding(severity="ERROR", decision=f"tap {tap}", group="pp", round="decode",
                                line=view.line("pipeline.aux_routing", "speculative.aux_layers"),
                                message=f"tap {tap} is produced on stage {producers[0]} but nothing carries it "
                                f"to the drafter on stage {view.last}: the drafter reads fewer taps than it "
@@ -107,7 +104,7 @@ def _widths(view: PlanView) -> list[Finding]:
     relay = view.plan.pipeline.relay
     if relay.payload_width != "agreed" or not relay.sites:
         return []
-    return [Finding(severity="INFO", site=r.site, decision=None, group="pp", ranks=(), round=r.round,
+    return [Finding(severity="INFO", site=r.site, group="pp", round=r.round,
                     line=view.line("pipeline.payload_width"),
                     message=f"{r.site} relays at a width both ends derive from the same scheduler inputs "
                     "(as vLLM 0.33): safe while those inputs agree",
@@ -119,7 +116,7 @@ def _dp(view: PlanView) -> list[Finding]:
     dp = view.plan.dp_agreement
     if not dp or dp.idle_ranks != "skip":
         return []
-    return [Finding(severity="ERROR", site=None, decision=None, group=dp.family, ranks=(), round="decode",
+    return [Finding(severity="ERROR", group=dp.family, round="decode",
                     line=view.line("sync.idle_ranks"),
                     message=f"an idle DP rank skips the forwards and collectives its peers run over "
                     f"{dp.family} (MoE and MLP collectives span replicas): the busy ranks wait forever",

@@ -91,7 +91,7 @@ def test_untrusted_text_prints_literally_in_every_printer():
                            speculative=SimpleNamespace(method="eagle", sampling="greedy"),
                            sync=SimpleNamespace(policy="safe"),
                            behaviour=SimpleNamespace(mode="specplan"), families=(), sites=())
-    render_findings(plan, [Finding(severity="ERROR", site="[site]", decision=None, group="tp", ranks=(0,),
+    render_findings(plan, [Finding(severity="ERROR", site="[site]", group="tp", ranks=(0,),
                                    round="decode", line=3, message=GLOO_ERROR, fix="[/x]")], out)
     outcome = SimpleNamespace(prepared=SimpleNamespace(plan=plan, replicas=1, shrunk=["[/y]"]),
                               options=SimpleNamespace(rounds=1, requests=1, seed=0, inject=""),

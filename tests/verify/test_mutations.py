@@ -94,8 +94,7 @@ def verify(data: dict) -> list[Finding]:
     try:
         return verify_plan(load_plan(data, trusted=True))
     except PlanFileError as exc:
-        return [Finding(severity="ERROR", site=None, decision=None, group=None, ranks=(), round=None,
-                        line=None, message=str(exc), fix="")]
+        return [Finding(severity="ERROR", message=str(exc), fix="")]
 
 
 def view_of(data: dict) -> PlanView:
