@@ -4,6 +4,7 @@ the report and an exit code; and what a torchrun rank 0 prints (sim/torchrun.py 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -21,31 +22,29 @@ def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers
     """Progress per round on stderr; the report (text, or with `as_json` the JSON object of
     sim/report.py `report_json`) on stdout. With `chunk`, the serving loop of sim/serving.py.
     With `trace_dir`, every rank writes its runtime trace there (sim/traces.py)."""
-    if trace_dir is not None:
-        from specplan.sim.traces import trace_into
+    from specplan.sim.traces import trace_into
 
-        trace_into(trace_dir)
+    with trace_into(trace_dir) if trace_dir is not None else contextlib.nullcontext():
+        if chunk is not None or inject in SERVING_INJECTIONS:  # the serving loop (sim/serving.py)
+            if chunk is None or inject not in (None, *SERVING_INJECTIONS):
+                raise click.UsageError(f"--inject {inject} needs --chunked-prefill" if chunk is None else
+                                       f"--chunked-prefill takes --inject {' or '.join(SERVING_INJECTIONS)}, "
+                                       f"not {inject}")
+            if as_json:
+                raise click.UsageError("--json reports a topology run; --chunked-prefill prints its own report")
+            return run_serving(spec, chunk=chunk, requests=requests, seed=seed, inject=inject or "",
+                               console=console)
+        from specplan.sim.launch import Options, simulate
+        from specplan.sim.progress import RoundProgress
 
-    if chunk is not None or inject in SERVING_INJECTIONS:  # the serving loop (sim/serving.py)
-        if chunk is None or inject not in (None, *SERVING_INJECTIONS):
-            raise click.UsageError(f"--inject {inject} needs --chunked-prefill" if chunk is None else
-                                   f"--chunked-prefill takes --inject {' or '.join(SERVING_INJECTIONS)}, "
-                                   f"not {inject}")
-        if as_json:
-            raise click.UsageError("--json reports a topology run; --chunked-prefill prints its own report")
-        return run_serving(spec, chunk=chunk, requests=requests, seed=seed, inject=inject or "",
-                           console=console)
-    from specplan.sim.launch import Options, simulate
-    from specplan.sim.progress import RoundProgress
-
-    opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
-                  inject=inject or "", timeout_s=timeout_s)
-    with RoundProgress(rounds) as progress:
-        outcome = simulate(spec, opt, on_round=progress.update)
-        if not outcome.results.get(0, {}).get("error"):  # rounds finished after the last poll
-            progress.update(rounds)
-    outcome.trace_dir = trace_dir
-    return report(outcome, inject, console, as_json)
+        opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
+                      inject=inject or "", timeout_s=timeout_s)
+        with RoundProgress(rounds) as progress:
+            outcome = simulate(spec, opt, on_round=progress.update)
+            if not outcome.results.get(0, {}).get("error"):  # rounds finished after the last poll
+                progress.update(rounds)
+        outcome.trace_dir = trace_dir
+        return report(outcome, inject, console, as_json)
 
 
 def report(outcome, inject: str | None, console, as_json: bool) -> int:

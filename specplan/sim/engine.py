@@ -141,7 +141,9 @@ class Engine:
         # Last stage: the target's argmax at every committed token, which the report compares
         # with the model on one process where sampling leaves no token reference.
         self.predicted: list[list[int]] = [[] for _ in self.requests]
+        self.scores: list[list[float]] = [[] for _ in self.requests]  # the predicted tokens' logits
         self.picks = torch.empty(0, dtype=torch.int64)
+        self.peaks = torch.empty(0, dtype=F64)
 
     @property
     def bs(self) -> int:
@@ -231,10 +233,20 @@ class Engine:
             self.runtime_bytes[self.round] += b.buffer_bytes
 
     def _hold(self, sites, out: dict) -> None:
-        """Decisions every rank of the replica holds feed the probe."""
-        if self.num_stages > 1 and any(self.view.sites[s].family != "replica" for s in sites):
+        """Decisions every rank of the replica holds feed the probe: a replica-wide site's, and
+        under pp > 1 those every stage reads (readers all_stages): what the relay carries, or,
+        where the plan relays nothing (pipeline.relay_drafts: false), the placeholders an
+        earlier stage embeds instead, which then differ from the last stage's values."""
+        if self.num_stages == 1:
+            self.held.update(out)
             return
-        self.held.update(out)
+        for name in sites:
+            site = self.view.sites[name]
+            if site.family != "replica" and site.readers != "all_stages":
+                continue
+            relay = self.view.relay_of(name)
+            names = relay.decisions if relay is not None else [d.name for d in site.decisions]
+            self.held.update({k: out[k] for k in names if k in out})
 
     def probe(self) -> None:
         t0 = time.perf_counter()
@@ -278,7 +290,8 @@ class Engine:
             self.timers["target"] += time.perf_counter() - t0
             return None, None, None
         logits = logits_of(self.w, x)
-        self.picks = logits.argmax(-1)  # what the target predicts per row, before any noise
+        # what the target predicts per row, and the logit it predicts it with, before any noise
+        self.peaks, self.picks = logits.max(-1)
         if self.sim.inject == "noise" and self.rt.rank not in self.sources():
             g = torch.Generator().manual_seed(zlib.crc32(f"noise/{self.rt.rank}/{self.round}".encode()))
             logits = logits + self.sim.noise * torch.randn(logits.shape, generator=g, dtype=F64)
@@ -326,6 +339,7 @@ class Engine:
             self.tokens[b].extend(toks)
             if self.last:  # the rows predicting the new tokens: the last len(toks) of `r`
                 self.predicted[b].extend(self.picks[r[len(r) - len(toks):]].tolist())
+                self.scores[b].extend(self.peaks[r[len(r) - len(toks):]].tolist())
         self.commits[self.round] = [len(t) for t in new_tokens]
         if self.round > 0:  # a decode round's accepted length, for `diff --acceptance`
             self.rt.record_acceptance(self.round, self.requests, self.commits[self.round])

@@ -30,11 +30,12 @@ def greedy(cfg: ModelConfig, prompt: list[int], n_new: int, w: dict | None = Non
     return out
 
 
-def picks(cfg: ModelConfig, tokens: list[int], w: dict | None = None) -> list[int]:
-    """The argmax after each prefix of `tokens`: one causal forward on one process."""
+def picks(cfg: ModelConfig, tokens: list[int], w: dict | None = None) -> tuple[list[int], list[float]]:
+    """The argmax after each prefix of `tokens`, and its logit: one causal forward on one process."""
     w = w if w is not None else init_weights(cfg)
     layers, n = range(cfg.num_layers), len(tokens)
     cache = KVCache(layers, n, cfg.heads, cfg.head_dim)
     x = w["embed"][torch.tensor(tokens, dtype=torch.int64)]
     x, _, _ = run_layers(w, cfg, Shard(), cache, layers, x, [Segment(slice(0, n), 0, 0, causal(n))])
-    return logits_of(w, x).argmax(-1).tolist()
+    peaks, argmax = logits_of(w, x).max(-1)
+    return argmax.tolist(), peaks.tolist()

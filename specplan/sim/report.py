@@ -71,9 +71,12 @@ def _against_reference(outcome, by_request: dict, v: Verdict) -> None:
 
 
 def _against_model(outcome, by_request: dict, v: Verdict) -> None:
-    """Sampled tokens have no reference, but the target's argmax after each committed prefix
-    does: the model on one process, teacher-forced along the same tokens. A target that ran
-    other weights (a draft layer landing on a target layer) or other inputs shows here."""
+    """Sampled tokens have no reference, but the target's argmax after each committed prefix,
+    and the logit it predicts it with, do: the model on one process, teacher-forced along the
+    same tokens. A target that ran other weights (a draft layer landing on a target layer) or
+    other inputs (a stage that embedded placeholder drafts) shows here, in the logit when the
+    argmax happens to survive it (a float64 model: ranks that summed in another order differ
+    by rounding only)."""
     from specplan.sim.engine import prompt_of
     from specplan.sim.model import ModelConfig
     from specplan.sim.weights import init_weights
@@ -88,12 +91,21 @@ def _against_model(outcome, by_request: dict, v: Verdict) -> None:
                 continue
             seen.add(q)
             prompt = prompt_of(outcome.options.seed, int(q), cfg.vocab)
-            want = picks(cfg, prompt + by_request[q][rank][:-1], w)[len(prompt) - 1:]
+            want, peaks = (s[len(prompt) - 1:] for s in picks(cfg, prompt + by_request[q][rank][:-1], w))
             if got != want:
                 at = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
                 v.problems.append(f"request {q}: after token {at} the target (rank {rank}) predicts "
                                   f"{got[at]} where the model on one process predicts {want[at]}: the "
                                   f"target ran other weights or inputs than the model's")
+                continue
+            scores = x.get("scores", {}).get(q, [])
+            off = [i for i, (a, b) in enumerate(zip(scores, peaks)) if abs(a - b) > 1e-6 * max(1.0, abs(b))]
+            if off:
+                at = off[0]
+                v.problems.append(f"request {q}: after token {at} the target (rank {rank}) predicts "
+                                  f"{got[at]} with logit {scores[at]:.6g} where the model on one "
+                                  f"process gives it {peaks[at]:.6g}: the target ran other weights "
+                                  f"or inputs than the model's")
 
 
 def summary(outcome) -> dict:

@@ -5,16 +5,20 @@ compares two simulated runs."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 from specplan.errors import Diagnostic, SpecError
 
 
-def trace_into(trace_dir: str) -> None:
-    """Have the rank processes trace into `trace_dir` (they inherit SPECPLAN_TRACE_DIR, which
-    the runtime reads when the plan names no trace_dir; the sim's plan never does). A folder
-    that already holds a run's traces is refused: two runs would mix in one."""
+@contextlib.contextmanager
+def trace_into(trace_dir: str):
+    """While it lasts, the rank processes trace into `trace_dir` (they inherit
+    SPECPLAN_TRACE_DIR, which the runtime reads when the plan names no trace_dir; the sim's plan
+    never does); the caller's environment is restored after it, so a run in this process (the
+    API, a test) leaves no tracing behind. A folder that already holds a run's traces is refused:
+    two runs would mix in one."""
     out = Path(trace_dir)
     if out.exists() and not out.is_dir():
         raise SpecError([Diagnostic(trace_dir, None, None, "", "--trace-dir: not a folder")])
@@ -23,7 +27,15 @@ def trace_into(trace_dir: str) -> None:
         raise SpecError([Diagnostic(trace_dir, None, None, "", f"--trace-dir already holds traces "
                                     f"({', '.join(old[:3])}{', ...' if len(old) > 3 else ''}): "
                                     "give a new or empty folder, one run per folder")])
+    old_env = os.environ.get("SPECPLAN_TRACE_DIR")
     os.environ["SPECPLAN_TRACE_DIR"] = str(out.resolve())
+    try:
+        yield
+    finally:
+        if old_env is None:
+            os.environ.pop("SPECPLAN_TRACE_DIR", None)
+        else:
+            os.environ["SPECPLAN_TRACE_DIR"] = old_env
 
 
 def acceptance(outcome) -> dict:

@@ -76,6 +76,7 @@ def decoded(e, rank: int, elapsed: float, bind_s: float) -> dict:
             "bytes": _per_round(e.comm.bytes, e.runtime_bytes, rounds_run),
             "runtime_calls": sum(e.runtime_calls[r] for r in range(1, rounds_run + 1)),
             "predicted": {str(q): e.predicted[b] for b, q in enumerate(e.requests)} if e.last else {},
+            "scores": {str(q): e.scores[b] for b, q in enumerate(e.requests)} if e.last else {},
             "error": None}
 
 

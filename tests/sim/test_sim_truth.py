@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,49 @@ def test_tap_order_needs_a_middle_stage(tmp_path):
 
     done = cli("simulate", _spec(tmp_path, spec_text("pp2", "eagle3")), "--inject", "tap-order")
     assert done.returncode == 2 and "it needs pp >= 3 (found 2)" in done.stderr
+
+
+PP2_EAGLE_SAMPLED = """
+name: pp2-eagle-sampled
+engine: sglang
+topology: {tp: 2, pp: 2, device: cpu}
+model: {num_layers: 5, hidden_size: 64, vocab_size: 512}
+speculative: {method: eagle, sampling: sampling, num_steps: 5, topk: 2, num_draft_tokens: 3}
+"""
+
+
+def test_drafts_never_relayed_fail_a_sampled_run_by_the_probe(tmp_path):
+    """Found by the seeded sweep: stage 0 embeds placeholders for drafts it never received, but in
+    3 sampled rounds no draft was accepted, so the tokens stayed right and the run passed. Every
+    stage reads the drafts, so the probe compares them across stages."""
+    spec = _spec(tmp_path, PP2_EAGLE_SAMPLED + "pipeline: {relay_drafts: false}\n")
+    assert cli("check", spec).returncode == 3
+    done = cli("simulate", spec, "--rounds", "3", "--requests", "2", "--allow-errors")
+    assert done.returncode == 3, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())
+    assert "ProbeMismatch: agreement probe: decision draft_tokens differs at round 1 within " \
+           "replica [0, 1, 2, 3]" in out and "values [0, 0, 0, 0]" in out
+    relayed = cli("simulate", _spec(tmp_path, PP2_EAGLE_SAMPLED), "--rounds", "3", "--requests", "2")
+    assert relayed.returncode == 0 and "PASS" in relayed.stdout, relayed.stdout + relayed.stderr
+
+
+def test_a_draft_layer_on_a_target_layer_fails_a_mixed_run_by_the_target_logit(tmp_path):
+    """Found by the seeded sweep: the shadowed target layer left every argmax of a 3-round mixed
+    run as the model's, so the run passed; the logit of each prediction does not survive it."""
+    text = PP2_EAGLE_SAMPLED.replace("sampling: sampling, num_steps: 5, topk: 2, num_draft_tokens: 3",
+                                     "sampling: mixed, num_steps: 3, topk: 4, num_draft_tokens: 8")
+    spec = _spec(tmp_path, text + "sync: {policy: rng}\npipeline: {draft_layer_ids: stage_local}\n")
+    assert "collides with target layer 3" in cli("check", spec).stdout
+    done = cli("simulate", spec, "--rounds", "3", "--requests", "2", "--allow-errors")
+    assert done.returncode == 3, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())
+    assert "the target (rank 2) predicts" in out and "with logit" in out
+    assert "the target ran other weights or inputs than the model's" in out
+
+
+def test_a_traced_run_in_this_process_leaves_no_tracing_behind(tmp_path, monkeypatch):
+    monkeypatch.delenv("SPECPLAN_TRACE_DIR", raising=False)
+    done = cli("simulate", _spec(tmp_path, EAGLE_TP2), "--rounds", "1", "--trace-dir", tmp_path / "t")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["rank0.jsonl", "rank1.jsonl"]
+    assert "SPECPLAN_TRACE_DIR" not in os.environ
