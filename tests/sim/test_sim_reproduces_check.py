@@ -28,7 +28,9 @@ CASES = {  # class -> (variant of the spec text, simulate options, what the repo
     # The replicas serve different requests, so batch identity names the rows the group mixes.
     "error-group-wider-than-replica": ({"sampling: sampling": "sampling: greedy"}, [],
                                        "BatchMismatch: batch mismatch at site eagle_target"),
-    "error-drafts-not-relayed": ({}, [], "plain greedy decoding gives"),
+    # Every stage reads the drafts: the probe compares them across the stages, stage 0's
+    # placeholders against the last stage's drafts.
+    "error-drafts-not-relayed": ({}, [], "decision draft_tokens differs at round 1"),
     "error-stage-local-draft-layers": ({}, [], "plain greedy decoding gives"),
     "error-sample-discount": ({}, ["--chunked-prefill", "4", "--requests", "12"],
                               "rank 0 holds no request (id -1: the row is left out)"),

@@ -102,11 +102,12 @@ NAMED = {  # check ERROR -> simulate --allow-errors fails by name, exit 3 (never
                            "CollectiveTimeout: collective for site none_target"),
     "none-policy-off": ("engine: sglang\ntopology: {tp: 2, pp: 2}\n"
                         "speculative: {method: none, sampling: sampling}\nsync: {policy: off}\n",
-                        [], "emitted different tokens"),
+                        [], "decision next_token differs at round 0"),
     "drafts-not-relayed-tp2-pp3": ("engine: sglang\ntopology: {tp: 2, pp: 3}\n"
                                    "model: {num_layers: 6, hidden_size: 64, vocab_size: 512}\n"
                                    "speculative: {method: eagle, num_steps: 2}\n"
-                                   "pipeline: {relay_drafts: false}\n", [], "plain greedy decoding gives"),
+                                   "pipeline: {relay_drafts: false}\n", [],
+                                   "decision draft_tokens differs at round 1"),
     # SGLang 0.5.23 launches no EAGLE3 under pipeline parallel (check_pipeline_parallel_compat):
     # the engine's launch is the failure, and nothing runs.
     "sglang-eagle3-pp2-launch-refused": ("engine: sglang\ntopology: {tp: 1, pp: 2}\n"
