@@ -99,9 +99,9 @@ def _against_model(outcome, by_request: dict, v: Verdict) -> None:
                                   f"target ran other weights or inputs than the model's")
                 continue
             scores = x.get("scores", {}).get(q, [])
-            off = [i for i, (a, b) in enumerate(zip(scores, peaks)) if abs(a - b) > 1e-6 * max(1.0, abs(b))]
-            if off:
-                at = off[0]
+            at = next((i for i, (a, b) in enumerate(zip(scores, peaks))
+                       if abs(a - b) > 1e-6 * max(1.0, abs(b))), None)
+            if at is not None:
                 v.problems.append(f"request {q}: after token {at} the target (rank {rank}) predicts "
                                   f"{got[at]} with logit {scores[at]:.6g} where the model on one "
                                   f"process gives it {peaks[at]:.6g}: the target ran other weights "
