@@ -31,9 +31,9 @@ def is_plan_file(path: str) -> bool:
 
 
 def console():
-    """The console every command prints through (fit.py: the width it is given, tables that fit
-    or turn vertical, no markup)."""
-    from specplan.fit import console as fitting
+    """The console every command prints through (commands/fit.py: the width it is given,
+    tables that fit or turn vertical, no markup)."""
+    from specplan.commands.fit import console as fitting
 
     return fitting()
 

@@ -3,9 +3,8 @@ deployment: one launch per instance."""
 
 from __future__ import annotations
 
-import click
-
 from specplan.commands.common import EXIT_FOUND_PROBLEM
+from specplan.commands.fit import echo
 from specplan.commands.load import load_spec_arg
 
 
@@ -17,7 +16,7 @@ def run(spec: str, engine: str | None, version: str | None) -> int:
     try:
         text = target.export(engine, version)
     except Refusal as exc:
-        click.echo(f"specplan export: {exc}", err=True)
+        echo(f"specplan export: {exc}", err=True)
         return EXIT_FOUND_PROBLEM
-    click.echo(text, nl=False)
+    echo(text, nl=False)
     return 0
