@@ -277,7 +277,7 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
                    f"most {SIM_MAX_LAYERS}).")
 @click.option("--inject", type=click.Choice(["noise", "draft-noise", "verify-noise", "tap-order", "kill", "foreign-plan",
                                             "layer-map", "stale-slot", "early-stop"]),
-              help="A fault: noise on the target's logits, draft-noise on the drafter's, verify-noise "
+              metavar="FAULT", help="A fault: noise on the target's logits, draft-noise on the drafter's, verify-noise "
                    "on DSpark / DFlash verify plans (each on every rank but the sources), tap-order "
                    "(a pp >= 3 middle stage hands its taps out of order: lower acceptance), a rank "
                    "killed, a foreign plan; layer-map (deployments); stale-slot, early-stop "
