@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import functools
-import os
 
 import pytest
 
 from tests import helpers
-
-# Every command fits the width it is given (specplan/commands/fit.py; 100 columns piped). Tests read
-# output at one known width, 200 columns, unless they set their own (tests/cli/test_width.py
-# runs every command at 80 and 100 through a pseudo-terminal).
-os.environ["COLUMNS"] = "200"
 
 
 @pytest.fixture

@@ -76,6 +76,5 @@ def test_clean_deployment_says_so():
     case = Path(__file__).parent / "cases" / "clean-pp2-to-pp1"
     run = cli("check", _rel(case, "prefill"), _rel(case, "decode"), catch=False)
     assert run.returncode == 0, run.stdout + run.stderr
-    said = " ".join(run.stdout.split())  # the sentence wraps at the terminal's width
-    assert "p+d: no findings across" in said
-    assert "agree on layer names, draft layers, taps, KV layout and the handoff counts" in said
+    assert "p+d: no findings across" in run.stdout
+    assert "agree on layer names, draft layers, taps, KV layout and the handoff counts" in run.stdout
