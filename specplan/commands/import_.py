@@ -32,7 +32,8 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
     (else found beside a local draft path or in the Hugging Face cache, as the target's).
     `version`: the release whose flags read the line; None: the base spec's engine_version, else
     the newest release whose parser accepts every word of it."""
-    from specplan.ecosystem.import_line import draft_taps, pick_release, read_config
+    from specplan.ecosystem.import_line import (detect_vllm_method, draft_taps, pick_release,
+                                                read_config)
     from specplan.ecosystem.launch_import import (ImportProblem, build, find_config, ignored_env,
                                                   model_shape, read_launch)
     from specplan.ecosystem.yaml_out import reload, to_yaml
@@ -51,6 +52,7 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
         launch = read_launch(engine, env, argv, version) if version else pick_release(engine, env, argv)
         if own_form:
             launch["_line"] = None
+        detect_vllm_method(launch, draft_config)
         config = read_config(find_config(model_config, launch["model"].get("path")))
         data = build(engine, launch, base, model_shape(config) if config else {}, name, config)
         draft_taps(engine, data, draft_config, launch)

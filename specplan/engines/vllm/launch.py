@@ -35,6 +35,20 @@ ENV = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER")
 SPEC_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size")
 
 
+# The connector names vLLM's KVConnectorFactory registers (kv_connector/factory.py, the
+# register_connector calls at its end; vLLM 0.33.0, checked against each wheel by
+# tests/engines/test_vllm_connectors.py). Any other kv_connector without a
+# kv_connector_module_path is refused at start-up (get_connector_class: "Unsupported connector
+# type").
+REGISTERED_CONNECTORS = frozenset({
+    "ExampleConnector", "ExampleHiddenStatesConnector", "LMCacheConnectorV1",
+    "LMCacheMPConnector", "NixlConnector", "NixlPullConnector", "NixlPushConnector",
+    "MultiConnector", "HiSparseConnector", "MoRIIOConnector", "OffloadingConnector",
+    "DecodeBenchConnector", "MooncakeConnector", "MooncakeStoreConnector", "FlexKVConnectorV1",
+    "SimpleCPUOffloadConnector", "HF3FSKVConnector"})
+KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")  # config/kv_transfer.py KVRole
+
+
 class VllmFlags:
     flag = "--kv-transfer-config"
     connectors = {"NixlConnector": "nixl", "NixlPullConnector": "nixl",
@@ -55,7 +69,10 @@ class VllmFlags:
             config = json.loads(text)
         except json.JSONDecodeError as exc:
             raise LaunchProblem(f"{self.flag} is not JSON: {exc}") from None
+        if not isinstance(config, dict):
+            raise LaunchProblem(f"{self.flag} is not a JSON object: {text}")
         name, kv_role = config.get("kv_connector"), config.get("kv_role")
+        self._engine_accepts(config)
         if kv_role == "kv_both":  # either side: the deployment says which this instance is
             return {"connector": self.connectors[name]} if name in self.connectors else {}
         if name not in self.connectors:
@@ -65,6 +82,29 @@ class VllmFlags:
             raise LaunchProblem(f"{self.flag} kv_role {kv_role!r}: expected kv_producer (prefill) "
                                 "or kv_consumer (decode)")
         return {"role": self.roles[kv_role], "connector": self.connectors[name]}
+
+    def _engine_accepts(self, config: dict) -> None:
+        """What vLLM itself refuses: a kv_role outside KVRole (KVTransferConfig.__post_init__),
+        a connector without a role, a connector name its KVConnectorFactory does not register
+        when no kv_connector_module_path names the module holding it (get_connector_class)."""
+        name, kv_role = config.get("kv_connector"), config.get("kv_role")
+        if kv_role is not None and kv_role not in KV_ROLES:
+            raise LaunchProblem(f"{self.flag} kv_role {kv_role!r}: vLLM accepts "
+                                f"{' | '.join(KV_ROLES)} (KVTransferConfig.__post_init__)")
+        if name is not None and kv_role is None:
+            raise LaunchProblem(f"{self.flag} kv_connector {name!r} without kv_role: vLLM refuses "
+                                "it (KVTransferConfig.__post_init__: please specify kv_role)")
+        if name is not None and name not in REGISTERED_CONNECTORS \
+                and not config.get("kv_connector_module_path"):
+            raise LaunchProblem(f"{self.flag} kv_connector {name!r} is not a connector vLLM "
+                                "registers and no kv_connector_module_path names its module "
+                                "(kv_connector/factory.py get_connector_class: unsupported "
+                                f"connector type); registered: {', '.join(sorted(REGISTERED_CONNECTORS))}")
+        if name == "MultiConnector":  # each child is created by the same factory
+            extra = config.get("kv_connector_extra_config") or {}
+            for child in (extra.get("connectors") or []) if isinstance(extra, dict) else []:
+                if isinstance(child, dict):
+                    self._engine_accepts(child)
 
 
 class VllmNodes:
