@@ -43,6 +43,7 @@ COMMANDS = [
     ["check", PREFILL, DECODE],
     ["compile", KIMI, "-o", "{tmp}/compiled"],
     ["export", DEEPSEEK, "--engine", "vllm"], ["export", SGLANG_ENGINE], ["export", PD],
+    ["export", "specs/kimi-k3-dspark-tp8-pp2.yaml", "--nodes"],
     ["import", "--engine", "vllm", "--base", "specs/llama-3.2-1b-eagle3-pp2.yaml", "--", *LONG_LINE],
     ["enforce", SGLANG_ENGINE, "-o", "{tmp}/enforced"],
 ]
