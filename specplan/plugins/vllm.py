@@ -2,7 +2,8 @@
 
 Entry point `vllm.general_plugins` -> `register`. vLLM calls it in every process (API server,
 engine core, each worker), possibly several times: registration is idempotent, and with
-SPECPLAN_PLAN unset it installs nothing and imports nothing; set, a plan whose accept or
+SPECPLAN_PLAN unset it reads no plan and imports nothing, and takes part only in the world's
+start-up agreement (vllm_world.py: every rank holds the plan, or none); set, a plan whose accept or
 draft decisions vLLM's tensors cannot carry is refused right there. docs/engines.md lists
 each hook. Which functions are hooked, with which signatures and by which method here, is
 the release's table (engines/vllm/hooks.py, chosen by the version of the distribution that
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field
 from specplan.engines.vllm.hooks import PS, RUNNER, Hook, Release, nearest_release
 from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_engine,
                                      check_world, enabled, startup_check)
+from specplan.plugins import vllm_world
 from specplan.plugins.vllm_guard import check_signature, engine_call, guarded, locate
 from specplan.plugins.vllm_pp import Entries, PPHooks, SentRows
 
@@ -54,9 +56,12 @@ COORDINATORS = {"tp": "_TP", "dcp": "_DCP", "pcp": "_PCP", "pp": "_PP", "dp": "_
 
 
 def register() -> None:
-    """vLLM's general-plugin entry point: nothing unless SPECPLAN_PLAN is set; idempotent."""
+    """vLLM's general-plugin entry point: without SPECPLAN_PLAN only its part in the world's
+    start-up agreement (vllm_world.py); set, the plan, copied to Ray workers; idempotent."""
     if not enabled():
+        vllm_world.guard_planless()
         return
+    vllm_world.copy_to_ray()
     version = engine_version()
     active = activate(ENGINE, version)
     if active.hooks:
@@ -192,6 +197,7 @@ class VllmState(PPHooks):
         from vllm.config import get_current_vllm_config
 
         rank, world, t0 = dist.get_rank(), dist.get_world_size(), time.perf_counter()
+        vllm_world.agree(self.active, rank, world)  # every rank holds this plan, or refuse
         config = get_current_vllm_config()
         coordinators = {fam: c for fam, name in COORDINATORS.items()
                         if (c := getattr(ps, name, None)) is not None and _used(fam, config)}
