@@ -156,9 +156,17 @@ def schema() -> None:
               help="Engine to launch on (default: the spec's; the other translates the layout).")
 @click.option("--engine-version", "version", default=None,
               help="The release whose spelling to write (default: the spec's engine_version).")
-def export_(spec: str, engine: str | None, version: str | None) -> None:
+@click.option("--nodes", "per_node", is_flag=True, default=False,
+              help="One line per node (topology.nodes), each with SPECPLAN_PLAN in front.")
+@click.option("--executor", type=click.Choice(["mp", "ray"]), default=None,
+              help="With --nodes: vLLM's executor across nodes (default mp; SGLang: mp).")
+@click.option("--head-address", "head", default=None, metavar="HOST[:PORT]",
+              help="With --nodes: the head node's address (default: \"$HEAD_ADDR\").")
+def export_(spec: str, engine: str | None, version: str | None, per_node: bool,
+            executor: str | None, head: str | None, fmt: str = "script") -> None:
     """Print the command line and environment that run SPEC on an engine (a deployment: one
-    launch per instance, with its disaggregation flags).
+    launch per instance, with its disaggregation flags; an instance on several nodes: one line
+    per node).
 
     Exit 3 naming the reason when the engine cannot run the spec.
 
@@ -166,7 +174,12 @@ def export_(spec: str, engine: str | None, version: str | None) -> None:
     """
     from specplan.commands import export as command
 
-    sys.exit(command.run(spec, engine, version))
+    nodes = None
+    if per_node or executor or head or fmt != "script":
+        from specplan.ecosystem.nodes import NodeOptions
+
+        nodes = NodeOptions(executor=executor, head=head, fmt=fmt)
+    sys.exit(command.run(spec, engine, version, nodes))
 
 
 def launch_line_inputs(when: str = ""):

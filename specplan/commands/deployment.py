@@ -132,8 +132,10 @@ class DeploymentTarget:
             raise click.UsageError("--engine and --engine-version apply to one spec; a deployment "
                                    "exports each instance on its own engine and release")
 
-    def export(self, engine: str | None = None, version: str | None = None) -> str:
-        """One launch script per instance, each with its role and connector flags."""
+    def export(self, engine: str | None = None, version: str | None = None,
+               nodes=None) -> str:
+        """One launch script per instance, each with its role and connector flags; an instance
+        on more than one node (or every instance, with `nodes`): one line per node."""
         from specplan.ecosystem.export import export as export_spec, render
         from specplan.schema.model import Disaggregation
 
@@ -144,9 +146,15 @@ class DeploymentTarget:
         for inst in dep.instances:
             dis = Disaggregation(role=inst.role, connector=dep.connector)
             spec = inst.spec.model_copy(update={"disaggregation": dis})
-            launch = export_spec(spec, plan_path=f"build/{dep.name}/{inst.role}/plan.json")
+            plan_path = f"build/{dep.name}/{inst.role}/plan.json"
+            how = f"specplan compile {shlex.quote(str(dep.file))} -o build/{dep.name}"
+            if nodes is not None or spec.topology.nodes > 1:
+                parts.append(f"# {inst.role} instance ({inst.file})\n"
+                             + _per_node(spec, nodes, plan_path, how))
+                continue
+            launch = export_spec(spec, plan_path=plan_path)
             if launch.plan_path:  # where `specplan compile DEPLOYMENT` writes each instance's plan
-                launch.plan_how = f"specplan compile {shlex.quote(str(dep.file))} -o build/{dep.name}"
+                launch.plan_how = how
             parts.append(f"# {inst.role} instance ({inst.file})\n" + render(launch))
         return "\n".join(parts)
 
@@ -207,3 +215,10 @@ def _write_json(path: Path, data: dict) -> Path:
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     tmp.replace(path)
     return path
+
+
+def _per_node(spec, nodes, plan_path: str, how: str) -> str:
+    """An instance's lines, one per node (NodeOptions `nodes`, default: the engine's)."""
+    from specplan.ecosystem.nodes import NodeOptions, export_nodes
+
+    return export_nodes(spec, None, None, nodes or NodeOptions(), plan_path, how)

@@ -5,19 +5,24 @@ from __future__ import annotations
 
 import click
 
-from specplan.commands.common import EXIT_FOUND_PROBLEM
+from specplan.commands.common import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM
 from specplan.commands.load import load_spec_arg
 
 
-def run(spec: str, engine: str | None, version: str | None) -> int:
+def run(spec: str, engine: str | None, version: str | None, nodes=None) -> int:
+    """`nodes`: NodeOptions (ecosystem/nodes.py) for one line per node; None: one line."""
+    from specplan.ecosystem.nodes import NodeRefusal
     from specplan.ecosystem.translate import Refusal
 
     target = load_spec_arg(spec)
     target.refuse_export(engine, version)
     try:
-        text = target.export(engine, version)
+        text = target.export(engine, version, nodes) if nodes else target.export(engine, version)
     except Refusal as exc:
         click.echo(f"specplan export: {exc}", err=True)
         return EXIT_FOUND_PROBLEM
+    except NodeRefusal as exc:
+        click.echo(f"specplan export: {spec}: {exc}", err=True)
+        return EXIT_BAD_INPUT
     click.echo(text, nl=False)
     return 0

@@ -32,7 +32,8 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
     (else found beside a local draft path or in the Hugging Face cache, as the target's).
     `version`: the release whose flags read the line; None: the base spec's engine_version, else
     the newest release whose parser accepts every word of it."""
-    from specplan.ecosystem.import_line import draft_taps, pick_release, read_config
+    from specplan.ecosystem.import_line import (detect_vllm_method, draft_taps, pick_release,
+                                                read_config)
     from specplan.ecosystem.launch_import import (ImportProblem, build, find_config, ignored_env,
                                                   model_shape, read_launch)
     from specplan.ecosystem.yaml_out import reload, to_yaml
@@ -40,7 +41,7 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
     from specplan.files import write_atomic
     from specplan.schema import load_spec
 
-    found = _line(line, environ, script)
+    found = _line(line, environ, script, engine)
     if isinstance(found, str):
         return EXIT_BAD_INPUT, "", [found]
     env, argv, own_form = found
@@ -51,6 +52,7 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
         launch = read_launch(engine, env, argv, version) if version else pick_release(engine, env, argv)
         if own_form:
             launch["_line"] = None
+        detect_vllm_method(launch, draft_config)
         config = read_config(find_config(model_config, launch["model"].get("path")))
         data = build(engine, launch, base, model_shape(config) if config else {}, name, config)
         draft_taps(engine, data, draft_config, launch)
@@ -73,10 +75,11 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
     return 0, "", messages + [f"wrote {out}"]
 
 
-def _line(line: list[str], environ: dict[str, str], script: str | None):
+def _line(line: list[str], environ: dict[str, str], script: str | None, engine: str = ""):
     """(the SGLANG_* / VLLM_* environment, the argv, whether it is export's own one-flag-per-line
     form), or the message that there is no line to read."""
     from specplan.ecosystem.launch_import import ImportProblem, parse_script
+    from specplan.ecosystem.nodes_import import per_node
     from specplan.files import read_text
 
     env = {k: v for k, v in environ.items() if k.startswith(("SGLANG_", "VLLM_"))}
@@ -85,6 +88,8 @@ def _line(line: list[str], environ: dict[str, str], script: str | None):
     if script:
         text = read_text(script, "a shell script holding a launch line")
         try:
+            if per_node(text):  # one deployment's lines, one per node (export --nodes)
+                return _nodes(engine, text, script, env, argv)
             script_env, script_argv = parse_script(text)
         except ImportProblem as exc:
             return f"specplan import: {script}: {exc}"
@@ -93,3 +98,20 @@ def _line(line: list[str], environ: dict[str, str], script: str | None):
     if not argv:
         return "specplan import: no launch line: give it after `--` or with --file"
     return env, argv, own_form
+
+
+def _nodes(engine: str, text: str, script: str, env: dict[str, str], argv: list[str]):
+    """(env, argv, own form) of per-node lines: the head's line once they agree (nodes_import.py),
+    or the message naming the line and the field where they do not."""
+    from specplan.ecosystem.launch_import import ImportProblem
+    from specplan.ecosystem.nodes import MARK
+    from specplan.ecosystem.nodes_import import read_nodes
+
+    if argv:
+        return f"specplan import: {script} holds one line per node; give no line after `--`"
+    try:
+        head_env, head_argv, _ = read_nodes(engine, text, script, env=env)
+    except ImportProblem as exc:
+        return f"specplan import: {exc}"
+    own = {k: v for k, v in head_env.items() if k.startswith(("SGLANG_", "VLLM_"))}
+    return own, head_argv, text.startswith(MARK)

@@ -162,9 +162,15 @@ class SpecTarget(PlanTarget):
         if version:
             check_release(engine or self.spec.engine, version)
 
-    def export(self, engine: str | None = None, version: str | None = None) -> str:
+    def export(self, engine: str | None = None, version: str | None = None,
+               nodes=None) -> str:
+        """`nodes`: NodeOptions (ecosystem/nodes.py), one line per node; None: one line."""
         from specplan.ecosystem.export import export, render
 
+        if nodes is not None:
+            from specplan.ecosystem.nodes import export_nodes
+
+            return export_nodes(self.spec, engine, version, nodes)
         return render(export(self.spec, engine, version))
 
     # simulate

@@ -89,7 +89,9 @@ class Target(Protocol):
     # export
     def refuse_export(self, engine: str | None, version: str | None) -> None: ...
 
-    def export(self, engine: str | None = None, version: str | None = None) -> str: ...
+    def export(self, engine: str | None = None, version: str | None = None,
+               nodes=None) -> str:
+        """The launch script; `nodes` (ecosystem/nodes.py NodeOptions): one line per node."""
 
     # simulate
     def simulate(self, sim: Simulation, console) -> int:

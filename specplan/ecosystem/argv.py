@@ -146,6 +146,25 @@ def _dotted(table: FlagTable, words: list[str], start: int, args: list[Arg],
     return i
 
 
+def check_json_keys(table: FlagTable, values: dict[str, object]) -> None:
+    """Every JSON-valued flag whose config class the table knows (flags/*.json "keys": the
+    dataclass fields of vLLM's SpeculativeConfig, AttentionConfig, CompilationConfig, ...)
+    holds only that class's fields: the release's own config class refuses any other key
+    (vLLM's config dataclasses take no unknown field), so a release that lacks the key refuses
+    the line; FlagProblem names the key and the closest fields."""
+    import difflib
+
+    for dest, value in values.items():
+        flag = next((f for f in table.flags if f.dest == dest), None)
+        if flag is None or not flag.json or flag.keys is None or not isinstance(value, dict):
+            continue
+        for key in value:
+            if key not in flag.keys:
+                close = difflib.get_close_matches(key, flag.keys, n=3)
+                hint = f"; did you mean {' or '.join(close)}?" if close else ""
+                raise FlagProblem(f"unknown {flag.name} key {key!r}{hint}")
+
+
 def _scalar(text: str) -> object:
     try:
         return json.loads(text)

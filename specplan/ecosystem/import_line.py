@@ -32,6 +32,30 @@ def draft_taps(engine: str, data: dict, draft_config: str | None, launch: dict) 
                             f"eagle_aux_hidden_state_layer_ids ({path})")
 
 
+def detect_vllm_method(launch: dict, draft_config: str | None) -> None:
+    """A vLLM --speculative-config without `method`: the method vLLM fills in (from the draft's
+    name, then its config.json; engines/vllm/defaults.py vllm_method), said in a note."""
+    from specplan.ecosystem.launch_read import vllm_method_of
+    from specplan.engines.base import NoDefault
+    from specplan.engines.vllm.defaults import vllm_method
+
+    spec = launch.get("speculative") or {}
+    detect = spec.pop("_detect", None)
+    if detect is None:
+        return
+    model = detect["model"]
+    path = find_config(draft_config, model if isinstance(model, str) else None)
+    try:
+        name, why = vllm_method(model, read_config(path) if path else None)
+    except NoDefault as exc:
+        raise ImportProblem(str(exc)) from None
+    spec["method"] = vllm_method_of(name)
+    if "_auto" in spec:
+        spec["_auto"]["vllm_method"] = spec["method"]
+    launch["_notes"].append(f"speculative.method {spec['method']} (vLLM's {name}): the line names "
+                            f"no method and vLLM fills it in: {why}")
+
+
 def pick_release(engine: str, env: dict[str, str], argv: list[str]) -> dict:
     """read_launch by the newest release whose flags accept the whole line; the note says
     which (and why not a newer one)."""

@@ -16,7 +16,7 @@ import os
 import re
 import shlex
 
-from specplan.ecosystem.argv import read_words
+from specplan.ecosystem.argv import check_json_keys, read_words
 from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, MODEL_PLACEHOLDER
 from specplan.ecosystem.launch_read import READERS, FlagRefused, ImportProblem
 from specplan.ecosystem.yaml_out import spec_data
@@ -122,6 +122,11 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str],
     (one per argument kept but not planned, and each reading worth saying), read by the flags
     of release `version` (default: the newest)."""
     env_words, program, words = split_command(engine, argv)
+    if not program and not words:
+        raise ImportProblem(f"the line holds only environment assignments "
+                            f"({' '.join(w.partition('=')[0] for w in env_words)}): there is no "
+                            f"launch command in it; expected `{convention(engine).launch.program} "
+                            "...` after them")
     _no_shell_words(words)
     line_env = dict(w.partition("=")[::2] for w in env_words)
     env = {**env, **line_env}
@@ -132,6 +137,7 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str],
         args, values = read_words(table, words)
         if values.get("config"):  # both engines: the file's keys first, the line overrides them
             _, values = read_words(table, config_words(values["config"], notes) + words)
+        check_json_keys(table, values)
     except FlagProblem as exc:
         raise FlagRefused(str(exc)) from None
     written = {a.dest: a.text for a in args if a.flag is not None}  # notes quote the user's words

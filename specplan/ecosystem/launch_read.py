@@ -8,7 +8,6 @@ DSpark / DFlash, `_sync_slugs` (its SpecTpSync set). `notes` collects what impor
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable
 
@@ -264,23 +263,17 @@ def _vllm_speculative(config, notes: list[str], conv) -> dict:
         return {}
     if not isinstance(config, dict):
         raise ImportProblem(f"--speculative-config is not a JSON object: {json.dumps(config)}")
-    accepted = conv.flag_table().by_dest("speculative_config").keys or ()
-    for key in config:
-        if key not in accepted:  # vLLM's SpeculativeConfig refuses it too
-            close = difflib.get_close_matches(key, accepted, n=3)
-            hint = f"; did you mean {' or '.join(close)}?" if close else ""
-            raise FlagRefused(f"unknown --speculative-config key {key!r}{hint}")
+    # its keys were checked against the release's SpeculativeConfig (argv.check_json_keys)
     notes += [f"kept, not planned: --speculative-config key {k}" for k in config
               if k not in VLLM_SPEC_KEYS]
-    by_name = {val: k for k, val in VLLM_METHODS.items()}
     name = config.get("method")
-    method = "mtp" if isinstance(name, str) and name.endswith("_mtp") else by_name.get(name)
-    if method is None:
-        raise ImportProblem(f"--speculative-config method {name!r}: specplan plans "
-                            f"{', '.join(VLLM_METHODS.values())} (and *_mtp)")
-    out: dict = {"method": method}
+    out: dict = {}
+    if name is None:  # vLLM fills it in from the draft (import_line.detect_vllm_method)
+        out["_detect"] = {"model": config.get("model")}
+    else:
+        out["method"] = vllm_method_of(name)
     if config.get("num_speculative_tokens") is None:  # vLLM's default, from the model config
-        out["_auto"] = {"vllm_method": method}
+        out["_auto"] = {"vllm_method": out.get("method")}
     else:
         out["num_steps"] = _int(config, "num_speculative_tokens",
                                 "--speculative-config num_speculative_tokens")
@@ -292,3 +285,13 @@ def _vllm_speculative(config, notes: list[str], conv) -> dict:
                                "--speculative-config draft_tensor_parallel_size")
     return out
 
+
+
+def vllm_method_of(name: object) -> str:
+    """specplan's method for vLLM's speculative_config method `name`."""
+    by_name = {val: k for k, val in VLLM_METHODS.items()}
+    method = "mtp" if isinstance(name, str) and name.endswith("_mtp") else by_name.get(name)
+    if method is None:
+        raise ImportProblem(f"--speculative-config method {name!r}: specplan plans "
+                            f"{', '.join(VLLM_METHODS.values())} (and *_mtp)")
+    return method

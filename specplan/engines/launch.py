@@ -26,6 +26,27 @@ class DisaggregationFlags(Protocol):
     def read(self, flags: dict) -> dict | None: ...
 
 
+class NodeFlags(Protocol):
+    """An engine's multi-node spelling: the words one node's line adds, per executor.
+
+    `executors`: the executors export writes per-node lines for, the first the default.
+    `write(executor, node, nnodes, head, dp)` -> (flag, value, comment) rows for node `node` of
+    `nnodes`, `head` the head node's address (host, or host:port). `per_node`: the argparse
+    dests that differ from node to node (import compares every other one across the lines);
+    `dests`: every dest the rows write but --nnodes (import drops them from the spec's line).
+    `ray`: the executor (or None) whose other nodes run `ray_start(node, head)` instead of the
+    engine, the head's line naming `ray_dests` and no node count."""
+
+    executors: tuple[str, ...]
+    per_node: frozenset[str]
+    dests: frozenset[str]
+    ray: str | None
+    ray_dests: frozenset[str]
+
+    def write(self, executor: str, node: int, nnodes: int, head: str,
+              dp: int = 1) -> list[tuple[str, str | None, str]]: ...
+
+
 @dataclass(frozen=True)
 class LaunchTable:
     program: str  # the command export writes before the arguments
@@ -40,3 +61,4 @@ class LaunchTable:
     unstated: frozenset[str]  # spec keys a line cannot state, kept from a base spec
     env_defaults: frozenset[tuple[str, str]]  # (variable, value) the engine does when it is unset
     disaggregation: DisaggregationFlags
+    nodes: NodeFlags | None = None  # per-node launch lines (export --nodes, import of them)

@@ -21,3 +21,58 @@ def vllm_tokens(method: str, config: dict | None) -> tuple[int, str]:
                         "config.json (or a local model path)")
     raise NoDefault(f"--speculative-config has no num_speculative_tokens, which vLLM requires "
                     f"for method {method!r} (SpeculativeConfig: only MTP defaults it)")
+
+
+# vLLM 0.33.0 config/speculative.py: MTPModelTypes, and the draft model types
+# SpeculativeConfig.hf_config_override rewrites unconditionally to one of them (deepseek_v3 /
+# deepseek_v32 / glm_moe_dsa -> deepseek_mtp, dots3_note, pangu_ultra_moe, kimi_k3,
+# ernie4_5_moe, qwen3_next, longcat_flash, exaone_moe -> <type>_mtp).
+MTP_MODEL_TYPES = frozenset({
+    "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp",
+    "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp",
+    "exaone4_5_mtp", "qwen3_next_mtp", "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp",
+    "bailing_hybrid_v3_mtp", "minimax_m3_mtp", "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp",
+    "pangu_ultra_moe_mtp", "step3p5_mtp", "step5_mtp", "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp",
+    "inkling_mtp", "glm5_next_mtp"})
+MTP_REWRITTEN = frozenset({"deepseek_v3", "deepseek_v32", "glm_moe_dsa", "dots3_note",
+                           "pangu_ultra_moe", "kimi_k3", "ernie4_5_moe", "qwen3_next",
+                           "longcat_flash", "exaone_moe"})
+DFLASH_ARCHS = frozenset({"MuseGlimmerAssistantModel"})
+DSPARK_ARCHS = frozenset({"Qwen3DSparkModel", "Gemma4DSparkModel"})
+_WHERE = "vLLM 0.33.0 SpeculativeConfig.__post_init__"
+
+
+def vllm_method(model: object, draft: dict | None) -> tuple[str, str]:
+    """(vLLM's method name, why) for a --speculative-config without `method`, as vLLM fills it
+    in: `model` "ngram" -> ngram; otherwise draft_model, which the draft's name and config then
+    refine: "eagle-" -> eagle, "eagle3" -> eagle3, "dflash" (or a DFlash architecture) ->
+    dflash, "dspark" (or a DSpark architecture) -> dspark, an MTP model_type -> mtp; else it
+    stays draft_model. NoDefault where the draft's config decides and is not at hand."""
+    if model is None:
+        raise NoDefault("--speculative-config has neither method nor model: vLLM takes it as "
+                        "draft_model without a draft and refuses it (num_speculative_tokens "
+                        f"was provided but without speculative model; {_WHERE})")
+    if model in ("ngram", "[ngram]"):
+        return "ngram", f"model {model!r} is n-gram ({_WHERE})"
+    name = str(model).lower()
+    for needle, method in (("eagle-", "eagle"), ("eagle3", "eagle3"), ("dflash", "dflash"),
+                           ("dspark", "dspark")):
+        if needle in name:
+            return method, f"the draft's name holds {needle!r} ({_WHERE}: detected method)"
+    if draft is None:
+        raise NoDefault(f"--speculative-config has no method and vLLM detects it from the "
+                        f"draft's config.json ({model}: its model_type and architectures; "
+                        f"{_WHERE}): pass --draft-config config.json, or name the method")
+    text = draft.get("text_config", draft) if isinstance(draft.get("text_config"), dict) else draft
+    archs = set(draft.get("architectures") or [])
+    if archs & DFLASH_ARCHS:
+        return "dflash", f"the draft's architecture {sorted(archs & DFLASH_ARCHS)[0]} ({_WHERE})"
+    dspark = archs & DSPARK_ARCHS or ("DSparkDraftModel" in archs and text.get("model_type") == "qwen3")
+    if dspark:
+        return "dspark", f"the draft's architectures {sorted(archs)} ({_WHERE})"
+    kind = draft.get("model_type")
+    if kind in MTP_MODEL_TYPES or kind in MTP_REWRITTEN:
+        return "mtp", (f"the draft's model_type {kind!r} is an MTP model (MTPModelTypes, after "
+                       f"SpeculativeConfig.hf_config_override; {_WHERE})")
+    return "draft_model", (f"the draft's name and config ({kind or 'no model_type'}) name no "
+                           f"other method, so vLLM runs it as draft_model ({_WHERE})")

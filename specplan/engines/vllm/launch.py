@@ -35,6 +35,20 @@ ENV = ("VLLM_PP_LAYER_PARTITION", "VLLM_USE_V2_MODEL_RUNNER")
 SPEC_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size")
 
 
+# The connector names vLLM's KVConnectorFactory registers (kv_connector/factory.py, the
+# register_connector calls at its end; vLLM 0.33.0, checked against each wheel by
+# tests/engines/test_vllm_connectors.py). Any other kv_connector without a
+# kv_connector_module_path is refused at start-up (get_connector_class: "Unsupported connector
+# type").
+REGISTERED_CONNECTORS = frozenset({
+    "ExampleConnector", "ExampleHiddenStatesConnector", "LMCacheConnectorV1",
+    "LMCacheMPConnector", "NixlConnector", "NixlPullConnector", "NixlPushConnector",
+    "MultiConnector", "HiSparseConnector", "MoRIIOConnector", "OffloadingConnector",
+    "DecodeBenchConnector", "MooncakeConnector", "MooncakeStoreConnector", "FlexKVConnectorV1",
+    "SimpleCPUOffloadConnector", "HF3FSKVConnector"})
+KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")  # config/kv_transfer.py KVRole
+
+
 class VllmFlags:
     flag = "--kv-transfer-config"
     connectors = {"NixlConnector": "nixl", "NixlPullConnector": "nixl",
@@ -55,7 +69,10 @@ class VllmFlags:
             config = json.loads(text)
         except json.JSONDecodeError as exc:
             raise LaunchProblem(f"{self.flag} is not JSON: {exc}") from None
+        if not isinstance(config, dict):
+            raise LaunchProblem(f"{self.flag} is not a JSON object: {text}")
         name, kv_role = config.get("kv_connector"), config.get("kv_role")
+        self._engine_accepts(config)
         if kv_role == "kv_both":  # either side: the deployment says which this instance is
             return {"connector": self.connectors[name]} if name in self.connectors else {}
         if name not in self.connectors:
@@ -66,6 +83,80 @@ class VllmFlags:
                                 "or kv_consumer (decode)")
         return {"role": self.roles[kv_role], "connector": self.connectors[name]}
 
+    def _engine_accepts(self, config: dict) -> None:
+        """What vLLM itself refuses: a kv_role outside KVRole (KVTransferConfig.__post_init__),
+        a connector without a role, a connector name its KVConnectorFactory does not register
+        when no kv_connector_module_path names the module holding it (get_connector_class)."""
+        name, kv_role = config.get("kv_connector"), config.get("kv_role")
+        if kv_role is not None and kv_role not in KV_ROLES:
+            raise LaunchProblem(f"{self.flag} kv_role {kv_role!r}: vLLM accepts "
+                                f"{' | '.join(KV_ROLES)} (KVTransferConfig.__post_init__)")
+        if name is not None and kv_role is None:
+            raise LaunchProblem(f"{self.flag} kv_connector {name!r} without kv_role: vLLM refuses "
+                                "it (KVTransferConfig.__post_init__: please specify kv_role)")
+        if name is not None and name not in REGISTERED_CONNECTORS \
+                and not config.get("kv_connector_module_path"):
+            raise LaunchProblem(f"{self.flag} kv_connector {name!r} is not a connector vLLM "
+                                "registers and no kv_connector_module_path names its module "
+                                "(kv_connector/factory.py get_connector_class: unsupported "
+                                f"connector type); registered: {', '.join(sorted(REGISTERED_CONNECTORS))}")
+        if name == "MultiConnector":  # each child is created by the same factory
+            extra = config.get("kv_connector_extra_config") or {}
+            for child in (extra.get("connectors") or []) if isinstance(extra, dict) else []:
+                if isinstance(child, dict):
+                    self._engine_accepts(child)
+
+
+class VllmNodes:
+    """vLLM across nodes. Multiprocessing (`mp`): every node runs `vllm serve` with `--nnodes N
+    --node-rank R --master-addr HEAD [--master-port P]` (vllm/engine/arg_utils.py add_cli_args,
+    into ParallelConfig), the nodes after the head with `--headless` (vllm/entrypoints/cli/
+    serve.py run_headless: no API server there). Ray: ParallelConfig refuses nnodes > 1 unless
+    the executor is mp, uni or external_launcher (vllm/config/parallel.py __post_init__), so
+    the head starts a Ray cluster and `vllm serve ... --distributed-executor-backend ray`
+    (`--data-parallel-backend ray` too when dp > 1, which places the engine cores through
+    vllm/v1/engine/utils.py CoreEngineActorManager), and every other node joins the cluster
+    with `ray start --address HEAD:6379 --block` (Ray's default GCS port)."""
+
+    executors = ("mp", "ray")
+    per_node = frozenset({"node_rank", "headless"})
+    dests = frozenset({"node_rank", "headless", "master_addr", "master_port"})
+    ray = "ray"
+    ray_dests = frozenset({"distributed_executor_backend", "data_parallel_backend"})
+    ray_port = "6379"
+    # said on the Ray head's line: how the plan reaches the Ray workers (plugins/vllm_ray.py)
+    ray_note = ("the specplan plugin adds SPECPLAN_PLAN to VLLM_RAY_EXTRA_ENV_VARS_TO_COPY "
+                "as it registers in this driver: vLLM copies it to every Ray worker")
+
+    def write(self, executor: str, node: int, nnodes: int, head: str,
+              dp: int = 1) -> list[tuple[str, str | None, str]]:
+        if executor == self.ray:
+            if node:
+                return []
+            rows: list[tuple[str, str | None, str]] = [
+                ("--distributed-executor-backend", "ray", f"the workers of all {nnodes} nodes "
+                 "are Ray actors of the head's cluster")]
+            if dp > 1:
+                rows.append(("--data-parallel-backend", "ray", "the data-parallel engine cores "
+                             "are Ray actors too"))
+            return rows
+        host, _, port = head.partition(":")
+        rows = [("--nnodes", str(nnodes), "machines (topology.nodes)"),
+                ("--node-rank", str(node), "this node"),
+                ("--master-addr", host, "the head node (node 0)")]
+        if port:
+            rows.append(("--master-port", port, "the head's torch.distributed port"))
+        if node:
+            rows.append(("--headless", None, "no API server: this node's ranks join the head's"))
+        return rows
+
+    def ray_start(self, node: int, head: str) -> list[str]:
+        """The words of node `node`'s `ray start` (head: the cluster; others: join it)."""
+        host = head.partition(":")[0]
+        if node == 0:
+            return ["ray", "start", "--head", f"--port={self.ray_port}"]
+        return ["ray", "start", f"--address={host}:{self.ray_port}", "--block"]
+
 
 # Spec keys a launch line cannot state, kept from the base spec: topology.backend and the
 # device (vLLM's line does not name it), speculative.sampling / aux_layers.
@@ -75,4 +166,4 @@ LAUNCH = LaunchTable(
     pp_partition_env="VLLM_PP_LAYER_PARTITION", modelled=VLLM_MODELLED,
     unstated=frozenset({"backend", "device", "sampling", "aux_layers"}),
     env_defaults=frozenset(),
-    disaggregation=VllmFlags())
+    disaggregation=VllmFlags(), nodes=VllmNodes())

@@ -1,5 +1,5 @@
 # source: https://github.com/neuralmagic/vllm/pull/61 (multiple KV connectors, review comment)
-# expect: imported: vLLM 0.33.0
+# expect: refused: kv_connector 'SharedStorageConnector' is not a connector vLLM registers
 vllm serve meta-llama/Llama-3.2-1B-Instruct \
     --port 8100 \
     --enforce-eager \

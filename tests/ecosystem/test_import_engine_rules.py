@@ -1,0 +1,120 @@
+"""`specplan import` passes exactly what the engine of the line's release would start (issue 37):
+every JSON-valued flag against its release's config class, a line with no launch command, a KV
+connector vLLM's factory does not register, and the method vLLM fills in when
+--speculative-config names none. Each through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specplan.schema import load_spec
+
+LLAMA = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden_size": 4096,
+         "vocab_size": 128256}
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA))
+    return str(path)
+
+
+def _import(cli, config, *line, extra=()):
+    return cli("import", "--engine", _engine(line), "--model-config", config, *extra, "--", *line)
+
+
+def _engine(line) -> str:
+    return "vllm" if line[:1] == ("vllm",) else "sglang"
+
+
+def test_attention_config_key_no_release_has_is_refused(cli, config):
+    result = _import(cli, config, "vllm", "serve", "m", "-pp", "3",
+                     "--attention-config", '{"use_fp4_indexer_cache": true}')
+    assert result.exit_code == 2, result.stdout
+    assert result.stderr.startswith("specplan import: unknown --attention-config key "
+                                    "'use_fp4_indexer_cache'")
+    assert "vLLM 0.30.0 to vLLM 0.33.0" in result.stderr
+
+
+def test_a_known_attention_config_key_and_its_dotted_form_pass(cli, config):
+    for words in (["--attention-config", '{"backend": "FLASH_ATTN"}'],
+                  ["--attention-config.backend", "FLASH_ATTN"]):
+        result = _import(cli, config, "vllm", "serve", "m", *words)
+        assert result.exit_code == 0, result.stderr
+
+
+def test_compilation_config_unknown_key_is_refused_dotted_too(cli, config):
+    result = _import(cli, config, "vllm", "serve", "m", "--compilation-config.cudagraf_mode", "FULL")
+    assert result.exit_code == 2
+    assert "unknown --compilation-config key 'cudagraf_mode'" in result.stderr
+
+
+@pytest.mark.parametrize("line", [("SGLANG_X=1",), ("SGLANG_X=1", "SGLANG_Y=2")])
+def test_a_line_of_only_environment_assignments_is_refused(cli, config, line):
+    result = _import(cli, config, *line)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "only environment assignments" in result.stderr
+    assert "no launch command" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("kv,said", [
+    ({"kv_connector": "Carrier", "kv_role": "kv_both"}, "kv_connector 'Carrier' is not a connector"),
+    ({"kv_connector": "NixlConnector", "kv_role": "kv_either"}, "kv_role 'kv_either'"),
+    ({"kv_connector": "NixlConnector"}, "without kv_role"),
+    ({"kv_connector": "MultiConnector", "kv_role": "kv_both", "kv_connector_extra_config":
+      {"connectors": [{"kv_connector": "NixlConnector", "kv_role": "kv_both"},
+                      {"kv_connector": "Carrier", "kv_role": "kv_both"}]}},
+     "kv_connector 'Carrier' is not a connector"),
+])
+def test_kv_transfer_config_vllm_refuses_is_refused(cli, config, kv, said):
+    result = _import(cli, config, "vllm", "serve", "m", "--kv-transfer-config", json.dumps(kv))
+    assert result.exit_code == 2 and said in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("kv", [
+    {"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"},
+    {"kv_connector": "Carrier", "kv_role": "kv_both", "kv_connector_module_path": "my.carrier"},
+])
+def test_kv_transfer_config_vllm_accepts_imports(cli, config, kv):
+    result = _import(cli, config, "vllm", "serve", "m", "--kv-transfer-config", json.dumps(kv))
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize("draft,draft_config,method", [
+    ("yuhuili/EAGLE-LLaMA3-Instruct-8B", None, "eagle"),
+    ("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", None, "eagle3"),
+    ("z-lab/Qwen3-8B-DFlash-b16", None, "dflash"),
+    ("org/small", {"model_type": "llama", "architectures": ["LlamaForCausalLM"]}, "standalone"),
+    ("org/mtp", {"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"]}, "mtp"),
+    ("org/spark", {"model_type": "qwen3", "architectures": ["Qwen3DSparkModel"]}, "dspark"),
+])
+def test_speculative_config_without_method_gets_the_method_vllm_fills_in(cli, tmp_path, config, draft,
+                                                                         draft_config, method):
+    extra = ()
+    if draft_config is not None:
+        path = tmp_path / "draft.json"
+        path.write_text(json.dumps(draft_config))
+        extra = ("--draft-config", str(path))
+    out = tmp_path / "s.yaml"
+    sc = json.dumps({"model": draft, "num_speculative_tokens": 3})
+    result = _import(cli, config, "vllm", "serve", "m", "--speculative-config", sc,
+                     extra=(*extra, "-o", str(out)))
+    assert result.exit_code == 0, result.stderr
+    assert load_spec(out).speculative.method == method
+    assert "the line names no method and vLLM fills it in" in result.stderr
+    assert "SpeculativeConfig.__post_init__" in result.stderr
+
+
+def test_speculative_config_without_method_whose_draft_config_decides_asks_for_it(cli, config):
+    sc = json.dumps({"model": "org/small", "num_speculative_tokens": 3})
+    result = _import(cli, config, "vllm", "serve", "m", "--speculative-config", sc)
+    assert result.exit_code == 2 and "pass --draft-config" in result.stderr
+
+
+def test_speculative_config_with_neither_method_nor_model_is_refused(cli, config):
+    result = _import(cli, config, "vllm", "serve", "m", "--speculative-config",
+                     '{"num_speculative_tokens": 3}')
+    assert result.exit_code == 2 and "neither method nor model" in result.stderr
