@@ -35,13 +35,16 @@ class NodeFlags(Protocol):
     dests that differ from node to node (import compares every other one across the lines);
     `dests`: every dest the rows write but --nnodes (import drops them from the spec's line).
     `ray`: the executor (or None) whose other nodes run `ray_start(node, head)` instead of the
-    engine, the head's line naming `ray_dests` and no node count."""
+    engine, the head's line naming `ray_dests` and no node count. `image` (formatted with the
+    release's `version`) and `api_port`: a LeaderWorkerSet's container."""
 
     executors: tuple[str, ...]
     per_node: frozenset[str]
     dests: frozenset[str]
     ray: str | None
     ray_dests: frozenset[str]
+    image: str
+    api_port: int
 
     def write(self, executor: str, node: int, nnodes: int, head: str,
               dp: int = 1) -> list[tuple[str, str | None, str]]: ...

@@ -124,6 +124,8 @@ class VllmNodes:
     ray = "ray"
     ray_dests = frozenset({"distributed_executor_backend", "data_parallel_backend"})
     ray_port = "6379"
+    image = "vllm/vllm-openai:v{version}"  # the project's serving image (LWS manifests)
+    api_port = 8000  # `vllm serve --port` default
     # said on the Ray head's line: how the plan reaches the Ray workers (plugins/vllm_ray.py)
     ray_note = ("the specplan plugin adds SPECPLAN_PLAN to VLLM_RAY_EXTRA_ENV_VARS_TO_COPY "
                 "as it registers in this driver: vLLM copies it to every Ray worker")
