@@ -67,7 +67,7 @@ def node_lines(launch: Launch, nnodes: int, dp: int, options: NodeOptions,
 
     nodes, executor = table(launch.engine), executor_of(launch.engine, options)
     head = options.head or "$" + HEAD_PLACEHOLDER
-    program = shlex.split(convention(launch.engine).launch.program)
+    program = shlex.split(launch.program or convention(launch.engine).launch.program)
     common = [(f, v) for f, v, _ in launch.args if f != "--nnodes"]
     common += [(a, None) for a in kept or [] if not _node_flag(a, launch.engine)]
     env = ([("SPECPLAN_PLAN", launch.plan_path)] if launch.plan_path else []) + \

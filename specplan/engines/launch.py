@@ -65,3 +65,10 @@ class LaunchTable:
     env_defaults: frozenset[tuple[str, str]]  # (variable, value) the engine does when it is unset
     disaggregation: DisaggregationFlags
     nodes: NodeFlags | None = None  # per-node launch lines (export --nodes, import of them)
+    # The program on a CPU (topology.device: cpu) when the engine's CPU build cannot start
+    # `program`, and why (a note export prints); None: `program` starts it there too.
+    cpu_program: str | None = None
+    cpu_note: str = ""
+
+    def program_on(self, device: str) -> str:
+        return self.cpu_program if device == "cpu" and self.cpu_program else self.program
