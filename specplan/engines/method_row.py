@@ -40,6 +40,9 @@ class MethodRow:
     pp: PP = "no"
     pp_note: str = ""
     dp_attention: DpAttention = "yes"
+    # Whether DP-attention needs the DP LM head (--enable-dp-lm-head): never, always, or
+    # everywhere but on NPU (SGLang's _handle_dflash / _handle_dspark).
+    dp_lm_head: Literal["no", "always", "not_on_npu"] = "no"
     cp_note: str = ""
     sync: Sync = "none"
     group: Group = "tp"
@@ -71,6 +74,7 @@ class MethodRow:
     variants_note: str = ""  # engine options that replace a default site
     mem_group: str = ""  # the group of the start-up free-memory MIN
     note: str = ""  # what differs from specplan's record (vLLM: chain only, ...)
+    error_name: str = ""  # how the engine's own refusals write the method ("DFLASH")
 
 
 class MethodRows:

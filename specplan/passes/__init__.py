@@ -10,13 +10,15 @@ from __future__ import annotations
 from specplan.ir import check_ir
 from specplan.engines import build_mesh, convention
 from specplan.passes import (assign_groups, build_round, contracts, dp_agreement, fuse_converges,
-                             insert_converges, moe_rows, pin_widths, pipeline_stages, schedule)
+                             insert_converges, moe_rows, pin_widths, pipeline_stages, plan_gates,
+                             schedule)
 from specplan.passes.context import Planning
 from specplan.schema import Spec
 
 PASSES = (
     build_round,
     assign_groups,
+    plan_gates,
     insert_converges,
     fuse_converges,
     pin_widths,

@@ -44,8 +44,8 @@ import time
 from dataclasses import dataclass, field
 
 from specplan.engines.vllm.hooks import PS, RUNNER, Hook, Release, nearest_release
-from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_engine,
-                                     check_world, enabled, startup_check)
+from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_engine, check_world,
+                                     enabled, hooked, log_bound, startup_check)
 from specplan.plugins import vllm_world
 from specplan.plugins.vllm_guard import check_signature, engine_call, guarded, locate
 from specplan.plugins.vllm_pp import Entries, PPHooks, SentRows
@@ -188,8 +188,7 @@ class VllmState(PPHooks):
         """Check the target against the table, then wrap it (EngineRefused on a difference)."""
         owner, name, _ = located or locate(hook, self.version, self.release)
         wrap(owner, name, self, hook.serves, hook.target)
-        if hook.target not in self.active.hooks:
-            self.active.hooks.append(hook.target)
+        hooked(self.active, hook.target)
 
     # -- start-up --------------------------------------------------------------------------
     def initialize_model_parallel(self, original, *args, **kwargs):
@@ -220,6 +219,7 @@ class VllmState(PPHooks):
         self.timings = {"check": t1 - t0, "bind": time.perf_counter() - t1}
         self.active.startup_s = self.timings
         self._install_runner_hooks(rt, rank)
+        log_bound(self.active, rank)
         return result
 
     def _check_runner(self, config, rank: int) -> None:

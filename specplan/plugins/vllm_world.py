@@ -25,11 +25,11 @@ import functools
 import os
 import sys
 
-from specplan.plugins.common import ENV_ALLOW_UNTESTED, ENV_HOT_PATH, ENV_PLAN
+from specplan.plugins.common import ENV_ALLOW_UNTESTED, ENV_HOT_PATH, ENV_LOG_LEVEL, ENV_PLAN
 
 RAY_EXTRA = "VLLM_RAY_EXTRA_ENV_VARS_TO_COPY"
 # every variable the plugin (and the runtime it binds) reads
-COPIED = (ENV_PLAN, ENV_ALLOW_UNTESTED, ENV_HOT_PATH, "SPECPLAN_TRACE_DIR")
+COPIED = (ENV_PLAN, ENV_ALLOW_UNTESTED, ENV_HOT_PATH, "SPECPLAN_TRACE_DIR", ENV_LOG_LEVEL)
 _PS = "vllm.distributed.parallel_state"
 
 
@@ -69,4 +69,4 @@ def guard_planless() -> None:
         return result
 
     initialize_model_parallel.__specplan_presence__ = True  # type: ignore[attr-defined]
-    ps.initialize_model_parallel = initialize_model_parallel
+    setattr(ps, "initialize_model_parallel", initialize_model_parallel)

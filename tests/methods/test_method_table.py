@@ -121,7 +121,7 @@ FLAGS = {  # needs_taps, tree, drafter, SGLang's group, SGLang's PP, vLLM's PP (
     "mtp": (False, True, "head", "attn_tp_or_tp", "gated", "yes"),
     "standalone": (False, True, "model", "attn_tp_or_tp", "no", "yes"),
     "ngram": (False, True, "lookup", "attn_tp_or_tp", "no", "yes"),
-    "dflash": (True, False, "head", "tp", "no", "yes"),
+    "dflash": (True, False, "head", "attn_tp_or_tp", "no", "yes"),
     "dspark": (True, False, "head", "attn_tp_or_tp", "prefill_only", "yes"),
 }
 

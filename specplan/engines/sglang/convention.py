@@ -19,6 +19,8 @@ from dataclasses import replace
 
 from specplan.engines.releases import title
 from specplan.engines.sglang import NAME
+from specplan.engines.gates import GateUse, resolve_gates
+from specplan.engines.sglang.gates import GATES
 from specplan.engines.sglang.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, SGLangRules
 from specplan.engines.sglang.launch import LAUNCH
 from specplan.engines.sglang.methods import ROWS
@@ -185,6 +187,9 @@ class SGLang(Convention):
                 "check_server_args refuses data-parallel replicas across nodes; the "
                 "DataParallelController launches one scheduler world per replica)")
 
+    def gates(self, spec: Spec, choices: Choices) -> tuple[GateUse, ...]:
+        return resolve_gates(GATES, spec, choices)
+
     def launch_refusal(self, spec: Spec) -> str | None:
         return _launch_refusal(spec, self.attention_tp(spec.topology))
 
@@ -280,6 +285,12 @@ def _launch_refusal(spec: Spec, attn_tp: int) -> str | None:
         return (f"SGLang's {title} worker requires attn_tp == 1 under DP-attention with a MoE "
                 f"(DeepSeek-V4) draft; here attn_tp = tp {t.tp} / dp {t.dp} / cp {t.cp} = "
                 f"{attn_tp} (set dp == tp; seed 000 section 2, dspark_worker_v2.py)")
+    needs_lm_head = row.dp_lm_head != "no" and t.dp_attention and t.dp > 1 and \
+        (row.dp_lm_head == "always" or t.device != "npu")
+    if needs_lm_head and not t.dp_lm_head:
+        return (f"SGLang refuses {row.error_name} with DP-attention without --enable-dp-lm-head "
+                "(topology.dp_lm_head: true): the draft borrows the target's DP LM head "
+                f"(arg_groups/speculative_hook.py _handle_{s.method})")
     return None
 
 
@@ -297,8 +308,8 @@ def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
     has (its row's default_sites) exist there, so DSpark's host verify budget stays unconverged. The
     EAGLE family and n-gram broadcast only the accept triple, in eagle_sample: on sampling
     paths (not on CPU/XPU, which verify greedily) and on ROCm greedy; never their drafts,
-    proposals or first token. DFlash syncs over the full tp group, the others over attn_tp
-    under DP-attention, else tp.
+    proposals or first token. Every method syncs over attn_tp under DP-attention, else tp
+    (get_dp_tp_group(); DFlash's worker too, dflash_worker_v2.py DFlashWorkerV2.__init__).
     """
     device, sampling = spec.topology.device, spec.speculative.sampling
     written = "policy" in spec.sync.model_fields_set and spec.sync.policy in PRESETS
@@ -313,7 +324,9 @@ def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
                 preset == "all" or preset in site.presets)
         else:
             sites[site.name] = on and accept_broadcast(device, sampling)
-    group = "tp" if row.group == "tp" or not spec.topology.dp_attention else "attn_tp"
+    # SpecTpSync is built on get_dp_tp_group() for DSpark and DFlash alike (dflash_worker_v2.py
+    # DFlashWorkerV2.__init__: "spec broadcasts must stay within the attn-TP group").
+    group = "attn_tp" if row.group == "attn_tp_or_tp" and spec.topology.dp_attention else "tp"
     greedy = None
     if sampling == "greedy":
         greedy = "greedy decoding draws no random numbers"

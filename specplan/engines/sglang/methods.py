@@ -33,9 +33,11 @@ ROWS = MethodRows((
                       "MTP are excluded from PP"),
     MethodRow("standalone", "STANDALONE", default_sites=_accept("standalone"), **EAGLE_FAMILY),
     MethodRow("ngram", "NGRAM", default_sites=_accept("ngram"), worker="ngram_worker", **ACCEPT),
-    # DFlash converges on the full TP group (SpecTpSync(get_tp_group())); its greedy draft head
-    # all-gathers (max, id) over tp and takes the first max, under every preset (§0.4).
-    MethodRow("dflash", "DFLASH", sync="spec_tp_sync", group="tp", worker="dflash_worker",
+    # DFlash's SpecTpSync is built on get_dp_tp_group() (dflash_worker_v2.py
+    # DFlashWorkerV2.__init__); its greedy draft head all-gathers (max, id) over tp and takes
+    # the first max, under every preset (§0.4).
+    MethodRow("dflash", "DFLASH", sync="spec_tp_sync", group="attn_tp_or_tp",
+              worker="dflash_worker", dp_lm_head="not_on_npu", error_name="DFLASH",
               default_sites=frozenset({"dflash_target", "dflash_draft", "dflash_accept_greedy",
                                        "dflash_accept_sample", "dflash_mem"}),
               always_sites=frozenset({"dflash_draft"}),
@@ -44,6 +46,7 @@ ROWS = MethodRows((
                             "for selector/LiLiCorr sampled accept; presets all, rng"),
     # The drafter lives on the last PP stage; PP only on PD prefill nodes.
     MethodRow("dspark", "DSPARK", pp="prefill_only", dp_attention="attn_tp_one_with_moe",
+              dp_lm_head="always", error_name="DSpark",
               sync="spec_tp_sync", group="attn_tp_or_tp", worker="dspark_worker",
               default_sites=frozenset({"dspark_target", "dspark_draft", "dspark_plan",
                                        "dspark_accept_greedy", "dspark_accept_sample",
