@@ -124,12 +124,14 @@ class Deployment:
         Raises PlanError when the verifier finds an ERROR (no file is written then)."""
         from specplan.errors import Diagnostic, PlanError
 
-        findings = self.check()
-        if any(f.severity == "ERROR" for f in findings):
+        from specplan.verify import errors
+
+        found = errors(self.check())
+        if found:
             where = str(self.path or "<dict>")
             raise PlanError([Diagnostic(where, getattr(f, "line", None), None,
                                         getattr(f, "site", None) or getattr(f, "kind", ""), f.message)
-                             for f in findings if f.severity == "ERROR"])
+                             for f in found])
         if out_dir is not None:
             list(self._target.write(Path(out_dir), runtime=False))
         return self._target.compiled()

@@ -12,8 +12,11 @@ import click
 
 from specplan import __version__
 from specplan.commands.common import EXIT_BAD_INPUT
+from specplan.engines.releases import RELEASES
 from specplan.sim.bounds import (SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUNDS, SIM_MAX_SEED,
-                                  SIM_MAX_TIMEOUT_S)
+                                  SIM_MAX_TIMEOUT_S, faults)
+
+ENGINE_NAMES = list(RELEASES)  # engines/<engine>/ packages (engines/releases.py)
 
 
 class Commands(click.Group):
@@ -163,7 +166,7 @@ def schema() -> None:
 
 @main.command(name="export")
 @click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
+@click.option("--engine", type=click.Choice(ENGINE_NAMES), default=None,
               help="Engine to launch on (default: the spec's; the other translates the layout).")
 @click.option("--engine-version", "version", default=None,
               help="The release whose spelling to write (default: the spec's engine_version).")
@@ -222,7 +225,7 @@ def launch_line_inputs(when: str = ""):
 
 
 @main.command(name="import", context_settings={"ignore_unknown_options": True})
-@click.option("--engine", type=click.Choice(["sglang", "vllm"]), required=True,
+@click.option("--engine", type=click.Choice(ENGINE_NAMES), required=True,
               help="The engine the launch line starts.")
 @launch_line_inputs()
 @click.option("--draft-config", type=click.Path(dir_okay=False), default=None,
@@ -252,7 +255,7 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.option("-o", "--out", "out", type=click.Path(file_okay=False), required=True,
               help="Folder for spec.yaml and plan.json (written together, or neither).")
-@click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
+@click.option("--engine", type=click.Choice(ENGINE_NAMES), default=None,
               help="Read a launch line (after `--`) as `specplan import` does, instead of SPEC.")
 @launch_line_inputs(when="--engine: ")
 @click.argument("words", nargs=-1, type=click.UNPROCESSED)
@@ -290,8 +293,7 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
 @click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_LAYERS),
               help=f"Shrink deeper models to this many layers (stages and tap owners kept; at "
                    f"most {SIM_MAX_LAYERS}).")
-@click.option("--inject", type=click.Choice(["noise", "draft-noise", "verify-noise", "tap-order", "kill", "foreign-plan",
-                                            "layer-map", "stale-slot", "early-stop"]),
+@click.option("--inject", type=click.Choice(faults()),
               metavar="FAULT", help="A fault: noise on the target's logits, draft-noise on the drafter's, verify-noise "
                    "on DSpark / DFlash verify plans (each on every rank but the sources), tap-order "
                    "(a pp >= 3 middle stage hands its taps out of order: lower acceptance), a rank "

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Every command's exit codes, the one table (README.md): done; an internal error (a traceback);
+# bad input (nothing written); it worked and found a problem (a finding, a divergence).
+EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM = 0, 1, 2, 3
+
 
 @dataclass(frozen=True, order=True)
 class Diagnostic:

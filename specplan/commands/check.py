@@ -11,6 +11,7 @@ from specplan.commands.common import EXIT_FOUND_PROBLEM
 def run(targets: tuple[str, ...], *, as_json: bool, fmt: str, severity: str, verbose: bool,
         baseline: str | None = None, write_baseline: str | None = None) -> int:
     from specplan.commands.load import load_checked
+    from specplan.verify import has_errors
     from specplan.verify.baseline import read_baseline
 
     if len(targets) > 2:
@@ -23,4 +24,4 @@ def run(targets: tuple[str, ...], *, as_json: bool, fmt: str, severity: str, ver
         target.write_baseline(write_baseline)
     target.print_check(fmt=fmt, severity=severity, verbose=verbose, baseline=known)
     found = target.findings() if known is None else known.new(target.findings())
-    return EXIT_FOUND_PROBLEM if any(f.severity == "ERROR" for f in found) else 0
+    return EXIT_FOUND_PROBLEM if has_errors(found) else 0

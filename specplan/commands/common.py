@@ -8,8 +8,7 @@ import sys
 
 import click
 
-EXIT_BAD_INPUT = 2
-EXIT_FOUND_PROBLEM = 3
+from specplan.errors import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM  # noqa: F401 (the commands' names)
 
 
 def as_plan(path: str) -> dict | None:

@@ -8,11 +8,12 @@ from pathlib import Path
 from specplan.commands.common import EXIT_FOUND_PROBLEM, console
 from specplan.commands.fit import echo
 from specplan.commands.load import load_spec_arg
+from specplan.verify import has_errors
 
 
 def run(spec: str, out_dir: str | None) -> int:
     target = load_spec_arg(spec)
-    if any(f.severity == "ERROR" for f in target.findings()):
+    if has_errors(target.findings()):
         target.print_refused(console())
         echo("no plan written: the verifier found errors (see `specplan check`)", err=True)
         return EXIT_FOUND_PROBLEM

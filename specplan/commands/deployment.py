@@ -19,6 +19,7 @@ from specplan.commands.target import Report, Simulation
 from specplan.deploy.handoff import plan_handoff
 from specplan.deploy.load import InstancePair
 from specplan.errors import Diagnostic, SpecError
+from specplan.verify import has_errors
 
 
 class DeploymentTarget:
@@ -180,7 +181,7 @@ class DeploymentTarget:
         for built, _ in self._checked[1].values():  # each instance's width, as for one spec
             check_options(rounds=sim.rounds, requests=sim.requests,
                           width=built.speculative.num_draft_tokens)
-        if not sim.allow_errors and any(f.severity == "ERROR" for f in self.findings()):
+        if not sim.allow_errors and has_errors(self.findings()):
             self.print_refused(console)
             console.print("not simulated: `specplan check` predicts the failures above; run with "
                           "--allow-errors to watch them happen")

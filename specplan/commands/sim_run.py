@@ -11,9 +11,10 @@ from pathlib import Path
 
 import click
 
-EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM = 0, 1, 2, 3
+from specplan.errors import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM, EXIT_INTERNAL, EXIT_OK  # noqa: F401
+from specplan.sim.bounds import faults
 
-SERVING_INJECTIONS = ("stale-slot", "early-stop")
+SERVING_INJECTIONS = faults("serving")
 
 
 def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int,

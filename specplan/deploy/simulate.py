@@ -35,9 +35,10 @@ from specplan.deploy.handoff import Handoff, plan_handoff
 from specplan.deploy.load import InstancePair
 from specplan.deploy.pairing import Instance
 from specplan.errors import Diagnostic, SpecError
+from specplan.sim.bounds import faults
 from specplan.sim.launch import Outcome
 
-INJECTIONS = ("layer-map",)
+INJECTIONS = faults("deployment")
 
 
 @dataclass

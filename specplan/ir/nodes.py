@@ -17,6 +17,12 @@ ROUNDS: tuple[Round, ...] = ("startup", "prefill", "decode")  # the one round or
 # Guard-header ids of relays (passes/pipeline_stages.py numbers them from here), apart from the
 # boundary ids below it, so the runtime tells a relay's header from a boundary's.
 RELAY_ID_BASE = 1 << 16
+# The guard header every guarded buffer starts with, (name, dtype, byte offset) in order: the
+# planner lays it out (passes/pin_widths.py), plan.json states it, the runtime writes and
+# checks it (runtime/guard.py). The one table.
+GUARD_HEADER = (("boundary", "int32", 0), ("live_rows", "int32", 4), ("round", "int64", 8),
+                ("fingerprint", "int64", 16), ("batch", "int64", 24))
+GUARD_HEADER_BYTES = 32
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from specplan.errors import PlanError
 from specplan.ir.draft import ABSENT, BoundaryDraft, RelayDraft
+from specplan.ir.nodes import GUARD_HEADER, GUARD_HEADER_BYTES
 from specplan.ir.records import Field, Layout
 from specplan.methods.base import eval_dim, nbytes
 from specplan.passes.context import Planning
@@ -21,9 +22,7 @@ from specplan.passes.contracts import DRAFT
 NAME = "pin_widths"
 REQUIRES = (DRAFT.boundaries.each.sites,)
 ENSURES = (DRAFT.boundaries.each.layout, DRAFT.boundaries.each.buffer_bytes, DRAFT.buffer_bytes)
-HEADER_BYTES = 32
-HEADER = (("boundary", "int32", 0), ("live_rows", "int32", 4), ("round", "int64", 8),
-          ("fingerprint", "int64", 16), ("batch", "int64", 24))
+HEADER, HEADER_BYTES = GUARD_HEADER, GUARD_HEADER_BYTES  # ir/nodes.py: the one layout
 ALIGN = 8
 
 

@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from specplan.mesh.family import Family
+from specplan.schema.model import Engine
 from specplan.plan.codec import ABSENT, JsonObject, encode
 from specplan.plan.model import (Behaviour, Boundary, Bytes, Count, DpAgreement, FamilyRule, Gate, Model,
                                  MoeRows, Pipeline, RankClass, Relay, RuntimeSettings, Site,
@@ -39,7 +40,7 @@ def fingerprint(plan: Mapping) -> str:
 class Plan(JsonObject):
     schema_version: Literal[3]
     name: str
-    engine: Literal["sglang", "vllm"]
+    engine: Engine
     spec_sha256: str
     fingerprint: str
     world_size: Count

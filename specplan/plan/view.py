@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specplan.ir.nodes import GUARD_HEADER
 from specplan.mesh.family import Family
 from specplan.methods.base import eval_dim
 from specplan.plan.artifact import Plan
 from specplan.plan.load import load_plan
 from specplan.plan.model import Field, Layout, Site
 
-HEADER_FIELDS = ("boundary", "live_rows", "round", "fingerprint", "batch")
+HEADER_FIELDS = tuple(name for name, _, _ in GUARD_HEADER)
 
 
 @dataclass(frozen=True)

@@ -42,12 +42,10 @@ from dataclasses import dataclass, field
 from specplan.plugins.common import (ENV_PLAN, ActivePlan, EngineRefused, activate, bind_engine,
                                      check_world, enabled, hooked, log_bound, startup_check)
 from specplan.plugins.sglang_sites import SiteHooks
+from specplan.engines.sglang.hooks import table
+from specplan.plugins.roles import declared, serves
 
 ENGINE = "sglang"
-PS = "sglang.srt.distributed.parallel_state"
-SPEC = "sglang.srt.speculative"
-SYNC = f"{SPEC}.spec_tp_sync.SpecTpSync"
-RESULTS = "sglang.srt.managers.scheduler_components.batch_result_processor.SchedulerBatchResultProcessor"
 # plan family -> the parallel_state global holding SGLang's coordinator for it (None: not built).
 COORDINATORS = {"tp": "_TP", "attn_cp": "_ATTN_CP", "attn_tp": "_ATTN_TP", "moe_dp": "_MOE_DP",
                 "moe_ep": "_MOE_EP", "moe_tp": "_MOE_TP", "pp": "_PP", "dcp": "_DCP"}
@@ -68,19 +66,9 @@ def register() -> None:
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     state = active.state = SGLangState(active)
-    hooks = ((f"{PS}.initialize_model_parallel", state.initialize_model_parallel),
-             (f"{PS}.init_model_parallel_group", state.init_model_parallel_group),
-             (f"{SYNC}.sync", state.sync), (f"{SYNC}.enabled", state.enabled),
-             (f"{SPEC}.eagle_utils.eagle_sample", state.eagle_sample),
-             (f"{PS}.GroupCoordinator.broadcast", state.group_broadcast),
-             (f"{SPEC}.dspark_components.dspark_planner.DSparkVerifyPlanner._schedule_verify_lens",
-              state.schedule_verify_lens),
-             (f"{SPEC}.dspark_components.dspark_draft.draft_markov_block", state.draft_markov_block),
-             (f"{SPEC}.dspark_components.dspark_worker_v2.DSparkWorkerV2.forward_batch_generation",
-              state.worker_forward),
-             (f"{SPEC}.dflash_worker_v2.DFlashWorkerV2.forward_batch_generation", state.worker_forward),
-             (f"{RESULTS}.process_batch_result_decode", state.check_result),
-             (f"{RESULTS}.process_batch_result_prefill", state.check_result))
+    # every body SGLangState declares (`@serves(role)`), at the newest release's targets
+    release = table()
+    hooks = [(release.target(role), getattr(state, name)) for role, _, name in declared(SGLangState)]
     from specplan.plugins.sglang_draft import draft_hooks  # EAGLE-family and NGRAM draft sites
     from specplan.plugins.sglang_pp import pp_hooks  # the plan's relays in SGLang's PP messages
 
@@ -133,11 +121,13 @@ class SGLangState(SiteHooks):
         self._init_sites()
 
     # -- start-up --------------------------------------------------------------------------
+    @serves("group")
     def init_model_parallel_group(self, original, group_ranks, *args, **kwargs):
         coordinator = original(group_ranks, *args, **kwargs)
         self.created[id(coordinator)] = [list(g) for g in group_ranks]
         return coordinator
 
+    @serves("world")
     def initialize_model_parallel(self, original, *args, **kwargs):
         result = original(*args, **kwargs)
         import torch.distributed as dist
@@ -164,6 +154,8 @@ class SGLangState(SiteHooks):
         return result
 
     # -- the round's desync check ------------------------------------------------------------
+    @serves("decode_result")
+    @serves("prefill_result")
     def check_result(self, original, processor, batch, result, *args, **kwargs):
         """SchedulerBatchResultProcessor.process_batch_result_decode / _prefill: on the device
         path, `rt.check_round()` right after SGLang's own wait for the round's result copy

@@ -52,24 +52,27 @@ Idle batches (DP-attention) are not converged: the whole replica is idle togethe
 
 from __future__ import annotations
 
+from specplan.engines.sglang.hooks import table
+from specplan.plugins.roles import ATTR, serves
+
 # The methods SGLang runs through each worker are its rows' (engines/sglang/methods.py `worker`).
 EAGLE_FAMILY = "eagle_worker"
-DRAFT = "sglang.srt.speculative.eagle_worker_common.build_eagle_verify_input"
-DRAFT_EXTEND = "sglang.srt.speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_decode"
-TARGET = "sglang.srt.speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill"
+TABLE = table()  # the newest release's (the plugin refuses the others: engines/sglang/hooks.py)
+DRAFT, DRAFT_EXTEND, TARGET = (TABLE.target(r) for r in ("eagle_draft", "eagle_draft_extend",
+                                                          "eagle_target"))
 NGRAM = "ngram_worker"
-NGRAM_DRAFT = "sglang.srt.speculative.ngram_worker.NGRAMWorker._prepare_draft_tokens"
+NGRAM_DRAFT = TABLE.target("ngram_draft")
 
 
 def draft_hooks(state) -> list[tuple[str, object]]:
     """(target, AROUND hook) for each EAGLE-family or NGRAM site here the plan converges."""
     hooks = DraftHooks(state)
-    wanted = ((TARGET, "target", EAGLE_FAMILY, hooks.draft_extend_for_prefill),
-              (DRAFT, "draft", EAGLE_FAMILY, hooks.build_eagle_verify_input),
-              (DRAFT_EXTEND, "draft_extend", EAGLE_FAMILY, hooks.draft_extend_for_decode),
-              (NGRAM_DRAFT, "draft", NGRAM, hooks.prepare_draft_tokens))
-    return [(target, hook) for target, phase, methods, hook in wanted
-            if hooks.site(phase, methods) is not None]
+    wanted = (("target", EAGLE_FAMILY, hooks.draft_extend_for_prefill),
+              ("draft", EAGLE_FAMILY, hooks.build_eagle_verify_input),
+              ("draft_extend", EAGLE_FAMILY, hooks.draft_extend_for_decode),
+              ("draft", NGRAM, hooks.prepare_draft_tokens))
+    return [(TABLE.target(role), hook) for phase, worker, hook in wanted
+            for role, _ in getattr(hook, ATTR) if hooks.site(phase, worker) is not None]
 
 
 class DraftHooks:
@@ -90,6 +93,7 @@ class DraftHooks:
         ps = plan.site.get(f"{method}_{phase}") if ROWS[method].worker == worker else None
         return ps if ps is not None and ps.boundary is not None else None
 
+    @serves("eagle_target")
     def draft_extend_for_prefill(self, original, worker, batch, target_hidden_states, next_token_ids,
                                  *args, **kwargs):
         """<method>_target: the prefill's first token, converged before the draft extend reads it."""
@@ -97,6 +101,7 @@ class DraftHooks:
             self._converge("target", batch, {"next_token_ids": next_token_ids})
         return original(worker, batch, target_hidden_states, next_token_ids, *args, **kwargs)
 
+    @serves("eagle_draft")
     def build_eagle_verify_input(self, original, batch, draft_input, parent_list, top_scores_index,
                                  draft_tokens, draft_probs=None, **kwargs):
         """<method>_draft: the draft tree converged before SGLang builds the verify input."""
@@ -106,6 +111,7 @@ class DraftHooks:
         return original(batch, draft_input, parent_list, top_scores_index, draft_tokens, draft_probs,
                         **kwargs)
 
+    @serves("eagle_draft_extend")
     def draft_extend_for_decode(self, original, worker, batch, batch_result, *args, **kwargs):
         """<method>_draft_extend: the next round's top-k, converged when SGLang has written it."""
         result = original(worker, batch, batch_result, *args, **kwargs)
@@ -114,6 +120,7 @@ class DraftHooks:
             self._converge("draft_extend", batch, {"topk_index": nxt.topk_index, "topk_p": nxt.topk_p})
         return result
 
+    @serves("ngram_draft")
     def prepare_draft_tokens(self, original, worker, batch, *args, **kwargs):
         """ngram_draft: each rank's host-side n-gram drafts (req_drafts, mask), converged when
         SGLang has made them; the source's arrays come back in SGLang's shapes and dtypes."""

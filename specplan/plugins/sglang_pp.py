@@ -36,7 +36,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MIXIN = "sglang.srt.managers.scheduler_pp_mixin.SchedulerPPMixin"
+from specplan.engines.sglang.hooks import table
+from specplan.plugins.roles import serves
+
 KEY = "specplan."  # prefix of the relays' tensors in SGLang's output dict
 
 
@@ -56,8 +58,8 @@ def pp_hooks(state) -> list[tuple[str, object]]:
         return []
     relay = PPRelay(state)
     state.pp = relay
-    return [(f"{MIXIN}._pp_prepare_tensor_dict", relay.prepare_tensor_dict),
-            (f"{MIXIN}._pp_prep_batch_result", relay.prep_batch_result)]
+    return [(table().target(role), body) for role, body in (("pp_send", relay.prepare_tensor_dict),
+                                                            ("pp_receive", relay.prep_batch_result))]
 
 
 class PPRelay:
@@ -74,6 +76,7 @@ class PPRelay:
             self.converged[site] = Converged(round_, values, live_rows, requests)
 
     # -- last stage ------------------------------------------------------------------------
+    @serves("pp_send")
     def prepare_tensor_dict(self, original, scheduler, result, batch):
         tensors = original(scheduler, result, batch)
         rt = self.state.active.runtime
@@ -86,6 +89,7 @@ class PPRelay:
         return tensors
 
     # -- earlier stages --------------------------------------------------------------------
+    @serves("pp_receive")
     def prep_batch_result(self, original, scheduler, batch, mb_metadata, pp_outputs):
         rt = self.state.active.runtime
         if rt is None or scheduler.pp_group.is_last_rank or batch.forward_mode.is_idle():

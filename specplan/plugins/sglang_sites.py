@@ -34,6 +34,7 @@ import contextvars
 from dataclasses import dataclass, field
 
 from specplan.plugins.common import fit_rows, wants_identity
+from specplan.plugins.roles import serves
 
 # Inside a hooked eagle_sample: SGLang's own broadcasts of its accept are skipped (the plan's
 # boundary converges the same three tensors when eagle_sample returns).
@@ -96,12 +97,14 @@ class SiteHooks:
         return self._sites["<accept>"]
 
     # -- SpecTpSync ------------------------------------------------------------------------
+    @serves("spec_tp_sync_enabled")
     def enabled(self, original, sync, site) -> bool:
         ps = self.plan_site(site)
         if ps is None or self.active.runtime is None:
             return original(sync, site)
         return ps.boundary is not None
 
+    @serves("spec_tp_sync")
     def sync(self, original, sync, site, values):
         ps, rt = self.plan_site(site), self.active.runtime
         if ps is None or rt is None:
@@ -144,6 +147,8 @@ class SiteHooks:
         return out
 
     # -- the round's rows -------------------------------------------------------------------
+    @serves("dspark_forward")
+    @serves("dflash_forward")
     def worker_forward(self, original, worker, batch, *args, **kwargs):
         """DSparkWorkerV2 / DFlashWorkerV2.forward_batch_generation: its batch's rows are the
         rows of every converge the forward issues (their accept functions get no batch)."""
@@ -157,6 +162,7 @@ class SiteHooks:
             self.rows = outer
 
     # -- frames that hold part of a payload ----------------------------------------------------
+    @serves("verify_lens")
     def schedule_verify_lens(self, original, planner, *args, **kwargs):
         """DSparkVerifyPlanner._schedule_verify_lens: its `budget` joins verify_lens' boundary."""
         import torch
@@ -175,6 +181,7 @@ class SiteHooks:
         finally:
             self._payloads.pop(boundary.id, None)  # returned before its sync: nothing to send
 
+    @serves("markov_draft")
     def draft_markov_block(self, original, *args, **kwargs):
         """dspark_draft.draft_markov_block: the gamma per-step DSPARK_DRAFT calls become the
         plan's one draft_tokens boundary, issued when the block returns."""
@@ -193,6 +200,7 @@ class SiteHooks:
         return tokens, logits
 
     # -- EAGLE's accept (no SpecTpSync site) ----------------------------------------------------
+    @serves("accept")
     def eagle_sample(self, original, verify_input, batch, *args, **kwargs):
         """eagle_utils.eagle_sample -> (predict, accept_lens, accept_index): one guarded
         collective of the plan's accept boundary; SGLang's three broadcasts inside are skipped."""
@@ -218,6 +226,7 @@ class SiteHooks:
         rt.record_acceptance(rnd, fit_rows(rows, accept_lens.shape[0]), accept_lens)
         return predict, accept_lens, accept_index
 
+    @serves("group_broadcast")
     def group_broadcast(self, original, group, tensor, *args, **kwargs):
         """GroupCoordinator.broadcast: skipped only inside a hooked eagle_sample (one context
         variable read on every other call)."""

@@ -43,10 +43,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from specplan.engines.vllm.hooks import PS, RUNNER, Hook, Release, nearest_release
+from specplan.engines.hooks import Hook
+from specplan.engines.vllm.hooks import PS, RUNNER, Release, nearest_release
 from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_engine, check_world,
                                      enabled, hooked, log_bound, startup_check)
 from specplan.plugins import vllm_world
+from specplan.plugins.roles import body_for, serves
 from specplan.plugins.vllm_guard import check_signature, engine_call, guarded, locate
 from specplan.plugins.vllm_pp import Entries, PPHooks, SentRows
 
@@ -68,7 +70,7 @@ def register() -> None:
         return
     _check_sites(active)
     state = VllmState(active, nearest_release(version), version)
-    state.install(state.release.hook("initialize_model_parallel"))
+    state.install(state.release.hook("world"))
 
 
 def _check_sites(active: ActivePlan) -> None:
@@ -187,10 +189,11 @@ class VllmState(PPHooks):
     def install(self, hook: Hook, located=None) -> None:
         """Check the target against the table, then wrap it (EngineRefused on a difference)."""
         owner, name, _ = located or locate(hook, self.version, self.release)
-        wrap(owner, name, self, hook.serves, hook.target)
+        wrap(owner, name, self, body_for(type(self), hook), hook.target)
         hooked(self.active, hook.target)
 
     # -- start-up --------------------------------------------------------------------------
+    @serves("world")
     def initialize_model_parallel(self, original, *args, **kwargs):
         result = original(*args, **kwargs)
         import torch.distributed as dist
@@ -242,16 +245,16 @@ class VllmState(PPHooks):
     def _install_runner_hooks(self, rt, rank: int) -> None:
         from specplan.plugins.vllm_bridge import PlanMismatch, VllmBridge
 
-        found = {h.qualname: (h, where) for h, where in self.located}
-        self.pending_recv = found["PendingRecv"][1][2]
+        found = {h.role: (h, where) for h, where in self.located}
+        self.pending_recv = found["pending_recv"][1][2]
         try:
-            self.bridge = VllmBridge(rt, self.active.plan, need_mask=found["compute_need_sampled_mask"][1][2],
+            self.bridge = VllmBridge(rt, self.active.plan, need_mask=found["need_sampled_mask"][1][2],
                                      width=self.active.plan.speculative.num_steps + 1)
         except PlanMismatch as exc:
             raise EngineRefused(f"rank {rank}: plan {self.active.name!r} ({self.active.path}): {exc}") from None
         self.active.bridge, self.active.vllm = self.bridge, self
         for hook, where in found.values():
-            if hook.serves is not None and hook.serves != "propose":  # propose: per speculator
+            if hook.wrapped and hook.role != "propose":  # propose: per speculator
                 self.install(hook, where)
         # The runner binds init_speculator at its (lazy) import: when its module is already
         # loaded, its own name too.
@@ -261,16 +264,18 @@ class VllmState(PPHooks):
             self.install(hook, (runner, "init_speculator", runner.init_speculator))
 
     # -- the accept --------------------------------------------------------------------------
+    @serves("accept")
     def reject(self, original, sampler, logits, input_batch, *args, **kwargs):
         out = original(sampler, logits, input_batch, *args, **kwargs)
         self.bridge.accept_last(out.sampled_token_ids, out.num_sampled, out.num_rejected, input_batch)
         return out
 
     # -- the drafts ---------------------------------------------------------------------------
+    @serves("init_speculator")
     def init_speculator(self, original, *args, **kwargs):
         """The last stage's speculator, its `propose` returning the plan's drafts."""
         speculator = original(*args, **kwargs)
-        hook = self.release.hook("BaseSpeculator.propose")
+        hook = self.release.hook("propose")
         check_signature(hook, type(speculator).propose, self.version, self.release)
         self.wrap_propose(speculator)
         return speculator
@@ -281,7 +286,7 @@ class VllmState(PPHooks):
         if getattr(propose, "__specplan__", False):
             return
         call = engine_call(propose)
-        target = self.release.hook("BaseSpeculator.propose").target
+        target = self.release.hook("propose").target
 
         @functools.wraps(propose)
         def converged(input_batch, *args, **kwargs):
@@ -290,6 +295,7 @@ class VllmState(PPHooks):
         converged.__specplan__ = True
         speculator.propose = converged
 
+    @serves("propose")
     def propose(self, original, input_batch, *args, **kwargs):
         drafts = original(input_batch, *args, **kwargs)
         # 0.32 relays drafts on every sampled step, also one that proposed none: converged
@@ -299,6 +305,7 @@ class VllmState(PPHooks):
         return drafts
 
     # -- the step's desync check (device path) ------------------------------------------------
+    @serves("output")
     def get_output(self, original, output):
         """After vLLM waited for the step's output copy: raise a recorded desync (rt.check_round)."""
         result = original(output)

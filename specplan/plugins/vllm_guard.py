@@ -34,10 +34,12 @@ import os
 import sys
 import traceback
 
-from specplan.engines.vllm.hooks import Hook, Release
+from specplan.engines.hooks import Hook
+from specplan.engines.vllm.hooks import Release
+from specplan.errors import EXIT_FOUND_PROBLEM, EXIT_INTERNAL
 from specplan.plugins.common import EngineRefused
 
-EXIT_DIVERGENCE, EXIT_INTERNAL = 3, 1
+EXIT_DIVERGENCE = EXIT_FOUND_PROBLEM  # the ranks were found to disagree
 _ENGINE_RAISED = "__specplan_engine_raised__"
 
 

@@ -1,7 +1,7 @@
 """The vLLM plugin's PPHandler hooks, for both release lines, and the two run-time checks of the
 seed's silent corruptions (vllm.py installs them from engines/vllm/hooks.py's tables).
 
-Release lines (the tables' `serves` name the method each release's function calls):
+Release lines (each body declares the role and the release's signature it serves: `@serves`):
 - 0.33.0: `receive(input_batch, recv_drafts)` receives drafts when the step proposed some;
   `broadcast_drafts(draft_tokens)` sends the step's rows when its sampled tokens went out.
 - 0.32.x: `receive(input_batch)` receives drafts on every sampled step of a speculating engine,
@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from contextlib import nullcontext
 
+from specplan.plugins.roles import serves
+
 MAX_NOTED = 4096  # requests noted as sampled outside the mask (they finish: a bounded memory)
 ERRORS = {"StaleEntry": "A pipeline entry's rows are written into state indices another request holds now.",
           "BroadcastEndedEarly": "A request went on after its sampled token was left out of the broadcast."}
@@ -54,11 +56,13 @@ class PPHooks:
     """VllmState's PPHandler methods (mixed in): self.bridge, self.release, self.pending_recv."""
 
     # -- the last stage ------------------------------------------------------------------------
+    @serves("pp_req_idx_freed")
     def pp_req_idx_freed(self, original, handler, req_idx):
         """vLLM bumps the state index's generation; the bridge reads it from this handler."""
         self.bridge.handler = handler
         return original(handler, req_idx)
 
+    @serves("pp_broadcast")
     def pp_broadcast(self, original, handler, sampled, num_sampled, num_rejected, input_batch):
         self.bridge.handler = handler
         mask = self.bridge.need_mask(input_batch)
@@ -73,12 +77,14 @@ class PPHooks:
         # tensors the runner postprocesses next.
         self.bridge.send_sampled(sampled, num_sampled, input_batch)
 
+    @serves("pp_broadcast_drafts", "(self, draft_tokens)")
     def pp_broadcast_drafts(self, original, handler, draft_tokens):
         """0.33.0: the step's drafts, when its sampled tokens went out."""
         self.bridge.handler = handler
         if handler.sampled_tokens_broadcast:
             self.bridge.send_drafts(draft_tokens)
 
+    @serves("pp_broadcast_drafts", "(self, draft_tokens, input_batch)")
     def pp_broadcast_drafts_table(self, original, handler, draft_tokens, input_batch):
         """0.32.x: the request-state table at the step's rows, on every sampled step."""
         self.bridge.handler = handler
@@ -86,10 +92,12 @@ class PPHooks:
             self.bridge.send_drafts(draft_tokens[input_batch.idx_mapping].contiguous())
 
     # -- an earlier stage ----------------------------------------------------------------------
+    @serves("pp_receive", "(self, input_batch, recv_drafts)")
     def pp_receive(self, original, handler, input_batch, recv_drafts):
         """0.33.0: drafts as the runner says; sampled tokens `_sample_len` wide."""
         return self._receive(handler, input_batch, recv_drafts, handler._sample_len(input_batch))
 
+    @serves("pp_receive", "(self, input_batch)")
     def pp_receive_every_step(self, original, handler, input_batch):
         """0.32.x: drafts on every sampled step of a speculating engine; K + 1 columns always."""
         width = handler.max_sample_len if input_batch.num_draft_tokens > 0 else 1
@@ -116,6 +124,7 @@ class PPHooks:
         self.entries.note(entry, input_batch, gen.copy(), self.bridge.rounds["accept"])
         return bool(mask.all())
 
+    @serves("pp_prev_outputs", "(self)")
     def pp_prev_outputs(self, original, handler):
         """0.33.0: vLLM writes the entry's tokens and drafts later, through the returned mapping."""
         check = self.entries.before(handler)
@@ -123,6 +132,7 @@ class PPHooks:
         check.after(out, None)
         return out
 
+    @serves("pp_prev_outputs", "(self, draft_tokens_to_update=None)")
     def pp_prev_outputs_table(self, original, handler, draft_tokens_to_update=None):
         """0.32.x: vLLM writes the entry's drafts into the table itself, here."""
         check = self.entries.before(handler, draft_tokens_to_update)

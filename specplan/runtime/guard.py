@@ -28,18 +28,17 @@ import struct
 import numpy as np
 import torch
 
+from specplan.ir.nodes import GUARD_HEADER, GUARD_HEADER_BYTES
 from specplan.runtime.errors import DesyncError
 from specplan.runtime.kernels.guard_check import guard_check, guard_write
 from specplan.runtime.plan_view import HEADER_FIELDS, RELAY_ID_BASE, GuardedCollective
 
-HEADER_BYTES = 32
-# What `_FORMAT` writes, as plan.json states a header: Runtime refuses a plan laid out otherwise.
-HEADER_SLOTS = (("boundary", "int32", 0), ("live_rows", "int32", 4), ("round", "int64", 8),
-                ("fingerprint", "int64", 16), ("batch", "int64", 24))
-
-
+# What `_FORMAT` writes, as plan.json states a header (ir/nodes.py, the one layout): Runtime
+# refuses a plan laid out otherwise.
+HEADER_SLOTS, HEADER_BYTES = GUARD_HEADER, GUARD_HEADER_BYTES
 HEADER_WORDS = HEADER_BYTES // 8
-_FORMAT = "=iiqqq"  # native byte order, as the buffer's typed views read it
+# native byte order, as the buffer's typed views read it ("=iiqqq")
+_FORMAT = "=" + "".join({"int32": "i", "int64": "q"}[dtype] for _, dtype, _ in HEADER_SLOTS)
 ID_HALF, LIVE_HALF = 0, 1  # int32 halves of word 0
 ROUND_WORD, FINGERPRINT_WORD, BATCH_WORD = 1, 2, 3
 

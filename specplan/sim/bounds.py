@@ -4,6 +4,9 @@ the ranks never imports torch)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from specplan.methods import METHODS
 
 # The options' bounds (the CLI's IntRanges): a sim runs a tiny float64 model on the CPU, so
@@ -37,7 +40,31 @@ def check_options(*, rounds: int, requests: int, width: int) -> None:
             f"at most {SIM_MAX_KV_ROWS}; run fewer rounds or requests")
 
 
-DECISION_FAULTS = ("noise", "draft-noise", "verify-noise", "tap-order")
+@dataclass(frozen=True)
+class Fault:
+    """One `simulate --inject` fault. `where`: what runs it: each rank's decisions (sim/faults.py),
+    a rank killed (sim/worker.py), the plan the ranks load (sim/launch.py), a deployment's
+    handoff (deploy/simulate.py) or the serving loop (sim/serving.py); `torchrun`: whether a
+    torchrun job runs it (else only simulate's own launcher)."""
+
+    name: str
+    where: Literal["decisions", "rank", "plan", "deployment", "serving"]
+    torchrun: bool = False
+
+
+# The one catalogue of simulate's faults: the CLI's choices and every reader's set come from it.
+FAULTS = (Fault("noise", "decisions", True), Fault("draft-noise", "decisions", True),
+          Fault("verify-noise", "decisions", True), Fault("tap-order", "decisions", True),
+          Fault("kill", "rank"), Fault("foreign-plan", "plan", True),
+          Fault("layer-map", "deployment"), Fault("stale-slot", "serving"), Fault("early-stop", "serving"))
+
+
+def faults(*where: str) -> tuple[str, ...]:
+    """The names of the faults run at `where` (none given: every fault), in the catalogue's order."""
+    return tuple(f.name for f in FAULTS if not where or f.where in where)
+
+
+NOT_UNDER_TORCHRUN = tuple(f.name for f in FAULTS if not f.torchrun)
 # The methods verify-noise perturbs: a block verified against a plan or the target's predictions.
 VERIFY_PLANS = tuple(name for name, m in METHODS.items() if m.round == "block")
 

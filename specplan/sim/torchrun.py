@@ -49,7 +49,9 @@ def simulate_rank(spec_path: str, spec, *, rounds: int, requests: int, seed: int
     `refused_launch`), as simulate without torchrun does."""
     from specplan.sim.launch import Options
 
-    if inject in ("kill", "layer-map", "stale-slot", "early-stop"):
+    from specplan.sim.bounds import NOT_UNDER_TORCHRUN
+
+    if inject in NOT_UNDER_TORCHRUN:
         raise click.UsageError(f"--inject {inject} is not run under torchrun (the local launcher "
                                "runs it: simulate without torchrun)")
     opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers, inject=inject or "",

@@ -23,8 +23,13 @@ def verify(plan: Plan) -> list[Finding]:
     return sort_findings(engine_fixes(plan, findings) + check_gates(view))
 
 
+def errors(findings: list[Finding]) -> list[Finding]:
+    """The findings that refuse a plan: the one place "is there an ERROR" is written."""
+    return [f for f in findings if f.severity == "ERROR"]
+
+
 def has_errors(findings: list[Finding]) -> bool:
-    return any(f.severity == "ERROR" for f in findings)
+    return bool(errors(findings))
 
 
-__all__ = ["Finding", "has_errors", "verify"]
+__all__ = ["Finding", "errors", "has_errors", "verify"]

@@ -42,11 +42,3 @@ def test_the_hook_table_is_the_wheels(version):
     table = hooks(version)
     assert {t: _params(root, t) for t in table} == table
 
-
-def test_the_plugin_hooks_only_targets_of_the_table():
-    from specplan.plugins import sglang, sglang_draft, sglang_pp
-
-    named = {sglang_draft.DRAFT, sglang_draft.DRAFT_EXTEND, sglang_draft.TARGET,
-             sglang_draft.NGRAM_DRAFT, f"{sglang_pp.MIXIN}._pp_prepare_tensor_dict",
-             f"{sglang.SYNC}.sync", f"{sglang.PS}.initialize_model_parallel"}
-    assert {t.removeprefix("sglang.srt.") for t in named} <= set(hooks())

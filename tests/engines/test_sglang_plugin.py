@@ -85,7 +85,7 @@ def test_unset_installs_no_hook_and_imports_no_runtime():
     [out] = ok(run(1, "plugins", plan=None))
     assert out["hooks"] == []
     # the entry point's module and its torch-free hook class only: no plan, no runtime, no torch
-    assert out["imported"] == ["specplan.plugins.sglang", "specplan.plugins.sglang_sites"]
+    assert out["imported"] == ["specplan.plugins.roles", "specplan.plugins.sglang", "specplan.plugins.sglang_sites"]
 
 
 @pytest.mark.parametrize("world, name", [(2, "tp2"), (4, "dpattn"),

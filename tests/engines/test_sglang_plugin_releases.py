@@ -16,7 +16,7 @@ from test_sglang_plugin import (DPATTN_SOURCES, REFUSED, SPECULATIVE, ok, plan_f
 from wheels import engine_root
 
 from specplan.engines.releases import RELEASES, newest
-from specplan.engines.sglang.hooks import BASE, plugin_refusal, plugin_releases, unhandled
+from specplan.engines.sglang.hooks import hooks, plugin_refusal, plugin_releases, unhandled
 
 pytestmark = [pytest.mark.engines, pytest.mark.versions]
 OLDER = [v for v in plugin_releases() if v != newest("sglang")]
@@ -62,7 +62,8 @@ def test_dpattn_accept_through_the_plugin_hands_each_replica_its_source(tmp_path
 @pytest.mark.parametrize("version", REFUSED_RELEASES)
 def test_a_release_whose_hooks_differ_is_refused_at_plugin_load_naming_each_difference(tmp_path, version):
     root = engine_root("sglang", version)
-    differing = {t for t in BASE if _params(root, t) != BASE[t]}  # the wheel's own differences
+    base = hooks()
+    differing = {t for t in base if _params(root, t) != base[t]}  # the wheel's own differences
     assert differing == set(unhandled(version))
     line = plugin_refusal(version)
     assert all(t in line for t in differing) and "the plugin runs on SGLang 0.5.22, 0.5.23" in line

@@ -16,7 +16,15 @@ from test_vllm_plugin import fatal, ok, plan_for, refusals, run, version  # noqa
 from wheels import PLUGIN_RELEASES
 
 pytestmark = pytest.mark.engines
-HOOKED = {v: [h for h in release_for(v).hooks if h.serves] for v in PLUGIN_RELEASES["vllm"]}
+HOOKED = {v: [h for h in release_for(v).hooks if h.wrapped] for v in PLUGIN_RELEASES["vllm"]}
+
+
+def body(hook) -> str:
+    """The plugin's method serving `hook` (its `@serves` declaration)."""
+    from specplan.plugins.roles import body_for
+    from specplan.plugins.vllm import VllmState
+
+    return body_for(VllmState, hook)
 
 
 def guard(version: str, tmp: Path, worker: str, topology: str = "{tp: 1, pp: 2, device: cpu}",
@@ -104,7 +112,7 @@ def test_the_version_comes_from_the_distribution_providing_vllm(version, tmp_pat
 def test_an_exception_in_a_hook_ends_every_rank_of_a_real_pp_step(version, tmp_path):
     """Stage 0's receive raises (as the trial's TypeError did, 32 times, dropped by vLLM): stage
     0 ends at once (exit 1); the last stage, whose converge it never joined, ends as well."""
-    serves = next(h.serves for h in HOOKED[version] if h.qualname == "PPHandler.receive")
+    serves = body(release_for(version).hook("pp_receive"))
     results = guard(version, tmp_path, "raise_in", fault=serves)
     line = fatal(results[0], 1)
     assert line.startswith(f"specplan: rank 0: RuntimeError: forced in {serves} on rank 0 "
@@ -115,7 +123,7 @@ def test_an_exception_in_a_hook_ends_every_rank_of_a_real_pp_step(version, tmp_p
 def test_a_stale_entry_written_into_a_reused_row_ends_the_earlier_stage(version, tmp_path):
     healthy = ok(guard(version, tmp_path, "entry"))
     assert healthy[0]["consumed"] == [0, -1, 2]  # vLLM's own filter drops the freed row 1
-    if release_for(version).hook("PPHandler.get_prev_sampled_outputs").serves == "pp_prev_outputs_table":
+    if body(release_for(version).hook("pp_prev_outputs")) == "pp_prev_outputs_table":
         # 0.30 - 0.32 write the drafts themselves: row 1's state keeps its own
         assert healthy[0]["table"][1] == [7] * 3 and healthy[0]["table"][0] != [7] * 3
     results = guard(version, tmp_path, "entry", fault="stale-write")

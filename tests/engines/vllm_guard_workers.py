@@ -40,9 +40,9 @@ def hook_calls(state) -> dict:
     h = NS()
     calls = {}
     for hook in state.release.hooks:
-        if hook.serves is None:
+        if not hook.wrapped:
             continue
-        if hook.serves == "propose":
+        if hook.role == "propose":
             spec = NS(propose=lambda input_batch, *a, **k: None)
             state.wrap_propose(spec)
             calls[hook.target] = lambda spec=spec: spec.propose(NS(), num_speculative_tokens=K)
@@ -69,7 +69,9 @@ def forced_exceptions(tp: str, pp: str, dp: str, speculative: str, fault: str = 
     vllm_guard.os = NS(_exit=lambda code: (codes.append(code), (_ for _ in ()).throw(Exited())))
     out = {}
     for target, call in hook_calls(state).items():
-        serves = next(h.serves for h in state.release.hooks if h.target == target)
+        from specplan.plugins.roles import body_for
+
+        serves = body_for(type(state), next(h for h in state.release.hooks if h.target == target))
 
         def boom(*args, **kwargs):
             raise RuntimeError(f"forced in {serves}")

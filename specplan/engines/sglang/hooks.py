@@ -1,7 +1,8 @@
 """The SGLang functions the specplan plugin hooks or calls, per supported release (data).
 
-Each target (under `sglang.srt.`) with the parameter names of its definition in each release's
-wheel (read from the source with `ast` by tests/engines/test_sglang_hooks.py: marker `engines`
+Each target (under `sglang.srt.`), by its role (engines/hooks.py: the plugin asks the table by
+role, and each of its hook bodies declares the role it serves, plugins/roles.py), with the
+parameter names of its definition in each release's wheel (read from the source with `ast` by tests/engines/test_sglang_hooks.py: marker `engines`
 for the newest, `versions` for the older ones). The newest release is the base; an older one
 lists only what differs (None: that release has no such function). The plugin runs on every
 release whose targets all have the base's signatures or one in HANDLED (`plugin_releases`,
@@ -18,86 +19,100 @@ with one line naming each difference (`plugin_refusal`):
 
 from __future__ import annotations
 
+from specplan.engines.hooks import Hook, HookTable
 from specplan.engines.releases import RELEASES, check, newest
 from specplan.engines.sglang import NAME
 
-BASE: dict[str, str] = {  # the newest release
-    'distributed.parallel_state.initialize_model_parallel':
-        '(backend, duplicate_tp_group, enable_symm_mem, recovered_rank, rank_offset, max_world_size)',
-    'distributed.parallel_state.init_model_parallel_group':
-        '(group_ranks, local_rank, backend, use_pynccl, use_custom_allreduce, use_message_queue_broadcaster, group_name, use_mscclpp, use_torch_symm_mem_allreduce, recovered_rank, rank_offset, max_world_size)',
-    'speculative.spec_tp_sync.SpecTpSync.sync':
-        '(self, site, values)',
-    'speculative.spec_tp_sync.SpecTpSync.enabled':
-        '(self, site)',
-    'speculative.eagle_utils.eagle_sample':
-        '(verify_input, batch, logits_output, grammar_mask, uno_target_max_top_k, watermark_state, watermark_full_mask)',
-    'distributed.parallel_state.GroupCoordinator.broadcast':
-        '(self, input_, src)',
-    'speculative.dspark_components.dspark_planner.DSparkVerifyPlanner._schedule_verify_lens':
-        '(self, req_pool_indices, prefix_lens, device, confidence, budget)',
-    'speculative.dspark_components.dspark_draft.draft_markov_block':
-        '(markov_head, base_logits, anchor_tokens, draft_hidden, step_temperatures, noise, tp_sync, logits_out, greedy_draft)',
-    'speculative.dspark_components.dspark_worker_v2.DSparkWorkerV2.forward_batch_generation':
-        '(self, batch, on_publish, grammar_barrier, pp_proxy_tensors)',
-    'speculative.dflash_worker_v2.DFlashWorkerV2.forward_batch_generation':
-        '(self, batch, on_publish, grammar_barrier, pp_proxy_tensors)',
-    'managers.scheduler_components.batch_result_processor.SchedulerBatchResultProcessor.process_batch_result_decode':
-        '(self, batch, result)',
-    'managers.scheduler_components.batch_result_processor.SchedulerBatchResultProcessor.process_batch_result_prefill':
-        '(self, batch, result)',
-    'speculative.eagle_worker_common.build_eagle_verify_input':
-        '(batch, draft_input, parent_list, top_scores_index, draft_tokens, draft_probs, target_worker, topk, num_steps, num_draft_tokens, tree_mask_mode, device)',
-    'speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_decode':
-        '(self, batch, batch_result, kv_loc_plan)',
-    'speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill':
-        '(self, batch, target_hidden_states, next_token_ids, mm_input_embeds, kv_loc_plan)',
-    'speculative.ngram_worker.NGRAMWorker._prepare_draft_tokens':
-        '(self, batch)',
-    'managers.scheduler_pp_mixin.SchedulerPPMixin._pp_prepare_tensor_dict':
-        '(self, result, batch)',
-    'managers.scheduler_pp_mixin.SchedulerPPMixin._pp_prep_batch_result':
-        '(self, batch, mb_metadata, pp_outputs)',
-    'plugins.hook_registry.HookRegistry.register':
-        '(cls, target, hook, hook_type, source)',
-}
-# a release -> the targets that differ there; a release not listed has the base's signatures
+SRT = "sglang.srt"
+
+# role: what the plugin does there (its body declares the role: plugins/sglang*.py `@serves`).
+# Module under sglang.srt., qualified name, the parameter names of its definition.
+BASE = HookTable(NAME, newest(NAME), (
+    Hook('world', SRT + '.distributed.parallel_state', 'initialize_model_parallel',
+         '(backend, duplicate_tp_group, enable_symm_mem, recovered_rank, rank_offset, max_world_size)'),
+    Hook('group', SRT + '.distributed.parallel_state', 'init_model_parallel_group',
+         '(group_ranks, local_rank, backend, use_pynccl, use_custom_allreduce, use_message_queue_broadcaster, group_name, use_mscclpp, use_torch_symm_mem_allreduce, recovered_rank, rank_offset, max_world_size)'),
+    Hook('spec_tp_sync', SRT + '.speculative.spec_tp_sync', 'SpecTpSync.sync',
+         '(self, site, values)'),
+    Hook('spec_tp_sync_enabled', SRT + '.speculative.spec_tp_sync', 'SpecTpSync.enabled',
+         '(self, site)'),
+    Hook('accept', SRT + '.speculative.eagle_utils', 'eagle_sample',
+         '(verify_input, batch, logits_output, grammar_mask, uno_target_max_top_k, watermark_state, watermark_full_mask)'),
+    Hook('group_broadcast', SRT + '.distributed.parallel_state', 'GroupCoordinator.broadcast',
+         '(self, input_, src)'),
+    Hook('verify_lens', SRT + '.speculative.dspark_components.dspark_planner', 'DSparkVerifyPlanner._schedule_verify_lens',
+         '(self, req_pool_indices, prefix_lens, device, confidence, budget)'),
+    Hook('markov_draft', SRT + '.speculative.dspark_components.dspark_draft', 'draft_markov_block',
+         '(markov_head, base_logits, anchor_tokens, draft_hidden, step_temperatures, noise, tp_sync, logits_out, greedy_draft)'),
+    Hook('dspark_forward', SRT + '.speculative.dspark_components.dspark_worker_v2', 'DSparkWorkerV2.forward_batch_generation',
+         '(self, batch, on_publish, grammar_barrier, pp_proxy_tensors)'),
+    Hook('dflash_forward', SRT + '.speculative.dflash_worker_v2', 'DFlashWorkerV2.forward_batch_generation',
+         '(self, batch, on_publish, grammar_barrier, pp_proxy_tensors)'),
+    Hook('decode_result', SRT + '.managers.scheduler_components.batch_result_processor', 'SchedulerBatchResultProcessor.process_batch_result_decode',
+         '(self, batch, result)'),
+    Hook('prefill_result', SRT + '.managers.scheduler_components.batch_result_processor', 'SchedulerBatchResultProcessor.process_batch_result_prefill',
+         '(self, batch, result)'),
+    Hook('eagle_draft', SRT + '.speculative.eagle_worker_common', 'build_eagle_verify_input',
+         '(batch, draft_input, parent_list, top_scores_index, draft_tokens, draft_probs, target_worker, topk, num_steps, num_draft_tokens, tree_mask_mode, device)'),
+    Hook('eagle_draft_extend', SRT + '.speculative.eagle_worker_v2', 'EagleDraftWorker._draft_extend_for_decode',
+         '(self, batch, batch_result, kv_loc_plan)'),
+    Hook('eagle_target', SRT + '.speculative.eagle_worker_v2', 'EagleDraftWorker._draft_extend_for_prefill',
+         '(self, batch, target_hidden_states, next_token_ids, mm_input_embeds, kv_loc_plan)'),
+    Hook('ngram_draft', SRT + '.speculative.ngram_worker', 'NGRAMWorker._prepare_draft_tokens',
+         '(self, batch)'),
+    Hook('pp_send', SRT + '.managers.scheduler_pp_mixin', 'SchedulerPPMixin._pp_prepare_tensor_dict',
+         '(self, result, batch)'),
+    Hook('pp_receive', SRT + '.managers.scheduler_pp_mixin', 'SchedulerPPMixin._pp_prep_batch_result',
+         '(self, batch, mb_metadata, pp_outputs)'),
+    Hook('register', SRT + '.plugins.hook_registry', 'HookRegistry.register',
+         '(cls, target, hook, hook_type, source)', wrapped=False),
+))
+# a release -> the roles whose signature differs there (None: that release has no such
+# function); a release not listed has the base's signatures
 OLDER: dict[str, dict[str, str | None]] = {
     '0.5.20': {
-        'distributed.parallel_state.initialize_model_parallel':
+        'world':
             '(tensor_model_parallel_size, expert_model_parallel_size, pipeline_model_parallel_size, attention_data_parallel_size, attention_context_model_parallel_size, moe_data_model_parallel_size, decode_context_parallel_size, backend, duplicate_tp_group, enable_symm_mem, recovered_rank, rank_offset, max_world_size)',
-        'distributed.parallel_state.init_model_parallel_group':
+        'group':
             '(group_ranks, local_rank, backend, use_pynccl, use_custom_allreduce, use_message_queue_broadcaster, group_name, use_mscclpp_allreduce, use_torch_symm_mem_allreduce, recovered_rank, rank_offset, max_world_size)',
-        'speculative.eagle_utils.eagle_sample':
+        'accept':
             '(verify_input, batch, logits_output, grammar_mask, uno_target_max_top_k)',
-        'speculative.dspark_components.dspark_draft.draft_markov_block':
+        'markov_draft':
             None,
-        'speculative.dspark_components.dspark_worker_v2.DSparkWorkerV2.forward_batch_generation':
+        'dspark_forward':
             '(self, batch, on_publish, grammar_barrier)',
-        'speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_decode':
+        'eagle_draft_extend':
             '(self, batch, batch_result)',
-        'speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill':
+        'eagle_target':
             '(self, batch, target_hidden_states, next_token_ids, mm_input_embeds)',
     },
     '0.5.21': {
-        'speculative.eagle_utils.eagle_sample':
+        'accept':
             '(verify_input, batch, logits_output, grammar_mask, uno_target_max_top_k)',
-        'speculative.dspark_components.dspark_draft.draft_markov_block':
+        'markov_draft':
             None,
-        'speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_decode':
+        'eagle_draft_extend':
             '(self, batch, batch_result)',
-        'speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill':
+        'eagle_target':
             '(self, batch, target_hidden_states, next_token_ids, mm_input_embeds)',
     },
 }
 
 
-def hooks(version: str | None = None) -> dict[str, str | None]:
-    """target -> its parameter list at `version` (None: absent there)."""
+def table(version: str | None = None) -> HookTable:
+    """The hooks of `version` (None: the newest), by role."""
     version = check(NAME, version)
-    if version == newest(NAME):
-        return dict(BASE)
-    return {**BASE, **OLDER.get(version, {})}
+    return BASE.differs(version, OLDER.get(version, {}))
+
+
+def hooks(version: str | None = None) -> dict[str, str | None]:
+    """target under sglang.srt. -> its parameter list at `version` (None: absent there)."""
+    present = {h.role: h.signature for h in table(version).hooks}
+    return {_under_srt(h): present.get(h.role) for h in BASE.hooks}
+
+
+def _under_srt(hook: Hook) -> str:
+    return hook.target.removeprefix(SRT + ".")
 
 
 # target -> an older signature the plugin's hook serves as well (none yet: the plugin's hooks
@@ -107,8 +122,9 @@ HANDLED: dict[str, tuple[str, ...]] = {}
 
 def unhandled(version: str) -> dict[str, str | None]:
     """The targets whose signature at `version` differs from the base's and is not HANDLED."""
+    base = hooks()
     return {t: sig for t, sig in hooks(version).items()
-            if sig != BASE[t] and sig not in HANDLED.get(t, ())}
+            if sig != base[t] and sig not in HANDLED.get(t, ())}
 
 
 def plugin_releases() -> tuple[str, ...]:
@@ -121,7 +137,8 @@ def plugin_refusal(version: str) -> str | None:
     plugin runs there, or `version` is not a release of the table)."""
     if version not in RELEASES[NAME] or not unhandled(version):
         return None
-    parts = [f"{t} {_difference(BASE[t], sig)}" for t, sig in unhandled(version).items()]
+    base = hooks()
+    parts = [f"{t} {_difference(base[t], sig)}" for t, sig in unhandled(version).items()]
     return (f"sglang {version}: the plugin's hooks do not fit this release: {'; '.join(parts)} "
             f"(sglang.srt.*, engines/sglang/hooks.py); the plugin runs on SGLang "
             f"{', '.join(plugin_releases())}")

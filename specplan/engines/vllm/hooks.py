@@ -1,8 +1,9 @@
 """vLLM's functions the specplan plugin wraps or calls, one table per supported release (data).
 
-Each `Hook` names a target (its module, then its qualified name inside it), the signature
-`inspect.signature` prints for it with annotations dropped, and the plugin's method that serves
-it (None: the plugin only calls or builds it). The plugin checks every entry of its release's
+Each `Hook` (engines/hooks.py) names its role, a target (its module, then its qualified name
+inside it) and the signature `inspect.signature` prints for it with annotations dropped; the
+plugin's body for a role declares it (plugins/roles.py `serves`), with the signature where a
+release changed it (0.32's `pp_receive`). The plugin checks every entry of its release's
 table when it installs its hooks (plugins/vllm_guard.py): a target missing or with another
 signature refuses the start with one line naming the function, both signatures and the engine
 version. Torch-free: read on a laptop as well (docs/engines.md prints the tables).
@@ -30,6 +31,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from specplan.engines.hooks import Hook, HookTable
+from specplan.engines.vllm import NAME
+
 PS = "vllm.distributed.parallel_state"
 GPU = "vllm.v1.worker.gpu"
 PP_UTILS = f"{GPU}.pp_utils"
@@ -41,32 +45,12 @@ RUNNER = f"{GPU}.model_runner"
 
 
 @dataclass(frozen=True)
-class Hook:
-    """One vLLM function the plugin depends on. `module` + `qualname` locate it; `serves`: the
-    plugin method that wraps it (None: only called or built, checked all the same)."""
+class Release(HookTable):
+    """A vLLM release line the plugin was tested against: its hooks (by role) and how its PP
+    relay acts. `drafts_every_sampled_step`: the last stage relays drafts on every step that
+    samples a row (0.32: also a step that proposed none), not only when the step proposed drafts."""
 
-    module: str
-    qualname: str
-    signature: str
-    serves: str | None = None
-
-    @property
-    def target(self) -> str:
-        return f"{self.module}.{self.qualname}"
-
-
-@dataclass(frozen=True)
-class Release:
-    """A vLLM release line the plugin was tested against: its hooks and how its PP relay acts.
-    `drafts_every_sampled_step`: the last stage relays drafts on every step that samples a row
-    (0.32: also a step that proposed none), not only when the step proposed drafts."""
-
-    version: str  # "0.33.0", or "0.32.x" for every 0.32 patch release
-    hooks: tuple[Hook, ...]
     drafts_every_sampled_step: bool = False
-
-    def hook(self, qualname: str) -> Hook:
-        return next(h for h in self.hooks if h.qualname == qualname)
 
     def matches(self, version: str) -> bool:
         return _numbers(version)[: _depth(self.version)] == _numbers(self.version)[: _depth(self.version)]
@@ -77,43 +61,34 @@ _PROPOSE = ("(self, input_batch, attn_metadata, slot_mappings, last_hidden_state
             "dp_sync_state=None, dummy_run=False, skip_attn_for_dummy_run=False, mm_inputs=None, "
             "is_profile=False, num_speculative_tokens=None)")
 
-V0_33_0 = Release("0.33.0", (
-    Hook(PS, "initialize_model_parallel",
+# role: what the plugin does there (its body declares the role: plugins/vllm.py, vllm_pp.py)
+V0_33_0 = Release(NAME, "0.33.0", (
+    Hook("world", PS, "initialize_model_parallel",
          "(tensor_model_parallel_size=1, pipeline_model_parallel_size=1, "
-         "prefill_context_model_parallel_size=1, decode_context_model_parallel_size=1, backend=None)",
-         "initialize_model_parallel"),
-    Hook(SAMPLER, "RejectionSampler.__call__",
-         "(self, logits, input_batch, draft_logits=None, invalid_drafts=None)", "reject"),
-    Hook(PP_UTILS, "PPHandler.broadcast",
-         "(self, sampled_token_ids, num_sampled, num_rejected, input_batch)", "pp_broadcast"),
-    Hook(PP_UTILS, "PPHandler.receive", "(self, input_batch, recv_drafts)", "pp_receive"),
-    Hook(PP_UTILS, "PPHandler.broadcast_drafts", "(self, draft_tokens)", "pp_broadcast_drafts"),
-    Hook(PP_UTILS, "PPHandler.on_req_idx_freed", "(self, req_idx)", "pp_req_idx_freed"),
-    Hook(PP_UTILS, "PPHandler.get_prev_sampled_outputs", "(self)", "pp_prev_outputs"),
-    Hook(ASYNC, "AsyncOutput.get_output", "(self)", "get_output"),
-    Hook(SPEC_DECODE, "init_speculator", "(vllm_config, device, req_states)", "init_speculator"),
-    Hook(SPECULATOR, "BaseSpeculator.propose", _PROPOSE, "propose"),
-    Hook(PP_UTILS, "PPHandler._sample_len", "(self, input_batch)"),
-    Hook(PP_UTILS, "compute_need_sampled_mask", "(input_batch)"),
-    Hook(PP_UTILS, "PendingRecv",
+         "prefill_context_model_parallel_size=1, decode_context_model_parallel_size=1, backend=None)"),
+    Hook("accept", SAMPLER, "RejectionSampler.__call__",
+         "(self, logits, input_batch, draft_logits=None, invalid_drafts=None)"),
+    Hook("pp_broadcast", PP_UTILS, "PPHandler.broadcast",
+         "(self, sampled_token_ids, num_sampled, num_rejected, input_batch)"),
+    Hook("pp_receive", PP_UTILS, "PPHandler.receive", "(self, input_batch, recv_drafts)"),
+    Hook("pp_broadcast_drafts", PP_UTILS, "PPHandler.broadcast_drafts", "(self, draft_tokens)"),
+    Hook("pp_req_idx_freed", PP_UTILS, "PPHandler.on_req_idx_freed", "(self, req_idx)"),
+    Hook("pp_prev_outputs", PP_UTILS, "PPHandler.get_prev_sampled_outputs", "(self)"),
+    Hook("output", ASYNC, "AsyncOutput.get_output", "(self)"),
+    Hook("init_speculator", SPEC_DECODE, "init_speculator", "(vllm_config, device, req_states)"),
+    Hook("propose", SPECULATOR, "BaseSpeculator.propose", _PROPOSE),
+    Hook("pp_sample_len", PP_UTILS, "PPHandler._sample_len", "(self, input_batch)", wrapped=False),
+    Hook("need_sampled_mask", PP_UTILS, "compute_need_sampled_mask", "(input_batch)", wrapped=False),
+    Hook("pending_recv", PP_UTILS, "PendingRecv",
          "(event, sampled_tokens, num_sampled, num_rejected, idx_mapping, idx_mapping_np, "
-         "need_sampled_mask, gen_at_receive_np, draft_tokens=None)"),
+         "need_sampled_mask, gen_at_receive_np, draft_tokens=None)", wrapped=False),
 ))
 
-
-def _differs(base: Release, version: str, changed: dict[str, Hook | None], **kw) -> Release:
-    """`base` with the hooks of `changed` replaced (None: the release has no such function)."""
-    hooks = tuple(changed[h.qualname] if h.qualname in changed else h for h in base.hooks)
-    return replace(base, version=version, hooks=tuple(h for h in hooks if h is not None), **kw)
-
-
-V0_32 = _differs(V0_33_0, "0.32.x", {
-    "PPHandler.receive": Hook(PP_UTILS, "PPHandler.receive", "(self, input_batch)", "pp_receive_every_step"),
-    "PPHandler.broadcast_drafts": Hook(PP_UTILS, "PPHandler.broadcast_drafts", "(self, draft_tokens, input_batch)",
-                                       "pp_broadcast_drafts_table"),
-    "PPHandler.get_prev_sampled_outputs": Hook(PP_UTILS, "PPHandler.get_prev_sampled_outputs",
-                                               "(self, draft_tokens_to_update=None)", "pp_prev_outputs_table"),
-    "PPHandler._sample_len": None,
+V0_32 = V0_33_0.differs("0.32.x", {
+    "pp_receive": "(self, input_batch)",
+    "pp_broadcast_drafts": "(self, draft_tokens, input_batch)",
+    "pp_prev_outputs": "(self, draft_tokens_to_update=None)",
+    "pp_sample_len": None,
 }, drafts_every_sampled_step=True)
 
 # 0.31.x: 0.32's PPHandler (pp_utils.py is the same file), and three signatures older (read from
@@ -122,11 +97,10 @@ V0_32 = _differs(V0_33_0, "0.32.x", {
 # num_speculative_tokens (every propose call drafts the configured K; the plugin converges it).
 _PROPOSE_0_31 = _PROPOSE.replace("dp_sync_state=None", "dp_sync=None").replace(
     ", num_speculative_tokens=None)", ")")
-V0_31 = _differs(V0_32, "0.31.x", {
-    "RejectionSampler.__call__": Hook(SAMPLER, "RejectionSampler.__call__",
-                                      "(self, logits, input_batch, draft_logits=None)", "reject"),
-    "init_speculator": Hook(SPEC_DECODE, "init_speculator", "(vllm_config, device)", "init_speculator"),
-    "BaseSpeculator.propose": Hook(SPECULATOR, "BaseSpeculator.propose", _PROPOSE_0_31, "propose"),
+V0_31 = V0_32.differs("0.31.x", {
+    "accept": "(self, logits, input_batch, draft_logits=None)",
+    "init_speculator": "(vllm_config, device)",
+    "propose": _PROPOSE_0_31,
 })
 # 0.30.x: 0.31's signatures throughout; its pp_utils differs only inside functions vLLM itself
 # calls (compute_need_sampled_mask does not yet leave out a final prefill chunk that reaches the
