@@ -26,6 +26,8 @@ from tests.real_engine import lane
 START_TIMEOUT_S = lane.RUN_TIMEOUT_S
 STOP_TIMEOUT_S = 60
 MODULE = ["-m", "vllm.entrypoints.openai.api_server"]
+# `vllm serve` (vllm_cli.py): what an exported per-node line runs, `--headless` included.
+VLLM_SERVE = [str(lane.HERE / "vllm_cli.py"), "serve"]
 
 
 def free_port() -> int:
@@ -90,13 +92,13 @@ class Served:
 
 
 def serve(python: Path, nodes: list[tuple[list[str], dict]], port: int, model: str,
-          prompts=lane.PROMPTS, cwd: Path | None = None) -> Served:
-    """Start each node's server (args after the module, env), the head (node 0) on `port`;
+          prompts=lane.PROMPTS, cwd: Path | None = None, launcher: list[str] = MODULE) -> Served:
+    """Start each node's server (args after `launcher`, env), the head (node 0) on `port`;
     complete every prompt on the head once it is healthy; SIGINT the head, then the others."""
     t0, started, tokens, error = time.monotonic(), [], None, ""
     try:
         for args, env in nodes:
-            started.append(Node.start([str(python), *MODULE, *args], env, cwd))
+            started.append(Node.start([str(python), *launcher, *args], env, cwd))
         base = f"http://127.0.0.1:{port}"
         error = _wait_ready(started, base)
         if not error:  # the prompts at once, so a data-parallel head can spread them

