@@ -73,7 +73,10 @@ class DeploymentTarget:
                     fmt)
 
     # check
-    def refuse_check(self, fmt: str) -> None:
+    def refuse_check(self, fmt: str, *, baseline: bool = False) -> None:
+        if baseline:
+            raise click.UsageError("--baseline and --write-baseline take one spec or plan.json; "
+                                   "a deployment's instances are each a spec: baseline each one")
         if fmt in ("sarif", "junit"):
             raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints text "
                                    "or json")
@@ -82,7 +85,10 @@ class DeploymentTarget:
         cross, own = self._checked
         return [*cross, *(f for _, found in own.values() for f in found)]
 
-    def print_check(self, *, fmt: str, severity: str, verbose: bool) -> None:
+    def write_baseline(self, path: str) -> None:
+        raise NotImplementedError  # refuse_check refuses a deployment's baseline first
+
+    def print_check(self, *, fmt: str, severity: str, verbose: bool, baseline=None) -> None:
         from specplan.commands.common import console
         from specplan.deploy.cross_report import as_json, render
 
@@ -156,7 +162,7 @@ class DeploymentTarget:
             if launch.plan_path:  # where `specplan compile DEPLOYMENT` writes each instance's plan
                 launch.plan_how = how
             parts.append(f"# {inst.role} instance ({inst.file})\n" + render(launch))
-        return "\n".join(parts)
+        return ("---\n" if nodes is not None and nodes.fmt == "lws" else "\n").join(parts)
 
     # simulate
     def simulate(self, sim: Simulation, console) -> int:
@@ -219,6 +225,7 @@ def _write_json(path: Path, data: dict) -> Path:
 
 def _per_node(spec, nodes, plan_path: str, how: str) -> str:
     """An instance's lines, one per node (NodeOptions `nodes`, default: the engine's)."""
-    from specplan.ecosystem.nodes import NodeOptions, export_nodes
+    from specplan.ecosystem.nodes import NodeOptions
+    from specplan.ecosystem.nodes_export import export_nodes
 
     return export_nodes(spec, None, None, nodes or NodeOptions(), plan_path, how)

@@ -41,6 +41,7 @@ class Launch:
     faithful: Spec | None = None  # an imported spec whose own line is printed back as written
     plan_path: str | None = None  # SPECPLAN_PLAN: the plan the specplan plugin runs
     plan_how: str = ""  # the command that writes it
+    program: str = ""  # the command before the arguments (LaunchTable.program_on the device)
 
     def command_prefix(self) -> str:
         return f"SPECPLAN_PLAN={shlex.quote(self.plan_path)} " if self.plan_path else ""
@@ -73,7 +74,10 @@ def export(spec: Spec, engine: str | None = None, version: str | None = None,
     title = f"{spec.name} on {convention(engine, target.engine_version).title}"
     if target.engine != spec.engine:
         title += f" (translated from engine {spec.engine}; layouts differ where noted)"
-    launch = Launch(engine, title, notes=notes)
+    table = convention(engine).launch
+    launch = Launch(engine, title, notes=notes, program=table.program_on(spec.topology.device))
+    if launch.program != table.program:
+        launch.notes.append(table.cpu_note)
     if spec.behaviour == "specplan" and engine == spec.engine:
         launch.plan_path = plan_path or f"build/{spec.name}/plan.json"
         where = shlex.quote(str(Path(launch.plan_path).parent))
@@ -393,9 +397,7 @@ def render(launch: Launch) -> str:
     out += [f"  {text.ljust(width)}  # {comment}" for text, comment in rows]
     out.append(")")
     out += plan_comment(launch)
-    from specplan.engines import convention
-
-    out.append(f'{launch.command_prefix()}{convention(launch.engine).launch.program} "${{args[@]}}"')
+    out.append(f'{launch.command_prefix()}{launch.program} "${{args[@]}}"')
     return "\n".join(out) + "\n"
 
 
