@@ -56,9 +56,9 @@ def export(spec: Spec, engine: str | None = None, version: str | None = None,
     from specplan.engines import convention
     from specplan.engines.spelling import Unspellable, respell
 
+    if engine is None:  # its own engine, at its own release unless another is named
+        version = version or spec.engine_version
     engine = engine or spec.engine
-    if version is None and engine == spec.engine:
-        version = spec.engine_version  # the spec's own release names the engine that refuses it
     name = convention(engine, version).title
     try:
         target, notes = translate(spec, engine)
