@@ -54,6 +54,8 @@ def export(spec: Spec, engine: str | None = None, version: str | None = None,
     from specplan.engines import convention
     from specplan.engines.spelling import Unspellable, respell
 
+    if engine is None:  # its own engine, at its own release unless another is named
+        version = version or spec.engine_version
     engine = engine or spec.engine
     name = convention(engine, version).title
     try:
@@ -256,6 +258,8 @@ def _block_why(m, steps: int) -> str:
 
 
 def _sglang_env(spec: Spec, sites: dict, launch: Launch) -> None:
+    from specplan.engines import convention
+
     t, m = spec.topology, get_method(spec.speculative.method)
     if spec_tp_sync.has_sites(m):
         states = {name: e.converge for name, e in sites.items()}
@@ -263,7 +267,8 @@ def _sglang_env(spec: Spec, sites: dict, launch: Launch) -> None:
         value = spec_tp_sync.value_for(care, on)
         launch.env.append(("SGLANG_SPEC_TP_SYNC", value, "SpecTpSync sites the plan converges: "
                            + (", ".join(sorted(on)) or "none")))
-    if t.pp > 1 and m.speculates and SGLang.methods[m.name].pp == "gated":
+    if t.pp > 1 and m.speculates and SGLang.methods[m.name].pp == "gated" and \
+            convention(spec.engine, spec.engine_version).pp_spec:
         launch.env.append(("SGLANG_ENABLE_PP_SPEC", "1", "EAGLE decode rounds under pipeline "
                            "parallel (the gated last-stage relay)"))
     if spec.model.pp_partition and t.pp > 1:
