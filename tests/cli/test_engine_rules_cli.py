@@ -132,3 +132,24 @@ def test_vllm_eplb_process_group_is_in_explain(tmp_path):
     assert got["groups"]["eplb"] == got["groups"]["ep"] == [[0, 1, 2, 3]]
     off = write(tmp_path, small("vllm", "{tp: 2, dp: 2, ep: 4}", model=moe.replace("true", "false")), "off.yaml")
     assert "eplb" not in json.loads(cli("explain", off, "--json", code=0).stdout)["groups"]
+
+
+PD = [  # (engine, connector, prefill topology, decode topology, the engine's words)
+    ("sglang", "mooncake", "{tp: 4, dcp: 2}", "{tp: 2, dcp: 2}", "PD peers must connect matching DCP ranks"),
+    ("vllm", "nixl_push", "{tp: 2}", "{tp: 2, dcp: 2}",
+     "NixlPushConnector does not support decode_context_parallel_size > 1."),
+    ("vllm", "nixl_push", "{tp: 2, dcp: 2}", "{tp: 2}",
+     "NixlPushConnector does not support decode_context_parallel_size > 1."),
+    ("vllm", "nixl", "{tp: 6, dcp: 3}", "{tp: 2, dcp: 2}", "DCP sizes must divide one another"),
+]
+
+
+@pytest.mark.parametrize("engine, connector, prefill, decode, words", PD, ids=lambda x: str(x))
+def test_pd_dcp_pairs_the_engines_refuse(tmp_path, engine, connector, prefill, decode, words):
+    """Issue 37: three prefill/decode DCP pairs specplan planned and the engines refuse (the
+    engines' own functions: tests/deploy/test_handoff_engines.py)."""
+    model = "model: {num_layers: 8, hidden_size: 64, vocab_size: 512, attention: mla}\n"
+    pd = write(tmp_path, f"name: pd\nengine: {engine}\n{model}connector: {connector}\ninstances:\n"
+                         f"  prefill: {{name: p, topology: {prefill}}}\n  decode: {{name: d, topology: {decode}}}\n")
+    out = cli("check", pd, "--json", code=3).output
+    assert words in out, out
