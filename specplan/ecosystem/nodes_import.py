@@ -8,6 +8,7 @@ expected X (as LINE H, node 0), found Y`.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -43,7 +44,8 @@ def per_node(text: str) -> bool:
     from specplan.ecosystem.nodes import MARK, PER_NODE
 
     commands = [line for _, line in _script_lines(text) if _command(line)]
-    own = text.startswith(MARK) and PER_NODE in text.partition("\n")[0]
+    head = re.sub(r"\n#   ", " ", text).partition("\n")[0]  # its first comment, wrapped or not
+    own = head.startswith(MARK) and PER_NODE in head
     return "=(" not in text and (own or len(commands) > 1 or any("ray start" in c for c in commands))
 
 
