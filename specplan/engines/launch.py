@@ -10,7 +10,7 @@ disaggregation flags both ways. ecosystem/ reads and writes launch lines by thes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -40,3 +40,6 @@ class LaunchTable:
     unstated: frozenset[str]  # spec keys a line cannot state, kept from a base spec
     env_defaults: frozenset[tuple[str, str]]  # (variable, value) the engine does when it is unset
     disaggregation: DisaggregationFlags
+    # argparse dest -> the values the engine accepts beyond its parser (checked once the
+    # arguments are parsed; e.g. vLLM's ModelConfig against QUANTIZATION_METHODS)
+    accepted_values: Mapping[str, frozenset[str]] = field(default_factory=dict)
