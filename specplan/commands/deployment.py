@@ -73,7 +73,10 @@ class DeploymentTarget:
                     fmt)
 
     # check
-    def refuse_check(self, fmt: str) -> None:
+    def refuse_check(self, fmt: str, *, baseline: bool = False) -> None:
+        if baseline:
+            raise click.UsageError("--baseline and --write-baseline take one spec or plan.json; "
+                                   "a deployment's instances are each a spec: baseline each one")
         if fmt in ("sarif", "junit"):
             raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints text "
                                    "or json")
@@ -82,7 +85,10 @@ class DeploymentTarget:
         cross, own = self._checked
         return [*cross, *(f for _, found in own.values() for f in found)]
 
-    def print_check(self, *, fmt: str, severity: str, verbose: bool) -> None:
+    def write_baseline(self, path: str) -> None:
+        raise NotImplementedError  # refuse_check refuses a deployment's baseline first
+
+    def print_check(self, *, fmt: str, severity: str, verbose: bool, baseline=None) -> None:
         from specplan.commands.common import console
         from specplan.deploy.cross_report import as_json, render
 
@@ -132,8 +138,10 @@ class DeploymentTarget:
             raise click.UsageError("--engine and --engine-version apply to one spec; a deployment "
                                    "exports each instance on its own engine and release")
 
-    def export(self, engine: str | None = None, version: str | None = None) -> str:
-        """One launch script per instance, each with its role and connector flags."""
+    def export(self, engine: str | None = None, version: str | None = None,
+               nodes=None) -> str:
+        """One launch script per instance, each with its role and connector flags; an instance
+        on more than one node (or every instance, with `nodes`): one line per node."""
         from specplan.ecosystem.export import export as export_spec, render
         from specplan.schema.model import Disaggregation
 
@@ -144,11 +152,17 @@ class DeploymentTarget:
         for inst in dep.instances:
             dis = Disaggregation(role=inst.role, connector=dep.connector)
             spec = inst.spec.model_copy(update={"disaggregation": dis})
-            launch = export_spec(spec, plan_path=f"build/{dep.name}/{inst.role}/plan.json")
+            plan_path = f"build/{dep.name}/{inst.role}/plan.json"
+            how = f"specplan compile {shlex.quote(str(dep.file))} -o build/{dep.name}"
+            if nodes is not None or spec.topology.nodes > 1:
+                parts.append(f"# {inst.role} instance ({inst.file})\n"
+                             + _per_node(spec, nodes, plan_path, how))
+                continue
+            launch = export_spec(spec, plan_path=plan_path)
             if launch.plan_path:  # where `specplan compile DEPLOYMENT` writes each instance's plan
-                launch.plan_how = f"specplan compile {shlex.quote(str(dep.file))} -o build/{dep.name}"
+                launch.plan_how = how
             parts.append(f"# {inst.role} instance ({inst.file})\n" + render(launch))
-        return "\n".join(parts)
+        return ("---\n" if nodes is not None and nodes.fmt == "lws" else "\n").join(parts)
 
     # simulate
     def simulate(self, sim: Simulation, console) -> int:
@@ -207,3 +221,11 @@ def _write_json(path: Path, data: dict) -> Path:
     tmp.write_text(json.dumps(data, indent=1) + "\n")
     tmp.replace(path)
     return path
+
+
+def _per_node(spec, nodes, plan_path: str, how: str) -> str:
+    """An instance's lines, one per node (NodeOptions `nodes`, default: the engine's)."""
+    from specplan.ecosystem.nodes import NodeOptions
+    from specplan.ecosystem.nodes_export import export_nodes
+
+    return export_nodes(spec, None, None, nodes or NodeOptions(), plan_path, how)

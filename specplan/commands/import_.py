@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import click
-
 from specplan.commands.common import EXIT_BAD_INPUT, check_release
+from specplan.commands.fit import echo, echo_yaml
 
 
 @dataclass(frozen=True)
@@ -31,9 +30,9 @@ def run(engine: str, line: list[str], environ: dict[str, str], script: str | Non
     code, text, messages = imported(engine, line, environ, script, base, model_config, name, out,
                                     draft_config, version, options)
     for message in messages:
-        click.echo(message, err=True)
+        echo(message, err=True)
     if text:
-        click.echo(text, nl=False)
+        echo_yaml(text)
     return code
 
 
@@ -55,7 +54,7 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
     from specplan.files import write_atomic
     from specplan.schema import load_spec
 
-    found = _line(line, environ, script, options or LineOptions())
+    found = _line(line, environ, script, options or LineOptions(), engine)
     if isinstance(found, str):
         return EXIT_BAD_INPUT, "", [found]
     env, argv, own_form = found
@@ -91,26 +90,28 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
     return 0, "", messages + [f"wrote {out}"]
 
 
-def _line(line: list[str], environ: dict[str, str], script: str | None, options: LineOptions):
+def _line(line: list[str], environ: dict[str, str], script: str | None, options: LineOptions,
+          engine: str = ""):
     """(the SGLANG_* / VLLM_* environment, the argv, whether it is export's own one-flag-per-line
     form), or the message that there is no line to read. Shell variables: the script's own
     assignments, then --env NAME=VALUE, then (with --use-env) the calling environment."""
     from specplan.ecosystem.launch_import import ImportProblem, parse_script
+    from specplan.ecosystem.lws_import import is_lws
+    from specplan.ecosystem.nodes_import import per_node
     from specplan.ecosystem.shell import expand
     from specplan.files import read_text
 
-    supplied = dict(environ) if options.use_env else {}
-    for pair in options.variables:
-        name, eq, value = pair.partition("=")
-        if not eq or not name.isidentifier():
-            return f"specplan import: --env {pair}: expected NAME=VALUE"
-        supplied[name] = value
+    supplied = _supplied(environ, options)
+    if isinstance(supplied, str):
+        return supplied
     env = {k: v for k, v in environ.items() if k.startswith(("SGLANG_", "VLLM_"))}
     argv = [expand(w, supplied) for w in line]
     own_form = False  # specplan export's one-flag-per-line form: its spelling, not the user's
     if script:
         text = read_text(script, "a shell script holding a launch line")
         try:
+            if is_lws(text) or per_node(text):  # one line per node, or a LeaderWorkerSet
+                return _nodes(engine, text, script, env, argv)
             script_env, script_argv = parse_script(text, supplied)
         except ImportProblem as exc:
             return f"specplan import: {script}: {exc}"
@@ -119,3 +120,37 @@ def _line(line: list[str], environ: dict[str, str], script: str | None, options:
     if not argv:
         return "specplan import: no launch line: give it after `--` or with --file"
     return env, argv, own_form
+
+
+def _supplied(environ: dict[str, str], options: LineOptions) -> dict[str, str] | str:
+    """The shell variables import is given (--env, and the environment with --use-env), or
+    the message that an --env value is no NAME=VALUE."""
+    supplied = dict(environ) if options.use_env else {}
+    for pair in options.variables:
+        name, eq, value = pair.partition("=")
+        if not eq or not name.isidentifier():
+            return f"specplan import: --env {pair}: expected NAME=VALUE"
+        supplied[name] = value
+    return supplied
+
+
+def _nodes(engine: str, text: str, script: str, env: dict[str, str], argv: list[str]):
+    """(env, argv, own form) of per-node lines or a LeaderWorkerSet: the head's line once they
+    agree (nodes_import.py, lws_import.py), or the message naming the line (the template) and
+    the field where they do not."""
+    from specplan.ecosystem.launch_import import ImportProblem
+    from specplan.ecosystem.lws_import import is_lws, read_lws
+    from specplan.ecosystem.nodes import MARK
+    from specplan.ecosystem.nodes_import import read_nodes
+
+    if argv:
+        return f"specplan import: {script} holds one line per node; give no line after `--`"
+    try:
+        if is_lws(text):
+            head_env, head_argv, _ = read_lws(engine, text, script)
+        else:
+            head_env, head_argv, _ = read_nodes(engine, text, script, env=env)
+    except ImportProblem as exc:
+        return f"specplan import: {exc}"
+    own = {k: v for k, v in head_env.items() if k.startswith(("SGLANG_", "VLLM_"))}
+    return own, head_argv, text.startswith(MARK)

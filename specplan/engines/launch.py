@@ -26,6 +26,30 @@ class DisaggregationFlags(Protocol):
     def read(self, flags: dict) -> dict | None: ...
 
 
+class NodeFlags(Protocol):
+    """An engine's multi-node spelling: the words one node's line adds, per executor.
+
+    `executors`: the executors export writes per-node lines for, the first the default.
+    `write(executor, node, nnodes, head, dp)` -> (flag, value, comment) rows for node `node` of
+    `nnodes`, `head` the head node's address (host, or host:port). `per_node`: the argparse
+    dests that differ from node to node (import compares every other one across the lines);
+    `dests`: every dest the rows write but --nnodes (import drops them from the spec's line).
+    `ray`: the executor (or None) whose other nodes run `ray_start(node, head)` instead of the
+    engine, the head's line naming `ray_dests` and no node count. `image` (formatted with the
+    release's `version`) and `api_port`: a LeaderWorkerSet's container."""
+
+    executors: tuple[str, ...]
+    per_node: frozenset[str]
+    dests: frozenset[str]
+    ray: str | None
+    ray_dests: frozenset[str]
+    image: str
+    api_port: int
+
+    def write(self, executor: str, node: int, nnodes: int, head: str,
+              dp: int = 1) -> list[tuple[str, str | None, str]]: ...
+
+
 @dataclass(frozen=True)
 class LaunchTable:
     program: str  # the command export writes before the arguments
@@ -43,3 +67,11 @@ class LaunchTable:
     # argparse dest -> the values the engine accepts beyond its parser (checked once the
     # arguments are parsed; e.g. vLLM's ModelConfig against QUANTIZATION_METHODS)
     accepted_values: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    nodes: NodeFlags | None = None  # per-node launch lines (export --nodes, import of them)
+    # The program on a CPU (topology.device: cpu) when the engine's CPU build cannot start
+    # `program`, and why (a note export prints); None: `program` starts it there too.
+    cpu_program: str | None = None
+    cpu_note: str = ""
+
+    def program_on(self, device: str) -> str:
+        return self.cpu_program if device == "cpu" and self.cpu_program else self.program

@@ -19,10 +19,12 @@ from typing import Literal
 
 from specplan.ir.codec import ABSENT, JsonObject
 from specplan.ir.nodes import Round
-from specplan.ir.records import (A2a, Bytes, Count, DpAgreement, Drafter, Field, Index,  # noqa: F401
+from specplan.ir.records import (A2a, Bytes, Count, DpAgreement, Drafter, Field, Gate,  # noqa: F401
+                                 GateCollective, Index,
                                  Layout, Link, MoeRows, Numbering, Op, OpName, Ops, Program,
                                  RankClass, Routing, SampledRows, TapProducers, Unfused)
 from specplan.methods.base import Dtype
+from specplan.schema.model import MethodName
 
 RelayMode = Literal["broadcast", "column", "ring"]  # how a last-stage site reaches earlier stages
 PayloadWidth = Literal["pinned", "agreed", "dynamic"]  # how wide a relay's payload is sent
@@ -152,7 +154,7 @@ class Model(JsonObject):
 
 @dataclass(frozen=True)
 class Speculative(JsonObject):
-    method: Literal["none", "eagle", "eagle3", "mtp", "standalone", "ngram", "dflash", "dspark"]
+    method: MethodName
     num_steps: Index
     topk: Count
     num_draft_tokens: Count

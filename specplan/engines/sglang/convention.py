@@ -17,30 +17,25 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from specplan.engines.releases import title
-from specplan.engines.sglang import NAME
+from specplan.engines.releases import at_least, title
+from specplan.engines.sglang import CP_COUNTS_ATTN_DP_FROM, NAME, PP_SPEC_FROM
+from specplan.engines.gates import GateUse, resolve_gates
+from specplan.engines.sglang.gates import GATES
 from specplan.engines.sglang.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, SGLangRules
 from specplan.engines.sglang.launch import LAUNCH
+from specplan.engines.sglang.methods import ROWS
 from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import AxisLayout
 from specplan.mesh.family import Family
-from specplan.methods import engine_names
+from specplan.methods import get_method
 from specplan.methods.base import Method
 
 T = title(NAME)  # the newest release, which the messages below cite
 COUNT_INTS = 7  # per rank: tokens, forward mode, cuda-graph ok, extend-in-batch, ...
 # SpecTpSync methods: which SGLANG_SPEC_TP_SYNC preset a written sync.policy names.
 PRESETS = ("all", "rng", "init", "off")
-# Converged without SpecTpSync under every preset: DFlash's greedy draft head all-gathers
-# (max, id) over tp and takes the first max (decisions.md §0.4).
-HARDCODED_SITES = frozenset({"dflash_draft"})
-PP_EAGLE = ("eagle", "mtp")
-
-# speculative.method -> SGLang --speculative-algorithm (fields/spec.py lists the builtins:
-# EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, DFLASH, DSPARK, UNO; NEXTN aliases EAGLE).
-SGLANG_ALGORITHMS = engine_names("sglang")  # the methods' own field (Method.engine_names)
 
 
 class SGLang(Convention):
@@ -49,6 +44,7 @@ class SGLang(Convention):
     # Only the last stage drafts and accepts; SGLang's scheduler relays the results stage to
     # stage in its own output messages (scheduler_pp_mixin), which the plugin's relay rides.
     pipeline_relay = "ring"
+    methods = ROWS
     launch = LAUNCH
     page_size = 1  # --page-size
     kv_axes, connectors, default_connector = AXES, CONNECTORS, DEFAULT_CONNECTOR
@@ -170,7 +166,7 @@ class SGLang(Convention):
 
     def violations(self, spec: Spec) -> list[Violation]:
         t = spec.topology
-        out = [*_attention_rules(t, self.title), *_moe_rules(spec, self.title), *_tap_rules(spec)]
+        out = [*_attention_rules(t, self.title, at_least(NAME, self.version, CP_COUNTS_ATTN_DP_FROM)), *_moe_rules(spec, self.title), *_tap_rules(spec)]
         if t.tp % t.dcp:
             out.append(Violation(("topology", "dcp"), f"dcp={t.dcp} does not divide tp={t.tp}: "
                                  "DCP groups are contiguous chunks of dcp ranks of each TP group "
@@ -191,8 +187,18 @@ class SGLang(Convention):
                 "check_server_args refuses data-parallel replicas across nodes; the "
                 "DataParallelController launches one scheduler world per replica)")
 
+    def gates(self, spec: Spec, choices: Choices) -> tuple[GateUse, ...]:
+        return resolve_gates(GATES, spec, choices)
+
     def launch_refusal(self, spec: Spec) -> str | None:
+        if not self.pp_spec:
+            return _pp_spec_refusal(spec, self.title)
         return _launch_refusal(spec, self.attention_tp(spec.topology))
+
+    @property
+    def pp_spec(self) -> bool:
+        """Whether this release runs speculative decoding under PP (and has SGLANG_ENABLE_PP_SPEC)."""
+        return at_least(NAME, self.version, PP_SPEC_FROM)
 
     def handoff(self, connector: str) -> SGLangRules:
         return SGLangRules(connector)  # every transfer backend maps ranks alike
@@ -223,7 +229,28 @@ def _tp_alias(width: int, tp: int) -> str | None:
     return "tp" if width == tp and tp > 1 else None
 
 
-def _attention_rules(t: Topology, T: str = T) -> list[Violation]:
+def _pp_spec_refusal(spec: Spec, T: str) -> str | None:
+    """Releases before PP_SPEC_FROM: no speculative algorithm under PP off NPU; on NPU EAGLE
+    (single-layer) on a PD prefill node only (arg_groups/validation_hook.py check_server_args)."""
+    t, s = spec.topology, spec.speculative
+    if t.pp == 1 or s.method == "none":
+        return None
+    if t.device != "npu":
+        return (f"{T} runs no speculative decoding under pipeline parallel (pp={t.pp}) on "
+                f"{t.device}: check_server_args asserts speculative_algorithm is None when "
+                "pp_size > 1 (arg_groups/validation_hook.py; EAGLE under PP from "
+                f"{PP_SPEC_FROM})")
+    prefill = spec.disaggregation is not None and spec.disaggregation.role == "prefill"
+    if ROWS[s.method].pp == "gated" and prefill:  # EAGLE / NEXTN
+        return None
+    return (f"{T} runs speculative decoding under pipeline parallel on NPU only with EAGLE "
+            "(single-layer) on PD prefill nodes (--disaggregation-mode prefill), not "
+            f"{s.method}{'' if prefill else ' here'} (arg_groups/validation_hook.py check_server_args)")
+
+
+def _attention_rules(t: Topology, T: str = T, attn_dp_only: bool = True) -> list[Violation]:
+    """attn_dp_only: the release counts DP-attention's replicas in the CP rule (0.5.22 on);
+    older releases count every DP replica (dp_size), with or without DP-attention."""
     if t.dp_lm_head and not (t.dp_attention and t.dp > 1):
         return [Violation(("topology", "dp_lm_head"), "dp_lm_head needs DP-attention (dp > 1 with "
                           f"dp_attention): --enable-dp-lm-head requires attention DP ({T} "
@@ -236,6 +263,12 @@ def _attention_rules(t: Topology, T: str = T) -> list[Violation]:
         how = f"dp={t.dp} * cp={t.cp}" if t.dp_attention else f"cp={t.cp}"
         return [Violation(("topology", "cp"), f"tp={t.tp} is not divisible by {how} ({T} "
                           "handle_context_parallelism: tp % (attn_dp_size * attn_cp_size))")]
+    if not attn_dp_only and t.cp > 1 and t.tp % (t.dp * t.cp):
+        return [Violation(("topology", "cp"), f"tp={t.tp} is not divisible by dp={t.dp} * "
+                          f"cp={t.cp}: {T} counts every DP replica here, with or without "
+                          "DP-attention (arg_groups/parallel_hook.py handle_context_parallelism: "
+                          f"tp_size % (dp_size * attn_cp_size); attn_dp_size from "
+                          f"{CP_COUNTS_ATTN_DP_FROM})")]
     return []
 
 
@@ -267,24 +300,38 @@ def _moe_rules(spec: Spec, T: str = T) -> list[Violation]:
 
 def _launch_refusal(spec: Spec, attn_tp: int) -> str | None:
     t, s = spec.topology, spec.speculative
+    row, title = ROWS[s.method], get_method(s.method).title
     prefill = spec.disaggregation is not None and spec.disaggregation.role == "prefill"
-    if t.pp > 1 and s.method == "dspark" and not prefill:
-        return ("SGLang runs DSpark under pipeline parallel only on PD prefill nodes "
+    if t.pp > 1 and row.pp == "prefill_only" and not prefill:
+        return (f"SGLang runs {title} under pipeline parallel only on PD prefill nodes "
                 "(--disaggregation-mode prefill), which make no decode rounds "
                 "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")
-    if t.pp > 1 and s.method not in ("none", "dspark", *PP_EAGLE):
+    if t.pp > 1 and row.pp == "no":
         return (f"SGLang runs speculative decoding under pipeline parallel (pp={t.pp}) only "
                 f"with EAGLE or NEXTN (single-layer), not {s.method} "
                 "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")
-    if t.pp > 1 and s.method in PP_EAGLE and t.dp_attention:
+    if t.pp > 1 and row.pp == "gated" and t.dp_attention:
         return ("SGLang runs EAGLE/NEXTN decode rounds under pipeline parallel only with "
                 "SGLANG_ENABLE_PP_SPEC=1, which is not compatible with DP-attention "
                 "(--attn-dp-size)")
-    if s.method == "dspark" and t.dp_attention and spec.model.moe and attn_tp > 1:
-        return (f"SGLang's DSpark worker requires attn_tp == 1 under DP-attention with a MoE "
+    moe_draft = row.dp_attention == "attn_tp_one_with_moe" and spec.model.moe
+    if moe_draft and t.dp_attention and attn_tp > 1:
+        return (f"SGLang's {title} worker requires attn_tp == 1 under DP-attention with a MoE "
                 f"(DeepSeek-V4) draft; here attn_tp = tp {t.tp} / dp {t.dp} / cp {t.cp} = "
                 f"{attn_tp} (set dp == tp; seed 000 section 2, dspark_worker_v2.py)")
+    needs_lm_head = row.dp_lm_head != "no" and t.dp_attention and t.dp > 1 and \
+        (row.dp_lm_head == "always" or t.device != "npu")
+    if needs_lm_head and not t.dp_lm_head:
+        return (f"SGLang refuses {row.error_name} with DP-attention without --enable-dp-lm-head "
+                "(topology.dp_lm_head: true): the draft borrows the target's DP LM head "
+                f"(arg_groups/speculative_hook.py _handle_{s.method})")
     return None
+
+
+def accept_broadcast(device: str, sampling: str) -> bool:
+    """Whether eagle_sample broadcasts the accept triple: on sampling paths (not on CPU/XPU,
+    which verify greedily) and on ROCm greedy."""
+    return device == "rocm" or (sampling != "greedy" and device != "cpu")
 
 
 def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
@@ -292,26 +339,28 @@ def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
 
     DSpark and DFlash converge through SpecTpSync, whose preset is SGLANG_SPEC_TP_SYNC
     (default all; `sync.policy: all | rng | init | off` names another); only sites SGLang
-    has (Site.sglang) exist there, so DSpark's host verify budget stays unconverged. The
+    has (its row's default_sites) exist there, so DSpark's host verify budget stays unconverged. The
     EAGLE family and n-gram broadcast only the accept triple, in eagle_sample: on sampling
     paths (not on CPU/XPU, which verify greedily) and on ROCm greedy; never their drafts,
-    proposals or first token. DFlash syncs over the full tp group, the others over attn_tp
-    under DP-attention, else tp.
+    proposals or first token. Every method syncs over attn_tp under DP-attention, else tp
+    (get_dp_tp_group(); DFlash's worker too, dflash_worker_v2.py DFlashWorkerV2.__init__).
     """
     device, sampling = spec.topology.device, spec.speculative.sampling
     written = "policy" in spec.sync.model_fields_set and spec.sync.policy in PRESETS
     preset = spec.sync.policy if written else "all"
-    spec_tp_sync = method.name in ("dspark", "dflash")
+    row = ROWS[method.name]
+    spec_tp_sync = row.sync == "spec_tp_sync"
     sites = {}
     for site in method.sites:
+        on = site.name in row.default_sites
         if spec_tp_sync:
-            sites[site.name] = site.name in HARDCODED_SITES or site.sglang and (
+            sites[site.name] = site.name in row.always_sites or on and (
                 preset == "all" or preset in site.presets)
-        elif site.name.endswith("_accept"):
-            sites[site.name] = device == "rocm" or (sampling != "greedy" and device != "cpu")
         else:
-            sites[site.name] = False
-    group = "tp" if method.name == "dflash" or not spec.topology.dp_attention else "attn_tp"
+            sites[site.name] = on and accept_broadcast(device, sampling)
+    # SpecTpSync is built on get_dp_tp_group() for DSpark and DFlash alike (dflash_worker_v2.py
+    # DFlashWorkerV2.__init__: "spec broadcasts must stay within the attn-TP group").
+    group = "attn_tp" if row.group == "attn_tp_or_tp" and spec.topology.dp_attention else "tp"
     greedy = None
     if sampling == "greedy":
         greedy = "greedy decoding draws no random numbers"

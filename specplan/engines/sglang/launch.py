@@ -69,6 +69,30 @@ class SGLangFlags:
         return {"role": role, "connector": connector}
 
 
+class SGLangNodes:
+    """SGLang across nodes: every node runs the same line with `--nnodes N --node-rank R
+    --dist-init-addr HEAD:PORT` (sglang/srt/arg_groups/fields/parallel.py; the address is
+    `host:port`, NetworkAddress.parse in sglang/srt/server_args.py refuses it without the
+    port). specplan writes no Ray lines for SGLang (its `--use-ray` is not planned)."""
+
+    executors = ("mp",)
+    per_node = frozenset({"node_rank"})
+    dests = frozenset({"node_rank", "dist_init_addr"})
+    ray = None
+    ray_dests: frozenset[str] = frozenset()
+    port = "5000"  # any free port of the head; the same on every node
+    image = "lmsysorg/sglang:v{version}"  # the project's serving image (LWS manifests)
+    api_port = 30000  # launch_server --port default
+
+    def write(self, executor: str, node: int, nnodes: int, head: str,
+              dp: int = 1) -> list[tuple[str, str | None, str]]:
+        host, _, port = head.partition(":")
+        return [("--nnodes", str(nnodes), "machines (topology.nodes)"),
+                ("--node-rank", str(node), "this node" + (" (the head)" if node == 0 else "")),
+                ("--dist-init-addr", f"{host}:{port or self.port}",
+                 "the head node's address, the same on every node")]
+
+
 # Spec keys a launch line cannot state, kept from the base spec: topology.backend,
 # speculative.sampling / aux_layers, and draft_tp, which SGLang has no flag for.
 LAUNCH = LaunchTable(
@@ -77,4 +101,4 @@ LAUNCH = LaunchTable(
     pp_partition_env="SGLANG_PP_LAYER_PARTITION", modelled=SGLANG_MODELLED,
     unstated=frozenset({"backend", "sampling", "aux_layers", "draft_tp"}),
     env_defaults=frozenset({("SGLANG_SPEC_TP_SYNC", "all")}),
-    disaggregation=SGLangFlags())
+    disaggregation=SGLangFlags(), nodes=SGLangNodes())

