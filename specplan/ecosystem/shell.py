@@ -117,6 +117,14 @@ def parse_script(text: str, supplied: dict[str, str] | None = None) -> tuple[dic
     return env, argv
 
 
+def assigns_only(line: str) -> bool:
+    """Whether a script line only sets shell variables (`MODEL=/x`, `A=1 B=2`): no command."""
+    try:
+        return _assigns_only(shlex.split(line, comments=True))
+    except ValueError:
+        return False
+
+
 def _assigns_only(tokens: list[str]) -> bool:
     return bool(tokens) and all(re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", t) for t in tokens)
 
