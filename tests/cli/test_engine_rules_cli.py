@@ -117,3 +117,39 @@ def test_sglang_cp_counts_plain_dp_replicas_before_0_5_22(tmp_path, topology, ve
     if code:
         assert f"SGLang {version} counts every DP replica here" in res.output
         assert "handle_context_parallelism: tp_size % (dp_size * attn_cp_size)" in res.output
+
+
+def test_vllm_eplb_process_group_is_in_explain(tmp_path):
+    """Issue 37: vLLM's initialize_model_parallel builds an `eplb` group of the EP group's ranks
+    under --enable-eplb, right after ep (tests/engines/test_vllm_group_order.py runs it)."""
+    import json
+
+    moe = ", moe: {num_experts: 8, top_k: 2, eplb: true}"
+    spec = write(tmp_path, small("vllm", "{tp: 2, dp: 2, ep: 4}", model=moe))
+    got = json.loads(cli("explain", spec, "--json", code=0).stdout)
+    names = list(got["groups"])
+    assert names[names.index("ep") + 1] == "eplb" and "eplb" not in got["aliases"]
+    assert got["groups"]["eplb"] == got["groups"]["ep"] == [[0, 1, 2, 3]]
+    off = write(tmp_path, small("vllm", "{tp: 2, dp: 2, ep: 4}", model=moe.replace("true", "false")), "off.yaml")
+    assert "eplb" not in json.loads(cli("explain", off, "--json", code=0).stdout)["groups"]
+
+
+PD = [  # (engine, connector, prefill topology, decode topology, the engine's words)
+    ("sglang", "mooncake", "{tp: 4, dcp: 2}", "{tp: 2, dcp: 2}", "PD peers must connect matching DCP ranks"),
+    ("vllm", "nixl_push", "{tp: 2}", "{tp: 2, dcp: 2}",
+     "NixlPushConnector does not support decode_context_parallel_size > 1."),
+    ("vllm", "nixl_push", "{tp: 2, dcp: 2}", "{tp: 2}",
+     "NixlPushConnector does not support decode_context_parallel_size > 1."),
+    ("vllm", "nixl", "{tp: 6, dcp: 3}", "{tp: 2, dcp: 2}", "DCP sizes must divide one another"),
+]
+
+
+@pytest.mark.parametrize("engine, connector, prefill, decode, words", PD, ids=lambda x: str(x))
+def test_pd_dcp_pairs_the_engines_refuse(tmp_path, engine, connector, prefill, decode, words):
+    """Issue 37: three prefill/decode DCP pairs specplan planned and the engines refuse (the
+    engines' own functions: tests/deploy/test_handoff_engines.py)."""
+    model = "model: {num_layers: 8, hidden_size: 64, vocab_size: 512, attention: mla}\n"
+    pd = write(tmp_path, f"name: pd\nengine: {engine}\n{model}connector: {connector}\ninstances:\n"
+                         f"  prefill: {{name: p, topology: {prefill}}}\n  decode: {{name: d, topology: {decode}}}\n")
+    out = cli("check", pd, "--json", code=3).output
+    assert words in out, out

@@ -64,7 +64,7 @@ class SGLang(Convention):
         return {"attn_dp": attn_dp, "attn_cp": t.cp, "attn_tp": t.tp // attn_dp // t.cp,
                 "moe_ep": t.ep, "moe_dp": t.moe_dp, "moe_tp": t.tp // t.ep // t.moe_dp}
 
-    def families(self, t: Topology, is_moe: bool) -> tuple[Family, ...]:
+    def families(self, t: Topology, is_moe: bool, eplb: bool = False) -> tuple[Family, ...]:
         d, tp = self.derived(t), t.tp
         world = AxisLayout(("pp", t.pp), ("tp", tp))
         attn = _attention(t, d)
