@@ -15,7 +15,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 
 from specplan.ecosystem.faithful import dp_attention_note, plan_comment, render_faithful, restated
-from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER
+from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, DTYPES, FP8_QUANTIZATION, MODEL_PLACEHOLDER
 from specplan.ecosystem.translate import Refusal, refusal, translate
 from specplan.engines.base import PerEngine
 from specplan.engines.sglang import spec_tp_sync
@@ -115,8 +115,8 @@ def _engine_args(spec: Spec, target: Spec, launch: Launch) -> None:
     if target is not spec:
         from specplan.engines import convention
 
-        theirs = convention(launch.engine, target.engine_version).flag_table().options
-        same = [a for a in kept if a.split(" ")[0].partition("=")[0] in theirs]
+        conv = convention(launch.engine, target.engine_version)
+        same = [a for a in kept if _reads(conv, a)]
         launch.args += [(a, None, "kept from engine_args: the same flag there") for a in same]
         lost = [a for a in kept if a not in same]
         if target.topology.dp_lm_head != spec.topology.dp_lm_head:
@@ -137,8 +137,27 @@ def _engine_args(spec: Spec, target: Spec, launch: Launch) -> None:
     launch.args += [(arg, None, "kept from engine_args, not planned") for arg in kept]
 
 
+def _reads(conv, arg: str) -> bool:
+    """Whether the other engine reads the argument as written: its parser (flag and value) and
+    the values it checks after (LaunchTable.accepted_values)."""
+    from specplan.ecosystem.argv import read_words
+    from specplan.engines.flag_table import FlagProblem
+
+    try:
+        _, values = read_words(conv.flag_table(), shlex.split(arg))
+    except FlagProblem:
+        return False
+    return all(values.get(d) is None or values[d] in ok for d, ok in conv.launch.accepted_values.items())
+
+
+# Planned flags whose value the spec keeps only in part: --quantization other than FP8 is
+# weights only for the plan (launch_read._model), so the line's value is kept beside it.
+_PARTLY = {"quantization": lambda value: value not in FP8_QUANTIZATION}
+
+
 def _kept(spec: Spec) -> list[str]:
-    """The arguments of spec.engine_args that specplan does not plan, as written."""
+    """The arguments of spec.engine_args that specplan does not plan (or plans only in part,
+    _PARTLY), as written."""
     from specplan.ecosystem.argv import read_words
     from specplan.ecosystem.launch_import import split_command
     from specplan.engines import of
@@ -146,7 +165,9 @@ def _kept(spec: Spec) -> list[str]:
     words = [w for arg in spec.engine_args for w in shlex.split(arg)]
     _, _, rest = split_command(spec.engine, words)
     args, _ = read_words(of(spec).flag_table(), rest)
-    return [a.text for a in args if a.flag is not None and a.dest not in of(spec).launch.modelled]
+    modelled = of(spec).launch.modelled
+    return [a.text for a in args if a.flag is not None and
+            (a.dest not in modelled or a.dest in _PARTLY and _PARTLY[a.dest](a.value))]
 
 
 def _paths(spec: Spec, launch: Launch, model_flag: str, draft_flag: str | None) -> None:
