@@ -69,6 +69,10 @@ def round_data(plan: Plan, lazy: bool = False) -> dict[str, Any]:
                    "trivial": s.trivial, "boundary": s.boundary,
                    "bytes": sum(d.bytes for d in s.decisions), "reason": s.reason}
                   for s in plan.sites],
+        "gates": [{"gate": g.name, "phase": g.phase, "input": g.input, "family": g.family,
+                   "site": g.site, "agreed_by": g.agreed_by, "function": g.function,
+                   "selects": [{"op": c.op, "family": c.family} for c in g.selects]}
+                  for g in plan.gates],
         "boundaries": [{"id": b.id, "round": b.round, "family": b.family, "op": b.op,
                         "sites": list(b.sites), "bytes": b.buffer_bytes} for b in plan.boundaries],
         "per_rank_class": per_class,
@@ -125,6 +129,7 @@ def render_round(data: dict, console: Console) -> None:
         table.add_row(s["site"], s["round"], s["family"], source_text(s["source_member"], s["source_ranks"]),
                       str(s["bytes"]), conv, "-" if s["boundary"] is None else str(s["boundary"]), s["reason"])
     console.print(table)
+    _render_gates(data["gates"], console)
     typical = data["typical_batch"]
     table = Table(title=f"collectives and bytes per rank per round at {at}", title_justify="left")
     for col in ("ranks", "round", "collectives", f"bytes ({at})", f"live rows (batch {typical})",
@@ -188,3 +193,21 @@ def human_bytes(n: int) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return str(n)
+
+
+def _render_gates(gates: list[dict], console: Console) -> None:
+    """Gates beside the sites: the group each is agreed over and the groups it selects."""
+    if not gates:
+        return
+    table = Table(title="gates (decisions that select collectives; check proves each agreed "
+                        "over every group it selects)", title_justify="left")
+    for col in ("gate", "phase", "input", "agreed over", "selects", "engine function"):
+        table.add_column(col)
+    for g in gates:
+        agreed = g["family"] or "none (each rank alone)"
+        if g["site"]:
+            agreed += f" (site {g['site']})"
+        selects = ", ".join(f"{c['op']} over {c['family']}" for c in g["selects"])
+        table.add_row(g["gate"], g["phase"], g["input"].replace("_", "-"), agreed, selects,
+                      g["function"])
+    console.print(table)

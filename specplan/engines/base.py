@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from specplan.engines.gates import GateUse
 from specplan.engines.handoff import Axes, Rules
 from specplan.engines.launch import LaunchTable
 
@@ -218,6 +219,12 @@ class Convention(ABC):
         """What a launch of independent worlds costs, when it starts more than one (explain
         and check print it as a WARN; check reads the sizes from plan.json)."""
         return None
+
+    def gates(self, spec: Spec, choices: Choices) -> tuple[GateUse, ...]:
+        """The gates the engine's code takes for this spec (engines/gates.py; the rows live in
+        engines/<engine>/gates.py), each with the group `choices` agrees it over; none by
+        default."""
+        return ()
 
     @abstractmethod
     def launch_refusal(self, spec: Spec) -> str | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 
 from specplan.ir.codec import ABSENT
 from specplan.ir.nodes import Round
-from specplan.ir.records import (DpAgreement, Drafter, Layout, MoeRows, RankClass, Routing,
+from specplan.ir.records import (DpAgreement, Drafter, Gate, Layout, MoeRows, RankClass, Routing,
                                  SampledRows, TapProducers, Unfused)
 from specplan.mesh import Family
 from specplan.mesh.pipeline import Stage
@@ -103,6 +103,7 @@ class Draft:
     pp: int = ABSENT
     families: dict[str, Family] = ABSENT
     sites: dict[str, SiteDraft] = ABSENT
+    gates: list[Gate] = ABSENT
     boundaries: list[BoundaryDraft] = ABSENT
     buffer_bytes: dict[str, int] = ABSENT
     unfused: list[Unfused] = ABSENT

@@ -109,6 +109,32 @@ class SampledRows(JsonObject):
 
 
 @dataclass(frozen=True)
+class GateCollective(JsonObject):
+    """One collective a gate's value selects: whether it runs, or its shape."""
+
+    op: str
+    family: str
+    what: str
+
+
+@dataclass(frozen=True)
+class Gate(JsonObject):
+    """A decision that selects which collectives a rank issues next (DESIGN.md §2): the group
+    it is agreed over (`family`; null: each rank decides alone) and what agrees it
+    (`agreed_by`), beside the collectives it selects, each with its family."""
+
+    name: str
+    phase: Literal["startup", "prefill", "decode"]
+    input: Literal["rank_local", "batch_local", "global"]
+    function: str
+    family: str | None
+    agreed_by: str
+    site: str | None  # the site whose converge carries the agreement (off: no agreement)
+    selects: tuple[GateCollective, ...]
+    doc: str
+
+
+@dataclass(frozen=True)
 class DpAgreement(JsonObject):
     family: str
     op: Literal["all_gather", "all_reduce_sum"]
@@ -195,6 +221,6 @@ class RankClass(JsonObject):
         return self.rule.get("pp", 0)
 
 
-__all__ = ["A2a", "Bytes", "Count", "DpAgreement", "Drafter", "Field", "Index", "Layout", "Link", "MoeRows",
+__all__ = ["A2a", "Bytes", "Count", "DpAgreement", "Drafter", "Field", "Gate", "GateCollective", "Index", "Layout", "Link", "MoeRows",
            "Numbering", "Op", "OpName", "Ops", "Program", "RankClass", "Routing", "SampledRows", "TapProducers",
            "Unfused"]

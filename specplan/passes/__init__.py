@@ -11,13 +11,15 @@ from specplan.ir import check_ir
 from specplan.engines import build_mesh
 from specplan.methods import get_method
 from specplan.passes import (assign_groups, build_round, contracts, dp_agreement, fuse_converges,
-                             insert_converges, moe_rows, pin_widths, pipeline_stages, schedule)
+                             insert_converges, moe_rows, pin_widths, pipeline_stages, plan_gates,
+                             schedule)
 from specplan.passes.context import Planning
 from specplan.schema import Spec
 
 PASSES = (
     build_round,
     assign_groups,
+    plan_gates,
     insert_converges,
     fuse_converges,
     pin_widths,

@@ -16,11 +16,11 @@ from typing import Any, Literal
 
 from specplan.mesh.family import Family
 from specplan.plan.codec import ABSENT, JsonObject, encode
-from specplan.plan.model import (Behaviour, Boundary, Bytes, Count, DpAgreement, FamilyRule, Model,
+from specplan.plan.model import (Behaviour, Boundary, Bytes, Count, DpAgreement, FamilyRule, Gate, Model,
                                  MoeRows, Pipeline, RankClass, Relay, RuntimeSettings, Site,
                                  Source, Speculative, Sync, Unfused)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def canonical(obj: Any) -> bytes:
@@ -37,7 +37,7 @@ def fingerprint(plan: Mapping) -> str:
 
 @dataclass(frozen=True)
 class Plan(JsonObject):
-    schema_version: Literal[2]
+    schema_version: Literal[3]
     name: str
     engine: Literal["sglang", "vllm"]
     spec_sha256: str
@@ -53,6 +53,7 @@ class Plan(JsonObject):
     sync: Sync
     families: tuple[FamilyRule, ...]
     sites: tuple[Site, ...]
+    gates: tuple[Gate, ...]
     boundaries: tuple[Boundary, ...]
     buffer_bytes: Mapping[str, Bytes]
     unfused: tuple[Unfused, ...]

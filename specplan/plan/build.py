@@ -85,6 +85,7 @@ def build_plan(p: Planning) -> Plan:
         sync=Sync(policy=spec.sync.policy, sites=dict(sorted(spec.sync.sites.items()))),
         families=tuple(_family(f) for f in d.families.values()),
         sites=tuple(_site(p, site) for site in d.sites.values()),
+        gates=tuple(d.gates),
         boundaries=d.boundaries,
         buffer_bytes=d.buffer_bytes,
         unfused=d.unfused,

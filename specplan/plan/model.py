@@ -19,7 +19,8 @@ from typing import Literal
 
 from specplan.ir.codec import ABSENT, JsonObject
 from specplan.ir.nodes import Round
-from specplan.ir.records import (A2a, Bytes, Count, DpAgreement, Drafter, Field, Index,  # noqa: F401
+from specplan.ir.records import (A2a, Bytes, Count, DpAgreement, Drafter, Field, Gate,  # noqa: F401
+                                 GateCollective, Index,
                                  Layout, Link, MoeRows, Numbering, Op, OpName, Ops, Program,
                                  RankClass, Routing, SampledRows, TapProducers, Unfused)
 from specplan.methods.base import Dtype

@@ -7,6 +7,7 @@ from specplan.verify.agreement import check_agreement
 from specplan.verify.engine_notes import check_engine
 from specplan.verify.findings import Finding, sort_findings
 from specplan.verify.fixes import engine_fixes
+from specplan.verify.gates import check_gates
 from specplan.verify.launch_flags import check_launch_flags
 from specplan.verify.mixed import check_mixed
 from specplan.verify.schedules import check_schedules
@@ -18,7 +19,8 @@ def verify(plan: Plan) -> list[Finding]:
     findings = [*check_structure(view), *check_agreement(view), *check_schedules(view), *check_launch_flags(view),
                 *check_mixed(view),
                 *check_engine(plan.engine, plan.world_size, plan.num_worlds)]
-    return sort_findings(engine_fixes(plan, findings))
+    # Gate fixes name the group to agree over, not a site switch: engine_fixes leaves them.
+    return sort_findings(engine_fixes(plan, findings) + check_gates(view))
 
 
 def has_errors(findings: list[Finding]) -> bool:

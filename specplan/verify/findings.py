@@ -25,11 +25,18 @@ class Finding(Record):
     line: int | None = None  # the YAML line to look at
     message: str
     fix: str
+    gate: str | None = None  # the gate (plan.json `gates`) a gate finding is about
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        if self.gate is None:
+            out.pop("gate")  # findings about sites read as they always have
+        return out
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
     order = {s: i for i, s in enumerate(SEVERITIES)}
-    return sorted(findings, key=lambda f: (order[f.severity], f.round or "", f.site or "", f.message))
+    return sorted(findings, key=lambda f: (order[f.severity], f.round or "", f.site or f.gate or "", f.message))
 
 
 HARDWARE_NOTES = {

@@ -172,7 +172,7 @@ def _one_line(item: Fold, width: int) -> str:
 def _unnamed(f: Finding) -> str:
     """The short reason without the site or decision the line already names ("is" too)."""
     text = short_reason(f)
-    for name in sorted(filter(None, (f.site, f.decision)), key=len, reverse=True):
+    for name in sorted(filter(None, (f.site, f.decision, f.gate)), key=len, reverse=True):
         if text.startswith(name + " "):
             text = text[len(name) + 1:]
             return text[3:] if text.startswith("is ") else text
@@ -180,7 +180,7 @@ def _unnamed(f: Finding) -> str:
 
 
 def _name(f: Finding) -> str:
-    return "/".join(x for x in (f.site, f.decision) if x) or "plan"
+    return "/".join(x for x in (f.site, f.decision) if x) or (f.gate and f"gate {f.gate}") or "plan"
 
 
 def _explanation(item: Fold, subject: Subject, width: int) -> list[str]:

@@ -39,7 +39,7 @@ def render_findings(plan: Plan, findings: list[Finding], console: Console) -> No
         table.add_column(col, overflow="fold")
     for f in findings:
         where = f"{spec_file}:{f.line}" if f.line else spec_file or "-"
-        what = " / ".join(x for x in (f.site, f.decision) if x) or "-"
+        what = " / ".join(x for x in (f.site, f.decision, f.gate and f"gate {f.gate}") if x) or "-"
         ranks = f"{f.group or '-'} {list(f.ranks) if f.ranks else ''}".strip()
         # Findings quote ids in brackets ([eagle3_target]): Text cells are never read as markup.
         table.add_row(_badge(f.severity), *(Text(x) for x in (where, what, ranks, f.round or "-",

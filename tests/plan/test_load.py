@@ -73,7 +73,7 @@ def test_malformed_plans_name_the_key(tmp_path, what, edit, message):
 
 
 def test_only_a_schema_version_names_every_missing_key(tmp_path):
-    path = _write(tmp_path, {"schema_version": 2})
+    path = _write(tmp_path, {"schema_version": 3})
     with pytest.raises(PlanFileError) as err:
         load_plan(path)
     for key in ("name", "boundaries", "rank_classes", "fingerprint"):

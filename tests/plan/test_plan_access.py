@@ -29,6 +29,7 @@ NOT_PLAN = {
     "pictures/kv.py::*": "explain view of a deployment",
     "round_view.py::render_round": "round_data output",
     "round_view.py::_pipeline": "round_data output",
+    "round_view.py::_render_gates": "round_data output",
     "pictures/ranks.py::*": "explain view",
     "pictures/round.py::RoundPicture._edges": "IR edge data",
     # spec data (a topology as plain dicts), engine arguments

@@ -80,7 +80,7 @@ def test_wrong_schema_version(tmp_path):
     path = _bad(tmp_path, "plan.json", '{"schema_version": 7}')
     run = cli("check", path, process=True)
     assert run.returncode == 2
-    assert run.stderr.strip() == (f"{path}: not a specplan plan: expected schema_version 2, "
+    assert run.stderr.strip() == (f"{path}: not a specplan plan: expected schema_version 3, "
                                   "found 7")
 
 

@@ -19,6 +19,8 @@ from dataclasses import replace
 
 from specplan.engines.releases import title
 from specplan.engines.sglang import NAME
+from specplan.engines.gates import GateUse, resolve_gates
+from specplan.engines.sglang.gates import GATES
 from specplan.engines.sglang.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, SGLangRules
 from specplan.engines.sglang.launch import LAUNCH
 from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
@@ -191,6 +193,9 @@ class SGLang(Convention):
                 "check_server_args refuses data-parallel replicas across nodes; the "
                 "DataParallelController launches one scheduler world per replica)")
 
+    def gates(self, spec: Spec, choices: Choices) -> tuple[GateUse, ...]:
+        return resolve_gates(GATES, spec, choices)
+
     def launch_refusal(self, spec: Spec) -> str | None:
         return _launch_refusal(spec, self.attention_tp(spec.topology))
 
@@ -284,6 +289,13 @@ def _launch_refusal(spec: Spec, attn_tp: int) -> str | None:
         return (f"SGLang's DSpark worker requires attn_tp == 1 under DP-attention with a MoE "
                 f"(DeepSeek-V4) draft; here attn_tp = tp {t.tp} / dp {t.dp} / cp {t.cp} = "
                 f"{attn_tp} (set dp == tp; seed 000 section 2, dspark_worker_v2.py)")
+    needs_lm_head = s.method in ("dspark", "dflash") and t.dp_attention and t.dp > 1 and \
+        (s.method == "dspark" or t.device != "npu")
+    if needs_lm_head and not t.dp_lm_head:
+        name = {"dspark": "DSpark", "dflash": "DFLASH"}[s.method]
+        return (f"SGLang refuses {name} with DP-attention without --enable-dp-lm-head "
+                "(topology.dp_lm_head: true): the draft borrows the target's DP LM head "
+                f"(arg_groups/speculative_hook.py _handle_{s.method})")
     return None
 
 
@@ -295,8 +307,8 @@ def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
     has (Site.sglang) exist there, so DSpark's host verify budget stays unconverged. The
     EAGLE family and n-gram broadcast only the accept triple, in eagle_sample: on sampling
     paths (not on CPU/XPU, which verify greedily) and on ROCm greedy; never their drafts,
-    proposals or first token. DFlash syncs over the full tp group, the others over attn_tp
-    under DP-attention, else tp.
+    proposals or first token. Every method syncs over attn_tp under DP-attention, else tp
+    (get_dp_tp_group(); DFlash's worker too, dflash_worker_v2.py DFlashWorkerV2.__init__).
     """
     device, sampling = spec.topology.device, spec.speculative.sampling
     written = "policy" in spec.sync.model_fields_set and spec.sync.policy in PRESETS
@@ -311,7 +323,9 @@ def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
             sites[site.name] = device == "rocm" or (sampling != "greedy" and device != "cpu")
         else:
             sites[site.name] = False
-    group = "tp" if method.name == "dflash" or not spec.topology.dp_attention else "attn_tp"
+    # SpecTpSync is built on get_dp_tp_group() for DSpark and DFlash alike (dflash_worker_v2.py
+    # DFlashWorkerV2.__init__: "spec broadcasts must stay within the attn-TP group").
+    group = "attn_tp" if spec.topology.dp_attention else "tp"
     greedy = None
     if sampling == "greedy":
         greedy = "greedy decoding draws no random numbers"

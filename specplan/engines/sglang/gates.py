@@ -1,0 +1,156 @@
+"""The gates SGLang's code takes (engines/gates.py has the format and the rule), read from
+SGLang 0.5.23 (the unpacked wheel's sglang/srt/...; paths below are under srt/).
+
+Agreement under DP-attention: every per-round gate of the target and of the EAGLE drafter reads
+values the scheduler has already all-gathered over the whole TP group (the token-count exchange,
+scheduler_components/dp_attn.py prepare_mlp_sync_batch_raw, seven ints per rank: tokens, forward
+mode, cuda-graph ok, draft cuda-graph ok, extend-in-batch, ...), so those gates are agreed over
+tp. The start-up free-memory readings of DSpark and DFlash are agreed by SpecTpSync, which is
+built on get_dp_tp_group() (attention TP under DP-attention, else TP) and drops every site on a
+one-rank group (spec_tp_sync.py SpecTpSync.__init__); its MIN runs over the group the worker
+passes to available_memory_gb.
+
+Found in the code and not declared as rows, because no spec key says when they are taken
+(docs/engines.md, "Gates", lists them): DSpark's verify budget under a non-static
+SGLANG_RAGGED_VERIFY_MODE (managers/overlap_utils.py ConfidenceRelay.resolve: present only when
+this rank's CUDA event query succeeded; it decides whether DSPARK_PLAN broadcasts and which
+verify graph tier runs), and the EAGLE draft's graph-or-eager override for DSA IndexShare models
+(eagle_worker_v2.py EAGLEWorkerV2.draft: a busy rank without seeded DSA top-k runs eager while an
+idle rank replays the graph).
+"""
+
+from __future__ import annotations
+
+from specplan.engines.gates import GateRow, Selected
+
+EAGLE_WORKER = ("eagle", "eagle3", "mtp", "standalone")  # EAGLEWorkerV2 runs these
+
+
+def _dpa(spec) -> bool:
+    t = spec.topology
+    return bool(t.dp_attention and t.dp > 1)
+
+
+def _attn_tp(spec) -> int:
+    t = spec.topology
+    return t.tp // (t.dp if t.dp_attention else 1) // t.cp
+
+
+def _dp_tp_group(spec) -> tuple[str, int]:
+    """get_dp_tp_group() (layers/dp_attention.py): attention TP with DP-attention, else TP."""
+    if spec.topology.dp_attention:
+        return "attn_tp", _attn_tp(spec)
+    return "tp", spec.topology.tp
+
+
+def _captures(spec) -> bool:
+    """A decode draft graph is captured at all: a CUDA-like device, not a PD prefill node."""
+    d = spec.disaggregation
+    return spec.topology.device in ("cuda", "rocm") and not (d is not None and d.role == "prefill")
+
+
+def _site_on(choices, site: str) -> bool:
+    sites = choices.engine_sites
+    return True if sites is None else bool(sites.get(site, False))
+
+
+def _memory_agreed(site: str, slug: str, group):
+    """SpecTpSync.available_memory_gb: MIN over `group(spec)` when the site is on, which it
+    is only when get_dp_tp_group() has more than one rank."""
+    def agreed(spec, choices) -> tuple[str | None, str]:
+        sync, size = _dp_tp_group(spec)
+        if not _site_on(choices, site):
+            return None, (f"SGLANG_SPEC_TP_SYNC leaves {slug} off, so each rank reads its own "
+                          "free memory (spec_tp_sync.py SpecTpSync.available_memory_gb)")
+        if size == 1:
+            return None, (f"SpecTpSync is built on get_dp_tp_group() ({sync}, one rank here) and "
+                          f"drops every site, {slug} included: each rank reads its own free "
+                          "memory (spec_tp_sync.py SpecTpSync.__init__)")
+        return group(spec), (f"SpecTpSync.available_memory_gb: MIN over {group(spec)} "
+                             f"({slug} on, SpecTpSync on {sync})")
+    return agreed
+
+
+def _dspark_draft_group(spec) -> str:
+    """_draft_graph_group = draft_parallel_layout.tp_group or parallel.tp_group: a MoE
+    (DeepSeek-V4) draft keeps the target layout (models/deepseek_v4_dspark.py
+    draft_parallel_spec TARGET_LAYOUT), so the whole TP group; a dense draft under
+    DP-attention runs on attention TP (draft_parallel.py resolve_draft_parallel_layout)."""
+    return "attn_tp" if _dpa(spec) and spec.model.moe is None else "tp"
+
+
+def _dspark_selects(spec) -> tuple[Selected, ...]:
+    moe = " (a MoE draft's expert all-reduce over tp under DP-attention)" \
+        if _dpa(spec) and spec.model.moe is not None else ""
+    return (Selected("capture", _dspark_draft_group(spec), "draft CUDA-graph capture: a warm-up "
+                     f"draft forward per captured batch size, each with the draft's collectives{moe}"),)
+
+
+def _over_tp(what: str):
+    def agreed(spec, choices) -> tuple[str | None, str]:
+        return "tp", (f"{what} from the token counts all-gathered over tp "
+                      "(scheduler_components/dp_attn.py prepare_mlp_sync_batch_raw)")
+    return agreed
+
+
+def _target_collectives(spec) -> tuple[Selected, ...]:
+    out = (Selected("all_gather", "tp", "DP-attention's gather of every DP rank's tokens "
+                    "before the MLP / MoE (dp_gather), padded to the padding mode"),)
+    if _attn_tp(spec) > 1:
+        out += (Selected("all_reduce", "attn_tp", "attention's tensor-parallel all-reduce"),)
+    return out
+
+
+GATES: tuple[GateRow, ...] = (
+    GateRow(
+        name="dspark_draft_graph_mem", phase="startup", input="rank_local",
+        function="speculative/dspark_components/dspark_worker_v2.py DSparkWorkerV2.init_cuda_graphs",
+        methods=("dspark",), when=_captures,
+        agreed=_memory_agreed("dspark_mem", "dspark-mem", _dspark_draft_group),
+        selects=_dspark_selects, carrier="dspark_mem",
+        doc="Below 1 GiB of free memory a rank skips the draft's CUDA-graph capture; a rank "
+            "that captures issues the capture's collectives over the draft's graph group, one "
+            "that does not waits elsewhere."),
+    GateRow(
+        name="dflash_draft_graph_mem", phase="startup", input="rank_local",
+        function="speculative/dflash_worker_v2.py DFlashWorkerV2.init_cuda_graphs",
+        methods=("dflash",),
+        # Under DP-attention the capture is off on every rank (a launch fact, no gate).
+        when=lambda spec: spec.topology.device == "cuda" and not spec.topology.dp_attention,
+        agreed=_memory_agreed("dflash_mem", "dflash-mem", lambda spec: "tp"),
+        selects=lambda spec: (Selected("capture", "tp", "draft CUDA-graph capture: a warm-up "
+                                       "draft forward per captured batch size over tp"),),
+        carrier="dflash_mem",
+        doc="Below 1 GiB of free memory a rank skips the DFlash draft's CUDA-graph capture."),
+    GateRow(
+        name="dp_padding_mode", phase="decode", input="global",
+        function="layers/dp_attention.py DpPaddingMode.get_dp_padding_mode",
+        methods=(), when=_dpa, agreed=_over_tp("the padding mode is chosen"),
+        selects=_target_collectives,
+        doc="MAX_LEN pads every DP rank's tokens to the largest and all-gathers; SUM_LEN "
+            "all-reduces the concatenation: the two issue collectives of different shapes."),
+    GateRow(
+        name="dp_idle_forward", phase="decode", input="global",
+        function="managers/scheduler_components/dp_attn.py SchedulerDPAttnAdapter.get_idle_batch",
+        methods=(), when=_dpa, agreed=_over_tp("a rank with no requests runs an idle batch"),
+        selects=_target_collectives,
+        doc="A DP rank with no requests runs an idle (dummy) forward so that its peers' "
+            "MLP / MoE collectives over tp find it."),
+    GateRow(
+        name="target_graph", phase="decode", input="global",
+        function="model_executor/runner/decode_cuda_graph_runner.py DecodeCudaGraphRunner.can_run_graph",
+        methods=(), when=lambda spec: _dpa(spec) and _captures(spec),
+        agreed=_over_tp("can_run_decode_cuda_graph and the batch size are read"),
+        selects=_target_collectives,
+        doc="Replay the target's captured graph (padded to a captured size) or run eagerly "
+            "(the actual token count): the collectives differ in shape."),
+    GateRow(
+        name="eagle_draft_graph", phase="decode", input="global",
+        function="speculative/eagle_draft_cuda_graph_runner.py EAGLEDraftCudaGraphRunner.can_run_graph",
+        methods=EAGLE_WORKER, when=lambda spec: _dpa(spec) and _captures(spec),
+        agreed=_over_tp("can_run_dp_draft_cuda_graph and max(global_num_tokens) are read"),
+        selects=lambda spec: (Selected("all_gather", "tp", "the draft forward's DP gather "
+                                       "(padded in the graph, actual size eagerly)"),),
+        doc="The draft replays its graph or runs eagerly; idle and busy DP ranks must take "
+            "the same path (the 2026 PD-decode deadlock took them apart)."),
+)
