@@ -19,6 +19,8 @@ from specplan.engines.handoff import Rules
 from specplan.engines.vllm import NAME
 from specplan.engines.vllm.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, RULES
 from specplan.engines.vllm.launch import LAUNCH
+from specplan.engines.gates import GateUse, resolve_gates
+from specplan.engines.vllm.gates import GATES
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import AxisLayout
@@ -171,6 +173,9 @@ class VLLM(Convention):
                                  f"ParallelConfig._validate_parallel_config); set topology.ep to "
                                  f"dp*cp*tp = {wide} or eplb false"))
         return out + self.node_violations(spec, self.world_size(t), "ParallelConfig.local_world_size")
+
+    def gates(self, spec: Spec, choices: Choices) -> tuple[GateUse, ...]:
+        return resolve_gates(GATES, spec, choices)
 
     def launch_refusal(self, spec: Spec) -> str | None:
         t, s = spec.topology, spec.speculative
