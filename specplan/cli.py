@@ -89,20 +89,31 @@ def compile_(spec: str, out_dir: str | None) -> None:
               show_default=True, help="text for people; json, SARIF 2.1.0 or JUnit XML for CI.")
 @click.option("--severity", type=click.Choice(["error", "warn", "info"]), default="info",
               show_default=True, help="Show findings at this severity or worse.")
-@click.option("-v", "--verbose", is_flag=True, help="Text: each finding's explanation, fix and YAML line.")
-def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verbose: bool) -> None:
+@click.option("-v", "--verbose", is_flag=True, help="Text: each finding on its own line, with its "
+              "explanation, fix and YAML line (else WARNs of one class are one line).")
+@click.option("--baseline", type=click.Path(dir_okay=False), default=None,
+              help="Report only findings not in FILE (a --write-baseline file, or a check "
+                   "--format json or sarif output); json, sarif and junit mark each finding.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False), default=None,
+              help="Record today's findings in FILE (atomically), as --baseline reads them.")
+def check(targets: tuple[str, ...], as_json: bool, fmt: str, severity: str, verbose: bool,
+          baseline: str | None, write_baseline: str | None) -> None:
     """Prove the plan of TARGET (a spec YAML, a deployment or a plan.json) free of desyncs and
     deadlocks; given two instance specs, check them against each other too.
 
-    Exit 0 when there is no ERROR, 3 when there is (whatever --severity shows).
+    Exit 0 when there is no ERROR, 3 when there is (whatever --severity shows; with
+    --baseline, only an ERROR not in the baseline).
 
     Example: specplan check specs/deepseek-v4-dspark-tp8-dp8.yaml --format sarif > check.sarif
+
+    Example: specplan check SPEC --write-baseline base.json; specplan check SPEC --baseline base.json
 
     Example: specplan check prefill.yaml decode.yaml
     """
     from specplan.commands.check import run
 
-    sys.exit(run(targets, as_json=as_json, fmt=fmt, severity=severity, verbose=verbose))
+    sys.exit(run(targets, as_json=as_json, fmt=fmt, severity=severity, verbose=verbose,
+                 baseline=baseline, write_baseline=write_baseline))
 
 
 def _finite(param, value: float | None) -> float | None:
@@ -279,7 +290,7 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
                    f"most {SIM_MAX_LAYERS}).")
 @click.option("--inject", type=click.Choice(["noise", "draft-noise", "verify-noise", "tap-order", "kill", "foreign-plan",
                                             "layer-map", "stale-slot", "early-stop"]),
-              help="A fault: noise on the target's logits, draft-noise on the drafter's, verify-noise "
+              metavar="FAULT", help="A fault: noise on the target's logits, draft-noise on the drafter's, verify-noise "
                    "on DSpark / DFlash verify plans (each on every rank but the sources), tap-order "
                    "(a pp >= 3 middle stage hands its taps out of order: lower acceptance), a rank "
                    "killed, a foreign plan; layer-map (deployments); stale-slot, early-stop "

@@ -25,6 +25,7 @@ from operator import attrgetter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+UNWRAPPED = "100000"  # the COLUMNS `cli` runs commands at unless told: wider than any line
 
 # tp 2 x pp 2 on vLLM, DSpark drafts relayed by column: the planner's contracts and the relays'
 # wire layout are tested on it.
@@ -60,6 +61,10 @@ def cli(*args, process: bool = False, program: str = "specplan.cli", cwd: Path |
     `catch` False lets an in-process exception through. `code`: assert the command did not crash
     and exited with it (or one of them)."""
     argv = [str(a) for a in args]
+    # Every command fits the width it is given (specplan/commands/fit.py; 100 columns piped).
+    # Tests read output unwrapped (goldens and the API's text compare as written) unless they
+    # give COLUMNS (tests/cli/test_width.py runs every command at 80 and 100 columns on a pty).
+    env = {"COLUMNS": UNWRAPPED, **(env or {})}
     run = _process(program, argv, cwd, env, timeout) if process else _in_process(argv, cwd, env, catch)
     if code is not None:
         assert run.exception is None or isinstance(run.exception, SystemExit), repr(run.exception)

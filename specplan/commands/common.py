@@ -31,14 +31,11 @@ def is_plan_file(path: str) -> bool:
 
 
 def console():
-    from rich.console import Console
+    """The console every command prints through (commands/fit.py: the width it is given,
+    tables that fit or turn vertical, no markup)."""
+    from specplan.commands.fit import console as fitting
 
-    # Off a terminal (pipes, CI logs) rich would squeeze tables into 80 columns. markup=False:
-    # names, findings and rank errors are untrusted text ("[/...pair.cc:553]" is not a tag);
-    # printers style with rich.text.Text, never with markup strings.
-    tty = sys.stdout.isatty()
-    wide = None if tty else 200
-    return Console(highlight=False, markup=False, width=wide, no_color=not tty, force_terminal=tty)
+    return fitting()
 
 
 def dump_json(data) -> None:

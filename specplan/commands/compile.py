@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
-
 from specplan.commands.common import EXIT_FOUND_PROBLEM, console
+from specplan.commands.fit import echo
 from specplan.commands.load import load_spec_arg
 
 
@@ -15,8 +14,8 @@ def run(spec: str, out_dir: str | None) -> int:
     target = load_spec_arg(spec)
     if any(f.severity == "ERROR" for f in target.findings()):
         target.print_refused(console())
-        click.echo("no plan written: the verifier found errors (see `specplan check`)", err=True)
+        echo("no plan written: the verifier found errors (see `specplan check`)", err=True)
         return EXIT_FOUND_PROBLEM
     for line in target.write(Path(out_dir or f"build/{target.name}"), runtime=True):
-        click.echo(line)
+        echo(line)
     return 0

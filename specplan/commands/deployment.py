@@ -73,7 +73,10 @@ class DeploymentTarget:
                     fmt)
 
     # check
-    def refuse_check(self, fmt: str) -> None:
+    def refuse_check(self, fmt: str, *, baseline: bool = False) -> None:
+        if baseline:
+            raise click.UsageError("--baseline and --write-baseline take one spec or plan.json; "
+                                   "a deployment's instances are each a spec: baseline each one")
         if fmt in ("sarif", "junit"):
             raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints text "
                                    "or json")
@@ -82,7 +85,10 @@ class DeploymentTarget:
         cross, own = self._checked
         return [*cross, *(f for _, found in own.values() for f in found)]
 
-    def print_check(self, *, fmt: str, severity: str, verbose: bool) -> None:
+    def write_baseline(self, path: str) -> None:
+        raise NotImplementedError  # refuse_check refuses a deployment's baseline first
+
+    def print_check(self, *, fmt: str, severity: str, verbose: bool, baseline=None) -> None:
         from specplan.commands.common import console
         from specplan.deploy.cross_report import as_json, render
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import click
-
 from specplan.commands.common import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM
+from specplan.commands.fit import echo
 
 
 def run(traces: tuple[str, ...], *, acceptance: bool, threshold: float) -> int:
@@ -17,9 +16,9 @@ def run(traces: tuple[str, ...], *, acceptance: bool, threshold: float) -> int:
     found = first_divergence(records)
     if found is None:
         n = sum(len(r) for r in records.values())
-        click.echo(f"no divergence: {len(records)} ranks, {n} records")
+        echo(f"no divergence: {len(records)} ranks, {n} records")
         return 0
-    click.echo(found.render())
+    echo(found.render())
     return EXIT_FOUND_PROBLEM
 
 
@@ -27,27 +26,27 @@ def _acceptance(runs: tuple[str, ...], threshold: float) -> int:
     from specplan.trace import acceptance, mixed_plans, shortfall
 
     if len(runs) != 2:
-        click.echo(f"diff --acceptance: takes two runs, RUN_A RUN_B (their trace dirs); "
+        echo(f"diff --acceptance: takes two runs, RUN_A RUN_B (their trace dirs); "
                    f"given {len(runs)}", err=True)
         return EXIT_BAD_INPUT
     found = []
     for run in runs:
         mixed = mixed_plans([run])
         if mixed:
-            click.echo(mixed, err=True)
+            echo(mixed, err=True)
             return EXIT_BAD_INPUT
         acc = acceptance(run)
         if acc is None:
-            click.echo(f"{run}: no accepted-length records (a trace written by Runtime.accept "
+            echo(f"{run}: no accepted-length records (a trace written by Runtime.accept "
                        f"or Runtime.record_acceptance with runtime.trace_dir set)", err=True)
             return EXIT_BAD_INPUT
         found.append(acc)
     a, b = found
     short = shortfall(a, b)
-    click.echo(a.render("A"))
-    click.echo(b.render("B"))
+    echo(a.render("A"))
+    echo(b.render("B"))
     if short * 100 > threshold:
-        click.echo(f"acceptance drop: B falls short of A by {short:.2%} (threshold {threshold:g}%)")
+        echo(f"acceptance drop: B falls short of A by {short:.2%} (threshold {threshold:g}%)")
         return EXIT_FOUND_PROBLEM
-    click.echo(f"acceptance holds: B is within {threshold:g}% of A ({-short:+.2%})")
+    echo(f"acceptance holds: B is within {threshold:g}% of A ({-short:+.2%})")
     return 0

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import click
-
 from specplan.commands.common import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM
+from specplan.commands.fit import echo
 
 
 def run(target: str | None, out: str, engine: str | None, line: list[str], environ: dict,
@@ -16,9 +14,9 @@ def run(target: str | None, out: str, engine: str | None, line: list[str], envir
     """The report on stdout, import's messages on stderr; the exit code."""
     code, text, messages = enforced(target, out, engine, line, environ, script, base,
                                     model_config, name)
-    sys.stdout.write(text)
+    echo(text, nl=False)
     for message in messages:
-        click.echo(message, err=True)
+        echo(message, err=True)
     return code
 
 

@@ -7,6 +7,7 @@ import sys
 import click
 
 from specplan.commands.common import console
+from specplan.commands.fit import echo
 from specplan.commands.load import load_spec_arg
 
 
@@ -20,7 +21,7 @@ def run(spec: str, *, rank: int | None, as_json: bool, picture: str | None, fmt:
     if picture:
         written = _pictured(spec, lambda: target.picture(picture, fmt, family, out))
         if written:
-            click.echo(written)
+            echo(written)
         return 0
     target.print_explain(target.explain_data(), as_json=as_json, rank=rank,
                          all_families=all_families, console=None if as_json else console())

@@ -3,9 +3,8 @@ deployment: one launch per instance."""
 
 from __future__ import annotations
 
-import click
-
 from specplan.commands.common import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM
+from specplan.commands.fit import echo
 from specplan.commands.load import load_spec_arg
 
 
@@ -19,10 +18,10 @@ def run(spec: str, engine: str | None, version: str | None, nodes=None) -> int:
     try:
         text = target.export(engine, version, nodes) if nodes else target.export(engine, version)
     except Refusal as exc:
-        click.echo(f"specplan export: {exc}", err=True)
+        echo(f"specplan export: {exc}", err=True)
         return EXIT_FOUND_PROBLEM
     except NodeRefusal as exc:
-        click.echo(f"specplan export: {spec}: {exc}", err=True)
+        echo(f"specplan export: {spec}: {exc}", err=True)
         return EXIT_BAD_INPUT
-    click.echo(text, nl=False)
+    echo(text, nl=False)
     return 0

@@ -5,9 +5,8 @@ writes the YAML, prints and returns the exit code."""
 
 from __future__ import annotations
 
-import click
-
 from specplan.commands.common import EXIT_BAD_INPUT, check_release
+from specplan.commands.fit import echo, echo_yaml
 
 
 def run(engine: str, line: list[str], environ: dict[str, str], script: str | None,
@@ -18,9 +17,9 @@ def run(engine: str, line: list[str], environ: dict[str, str], script: str | Non
     code, text, messages = imported(engine, line, environ, script, base, model_config, name, out,
                                     draft_config, version)
     for message in messages:
-        click.echo(message, err=True)
+        echo(message, err=True)
     if text:
-        click.echo(text, nl=False)
+        echo_yaml(text)
     return code
 
 

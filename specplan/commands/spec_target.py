@@ -31,8 +31,8 @@ class PlanTarget:
     def plan(self) -> Plan:
         raise NotImplementedError  # a SpecTarget builds it; a PlanTarget is given it
 
-    def refuse_check(self, fmt: str) -> None:
-        return None  # every format reports one plan
+    def refuse_check(self, fmt: str, *, baseline: bool = False) -> None:
+        return None  # every format reports one plan, against a baseline or not
 
     @cached_property
     def _findings(self) -> list:
@@ -43,7 +43,14 @@ class PlanTarget:
     def findings(self) -> list:
         return self._findings
 
-    def print_check(self, *, fmt: str, severity: str, verbose: bool) -> None:
+    def write_baseline(self, path: str) -> None:
+        from specplan.verify.baseline import write_baseline
+
+        write_baseline(path, self.findings(), self.plan.name)
+
+    def print_check(self, *, fmt: str, severity: str, verbose: bool, baseline=None) -> None:
+        """`baseline` (verify/baseline.py Baseline): text shows only the new findings, the
+        machine formats mark each finding new or unchanged."""
         from specplan.verify import formats
         from specplan.verify.report import subject_of
 
@@ -51,15 +58,17 @@ class PlanTarget:
         shown = formats.at_least(findings, severity)
         subject = subject_of(self.plan)
         if fmt == "json":
-            text = formats.to_json(shown)
+            text = formats.to_json(shown, baseline)
         elif fmt == "sarif":
-            text = formats.to_sarif(subject, shown)
+            text = formats.to_sarif(subject, shown, baseline)
         elif fmt == "junit":
-            text = formats.to_junit(subject, shown)
+            text = formats.to_junit(subject, shown, baseline)
         else:
+            new = shown if baseline is None else baseline.new(shown)
             filtered = len(findings) if len(shown) != len(findings) else None
-            text = formats.render_text(subject, shown, width=formats.terminal_width(),
-                                       verbose=verbose, shown_of=filtered)
+            text = formats.render_text(subject, new, width=formats.terminal_width(),
+                                       verbose=verbose, shown_of=filtered,
+                                       baselined=len(shown) - len(new))
         sys.stdout.write(text)
 
 

@@ -67,13 +67,17 @@ class Target(Protocol):
         """Draw `kind`; the path written, or None when it went to stdout."""
 
     # check
-    def refuse_check(self, fmt: str) -> None: ...
+    def refuse_check(self, fmt: str, *, baseline: bool = False) -> None:
+        """Raise the usage error of a format (or, `baseline`, a baseline) this target has no use for."""
+
+    def write_baseline(self, path: str) -> None:
+        """Record today's findings as the baseline at `path` (verify/baseline.py)."""
 
     def findings(self) -> list:
         """Every finding, worst first per plan (a deployment: across the instances, then prefill's,
         then decode's)."""
 
-    def print_check(self, *, fmt: str, severity: str, verbose: bool) -> None: ...
+    def print_check(self, *, fmt: str, severity: str, verbose: bool, baseline=None) -> None: ...
 
     # compile
     def print_refused(self, console) -> None:

@@ -11,11 +11,19 @@ Start-up (inside the engine's initialize_model_parallel hook, on every rank): `c
 (the plan's world size is the engine's), `startup_check` (compare.py: every family, every
 speculative key), then `bind_engine` (the plan's runtime on the engine's own groups). Every
 rank reads the same plan and the same engine layout, so every rank refuses together.
+
+Logging (logger `specplan`, as the engines' own plugins log through theirs): the plan loaded
+(INFO), each engine function hooked (DEBUG), every refusal (ERROR), and one INFO line per rank
+when it binds the plan (`log_bound`: plan, fingerprint, engine release, hooks). Where the
+process has no logging set up (vLLM configures only its own `vllm` logger) the logger gets a
+stderr handler of its own, at SPECPLAN_LOG_LEVEL (default INFO).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +36,7 @@ if TYPE_CHECKING:
 
 ENV_PLAN = "SPECPLAN_PLAN"
 ENV_ALLOW_UNTESTED = "SPECPLAN_ALLOW_UNTESTED_ENGINE"
+ENV_LOG_LEVEL = "SPECPLAN_LOG_LEVEL"
 ENV_HOT_PATH = "SPECPLAN_HOT_PATH"  # auto | host | device: bind's hot_path (device on CPU ranks in tests)
 # engine -> the releases the plugin is tested on ("0.32.x": every 0.32 patch release): SGLang's
 # those whose hook signatures it handles (engines/sglang/hooks.py), vLLM's its hook tables'
@@ -39,13 +48,28 @@ SUPPORTED_VERSIONS = {"sglang": sglang_hooks.plugin_releases(),
 KNOWN_REFUSALS = {"sglang": sglang_hooks.plugin_refusal}
 
 _ACTIVE: dict[tuple[str, str], "ActivePlan"] = {}  # (engine, path) -> the plan, once per process
+_LOG_FORMAT = "%(levelname)s %(asctime)s [specplan] %(message)s"
+
+
+def log() -> logging.Logger:
+    """The `specplan` logger, with a stderr handler of its own where nothing would print it
+    (no handler on it or on the root logger: its INFO lines would be dropped)."""
+    logger = logging.getLogger("specplan")
+    if not logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(_LOG_FORMAT, "%m-%d %H:%M:%S"))
+        logger.addHandler(handler)
+        logger.setLevel(os.environ.get(ENV_LOG_LEVEL, "INFO").upper())
+    return logger
 
 
 class EngineRefused(SystemExit):
-    """The engine must not start: one line naming the plan path (or engine) and the reason."""
+    """The engine must not start: one line naming the plan path (or engine) and the reason
+    (logged as an ERROR when raised, as the engine may print a SystemExit nowhere)."""
 
     def __init__(self, message: str):
         super().__init__(f"specplan: {message}")
+        log().error("refused: %s", message)
 
     def __str__(self) -> str:
         return str(self.code)
@@ -58,6 +82,7 @@ class ActivePlan:
     engine: str
     path: str
     plan: Plan
+    version: str = ""  # the engine's release, as the plugin read it
     runtime: object = None  # the bound specplan Runtime, once the engine's groups exist
     hooks: list[str] = field(default_factory=list)  # engine functions the plugin hooked
     engine_groups: dict = field(default_factory=dict)  # family -> every group, as the engine built them
@@ -86,8 +111,24 @@ def activate(engine: str, version: str) -> ActivePlan | None:
     check_version(engine, version)
     key = (engine, path)
     if key not in _ACTIVE:
-        _ACTIVE[key] = ActivePlan(engine, path, read_plan_file(path, engine))
+        _ACTIVE[key] = active = ActivePlan(engine, path, read_plan_file(path, engine), version)
+        log().info("loaded plan %r (fingerprint %s, %d ranks) from %s=%s for %s %s", active.name,
+                   active.plan.fingerprint[:16], active.world_size, ENV_PLAN, path, engine, version)
     return _ACTIVE[key]
+
+
+def hooked(active: ActivePlan, target: str) -> None:
+    """Record (and log, DEBUG) one engine function the plugin hooked."""
+    if target not in active.hooks:
+        active.hooks.append(target)
+        log().debug("hooked %s", target)
+
+
+def log_bound(active: ActivePlan, rank: int) -> None:
+    """The one line a rank logs when the plan is bound: plan, fingerprint, release, hooks."""
+    hooks = ", ".join(".".join(t.split(".")[-2:]) for t in active.hooks)
+    log().info("rank %d bound plan %r (fingerprint %s) on %s %s; %d hooks: %s", rank, active.name,
+               active.plan.fingerprint[:16], active.engine, active.version, len(active.hooks), hooks)
 
 
 def check_version(engine: str, version: str) -> None:

@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 
 from specplan.plugins.common import (ENV_PLAN, ActivePlan, EngineRefused, activate, bind_engine,
-                                     check_world, enabled, startup_check)
+                                     check_world, enabled, hooked, log_bound, startup_check)
 from specplan.plugins.sglang_sites import SiteHooks
 
 ENGINE = "sglang"
@@ -86,7 +86,7 @@ def register() -> None:
 
     for target, hook in (*hooks, *draft_hooks(state), *pp_hooks(state)):
         HookRegistry.register(target, hook, HookType.AROUND)
-        active.hooks.append(target)
+        hooked(active, target)
 
 
 def refuse_stage_spanning_sites(active: ActivePlan) -> None:
@@ -160,6 +160,7 @@ class SGLangState(SiteHooks):
         bind_engine(self.active, rank=rank, world_size=world,
                     groups={fam: c.device_group for fam, c in coordinators.items()})
         self.active.startup_s = {"check": t1 - t0, "bind": time.perf_counter() - t1}
+        log_bound(self.active, rank)
         return result
 
     # -- the round's desync check ------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Entry point `vllm.general_plugins` -> `register`. vLLM calls it in every process (API server,
 engine core, each worker), possibly several times: registration is idempotent, and with
-SPECPLAN_PLAN unset it installs nothing and imports nothing; set, a plan whose accept or
+SPECPLAN_PLAN unset it reads no plan and imports nothing, and takes part only in the world's
+start-up agreement (vllm_world.py: every rank holds the plan, or none); set, a plan whose accept or
 draft decisions vLLM's tensors cannot carry is refused right there. docs/engines.md lists
 each hook. Which functions are hooked, with which signatures and by which method here, is
 the release's table (engines/vllm/hooks.py, chosen by the version of the distribution that
@@ -43,8 +44,9 @@ import time
 from dataclasses import dataclass, field
 
 from specplan.engines.vllm.hooks import PS, RUNNER, Hook, Release, nearest_release
-from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_engine,
-                                     check_world, enabled, startup_check)
+from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_engine, check_world,
+                                     enabled, hooked, log_bound, startup_check)
+from specplan.plugins import vllm_world
 from specplan.plugins.vllm_guard import check_signature, engine_call, guarded, locate
 from specplan.plugins.vllm_pp import Entries, PPHooks, SentRows
 
@@ -54,9 +56,12 @@ COORDINATORS = {"tp": "_TP", "dcp": "_DCP", "pcp": "_PCP", "pp": "_PP", "dp": "_
 
 
 def register() -> None:
-    """vLLM's general-plugin entry point: nothing unless SPECPLAN_PLAN is set; idempotent."""
+    """vLLM's general-plugin entry point: without SPECPLAN_PLAN only its part in the world's
+    start-up agreement (vllm_world.py); set, the plan, copied to Ray workers; idempotent."""
     if not enabled():
+        vllm_world.guard_planless()
         return
+    vllm_world.copy_to_ray()
     version = engine_version()
     active = activate(ENGINE, version)
     if active.hooks:
@@ -181,8 +186,7 @@ class VllmState(PPHooks):
         """Check the target against the table, then wrap it (EngineRefused on a difference)."""
         owner, name, _ = located or locate(hook, self.version, self.release)
         wrap(owner, name, self, hook.serves, hook.target)
-        if hook.target not in self.active.hooks:
-            self.active.hooks.append(hook.target)
+        hooked(self.active, hook.target)
 
     # -- start-up --------------------------------------------------------------------------
     def initialize_model_parallel(self, original, *args, **kwargs):
@@ -192,6 +196,7 @@ class VllmState(PPHooks):
         from vllm.config import get_current_vllm_config
 
         rank, world, t0 = dist.get_rank(), dist.get_world_size(), time.perf_counter()
+        vllm_world.agree(self.active, rank, world)  # every rank holds this plan, or refuse
         config = get_current_vllm_config()
         coordinators = {fam: c for fam, name in COORDINATORS.items()
                         if (c := getattr(ps, name, None)) is not None and _used(fam, config)}
@@ -212,6 +217,7 @@ class VllmState(PPHooks):
         self.timings = {"check": t1 - t0, "bind": time.perf_counter() - t1}
         self.active.startup_s = self.timings
         self._install_runner_hooks(rt, rank)
+        log_bound(self.active, rank)
         return result
 
     def _check_runner(self, config, rank: int) -> None:

@@ -151,7 +151,7 @@ def test_unplanned_variables_on_the_line_are_kept(cli, tmp_path, hub):
 
 def test_a_sync_edit_adds_the_variable_and_keeps_the_line(cli, tmp_path, hub):
     line = ("python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 "
-            "--attn-dp-size 8 --speculative-algorithm DSPARK --speculative-dspark-block-size 7 "
+            "--attn-dp-size 8 --enable-dp-lm-head --speculative-algorithm DSPARK --speculative-dspark-block-size 7 "
             "--speculative-draft-model-path org/dspark")
     spec, _ = _import(cli, tmp_path, hub, "sglang", line)
     assert cli("export", str(spec)).stdout.splitlines()[1:] == [line]  # the engine's default: all

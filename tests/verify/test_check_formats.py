@@ -30,21 +30,32 @@ def _json_findings(target: str) -> list[dict]:
 def test_text_fits_the_terminal(columns):
     run = _check(KIMI, columns=columns)
     assert run.returncode == 0
-    width = int(columns or 80)  # piped: 80
+    width = int(columns or 100)  # piped without COLUMNS: 100
     lines = run.stdout.splitlines()
     assert lines and all(len(line) <= width for line in lines)
+    assert "…" not in run.stdout  # wrapped between words, never cut
     assert lines[0] == "kimi-k3-dspark-tp8-pp2-vllm-engine: 7 WARN, 5 INFO"
 
 
 def test_same_finding_at_several_sites_is_one_line():
-    run = _check(KIMI, columns="400")
+    run = _check(KIMI, "-v", columns="400")
     warn = [line for line in run.stdout.splitlines() if line.startswith("WARN")]
     # six unconverged decode decisions read the same but for their names: one line
     assert len(warn) == 2
     decode = next(line for line in warn if "dspark_accept_greedy" in line)
     assert "likewise at " in decode and decode.count("/") == 6
-    narrow = _check(KIMI, columns="80").stdout
+    narrow = _check(KIMI, "-v", columns="80").stdout
     assert "dspark_accept_greedy/bonus_greedy [tp] +5  not converged" in narrow
+
+
+def test_warnings_of_one_class_are_one_line_with_a_count_unless_verbose():
+    run = _check(KIMI, columns="100")
+    warn = [line for line in run.stdout.splitlines() if line.startswith("WARN")]
+    assert warn == ["WARN  not converged [tp]: 7 findings of this class (-v lists each)"]
+    # an ERROR class is never collapsed: each ERROR keeps its line
+    errors = [line for line in _check(PRE_50514, columns="200").stdout.splitlines()
+              if line.startswith("ERROR")]
+    assert len(errors) == 7
 
 
 def test_verbose_gives_message_fix_and_line():
