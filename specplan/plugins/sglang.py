@@ -71,6 +71,7 @@ def register() -> None:
     hooks = ((f"{PS}.initialize_model_parallel", state.initialize_model_parallel),
              (f"{PS}.init_model_parallel_group", state.init_model_parallel_group),
              (f"{SYNC}.sync", state.sync), (f"{SYNC}.enabled", state.enabled),
+             (f"{SYNC}.available_memory_gb", state.available_memory_gb),
              (f"{SPEC}.eagle_utils.eagle_sample", state.eagle_sample),
              (f"{PS}.GroupCoordinator.broadcast", state.group_broadcast),
              (f"{SPEC}.dspark_components.dspark_planner.DSparkVerifyPlanner._schedule_verify_lens",
@@ -157,8 +158,11 @@ class SGLangState(SiteHooks):
             dist.barrier(group=ps.get_world_group().cpu_group)
             raise
         t1 = time.perf_counter()
+        # The runtime's device is SGLang's own (its TP coordinator's: cuda:<local rank> on a GPU,
+        # the CPU under gloo), not the plan's device name.
         bind_engine(self.active, rank=rank, world_size=world,
-                    groups={fam: c.device_group for fam, c in coordinators.items()})
+                    groups={fam: c.device_group for fam, c in coordinators.items()},
+                    device=getattr(coordinators.get("tp"), "device", None))
         self.active.startup_s = {"check": t1 - t0, "bind": time.perf_counter() - t1}
         log_bound(self.active, rank)
         return result
