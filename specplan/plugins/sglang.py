@@ -40,7 +40,8 @@ import time
 from dataclasses import dataclass, field
 
 from specplan.plugins.common import (ENV_PLAN, ActivePlan, EngineRefused, activate, bind_engine,
-                                     check_world, enabled, hooked, log_bound, startup_check)
+                                     check_world, enabled, hooked, log_bound,
+                                     refuse_unreached_gates, startup_check)
 from specplan.plugins.sglang_sites import SiteHooks
 
 ENGINE = "sglang"
@@ -57,6 +58,13 @@ SPEC_FIELDS = {"method": "speculative_algorithm", "num_steps": "speculative_num_
                "topk": "speculative_eagle_topk", "num_draft_tokens": "speculative_num_draft_tokens"}
 
 
+# The gates (engines/sglang/gates.py) this plugin reaches: the start-up memory readings through
+# the SpecTpSync.available_memory_gb hook (a MIN over the plan's family), the DP-attention round
+# gates through SGLang's own token-count all-gather over tp, which is the plan's group for them.
+REACHED_GATES = frozenset({"dspark_draft_graph_mem", "dflash_draft_graph_mem", "dp_padding_mode",
+                           "dp_idle_forward", "target_graph", "eagle_draft_graph"})
+
+
 def register() -> None:
     """SGLang's plugin entry point: nothing at all unless SPECPLAN_PLAN is set; idempotent."""
     if not enabled():
@@ -65,6 +73,7 @@ def register() -> None:
     if active.hooks:
         return
     refuse_stage_spanning_sites(active)
+    refuse_unreached_gates(active, REACHED_GATES)
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     state = active.state = SGLangState(active)
