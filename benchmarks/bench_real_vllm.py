@@ -79,7 +79,7 @@ def main() -> None:
     args = ap.parse_args()
     python = lane.build_env()
     tmp = Path(tempfile.mkdtemp(prefix="bench_real_vllm-"))
-    subprocess.run([str(python), str(lane.HERE / "models.py"), str(tmp / "models")], check=True)
+    subprocess.run([str(python), str(lane.MODELS_SCRIPT), str(tmp / "models")], check=True)
     plan_method = {"draft_model": "standalone", "none": "none"}.get(args.method, args.method)
     plan = lane.compile_plan(lane.spec(f"bench-tp{args.tp}", tp=args.tp, method=plan_method), tmp)
     engine = lane.engine_args(tmp / "models", tp=args.tp, method=None if args.method == "none" else args.method)

@@ -173,8 +173,10 @@ def schema() -> None:
               help="With --nodes: vLLM's executor across nodes (default mp; SGLang: mp).")
 @click.option("--head-address", "head", default=None, metavar="HOST[:PORT]",
               help="With --nodes: the head node's address (default: \"$HEAD_ADDR\").")
+@click.option("--format", "fmt", type=click.Choice(["script", "lws"]), default="script",
+              help="lws: a Kubernetes LeaderWorkerSet manifest, one pod per node.")
 def export_(spec: str, engine: str | None, version: str | None, per_node: bool,
-            executor: str | None, head: str | None, fmt: str = "script") -> None:
+            executor: str | None, head: str | None, fmt: str) -> None:
     """Print the command line and environment that run SPEC on an engine (a deployment: one
     launch per instance, with its disaggregation flags; an instance on several nodes: one line
     per node).

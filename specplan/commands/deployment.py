@@ -162,7 +162,7 @@ class DeploymentTarget:
             if launch.plan_path:  # where `specplan compile DEPLOYMENT` writes each instance's plan
                 launch.plan_how = how
             parts.append(f"# {inst.role} instance ({inst.file})\n" + render(launch))
-        return "\n".join(parts)
+        return ("---\n" if nodes is not None and nodes.fmt == "lws" else "\n").join(parts)
 
     # simulate
     def simulate(self, sim: Simulation, console) -> int:
@@ -225,6 +225,7 @@ def _write_json(path: Path, data: dict) -> Path:
 
 def _per_node(spec, nodes, plan_path: str, how: str) -> str:
     """An instance's lines, one per node (NodeOptions `nodes`, default: the engine's)."""
-    from specplan.ecosystem.nodes import NodeOptions, export_nodes
+    from specplan.ecosystem.nodes import NodeOptions
+    from specplan.ecosystem.nodes_export import export_nodes
 
     return export_nodes(spec, None, None, nodes or NodeOptions(), plan_path, how)

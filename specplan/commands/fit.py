@@ -133,7 +133,7 @@ def _split_comment(body: str) -> tuple[str, str, str]:
 
 
 def _is_shell(body: str) -> bool:
-    return bool(body) and (body.startswith(("python", "vllm", "export ", "SPECPLAN_", "torchrun"))
+    return bool(body) and (body.startswith(("python", "vllm", "export ", "SPECPLAN_", "torchrun", "ray "))
                            or "=" in body.split(" ")[0] or body.startswith("--"))
 
 

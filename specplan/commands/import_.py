@@ -78,6 +78,7 @@ def _line(line: list[str], environ: dict[str, str], script: str | None, engine: 
     """(the SGLANG_* / VLLM_* environment, the argv, whether it is export's own one-flag-per-line
     form), or the message that there is no line to read."""
     from specplan.ecosystem.launch_import import ImportProblem, parse_script
+    from specplan.ecosystem.lws_import import is_lws
     from specplan.ecosystem.nodes_import import per_node
     from specplan.files import read_text
 
@@ -87,7 +88,7 @@ def _line(line: list[str], environ: dict[str, str], script: str | None, engine: 
     if script:
         text = read_text(script, "a shell script holding a launch line")
         try:
-            if per_node(text):  # one deployment's lines, one per node (export --nodes)
+            if is_lws(text) or per_node(text):  # one line per node, or a LeaderWorkerSet
                 return _nodes(engine, text, script, env, argv)
             script_env, script_argv = parse_script(text)
         except ImportProblem as exc:
@@ -100,16 +101,21 @@ def _line(line: list[str], environ: dict[str, str], script: str | None, engine: 
 
 
 def _nodes(engine: str, text: str, script: str, env: dict[str, str], argv: list[str]):
-    """(env, argv, own form) of per-node lines: the head's line once they agree (nodes_import.py),
-    or the message naming the line and the field where they do not."""
+    """(env, argv, own form) of per-node lines or a LeaderWorkerSet: the head's line once they
+    agree (nodes_import.py, lws_import.py), or the message naming the line (the template) and
+    the field where they do not."""
     from specplan.ecosystem.launch_import import ImportProblem
+    from specplan.ecosystem.lws_import import is_lws, read_lws
     from specplan.ecosystem.nodes import MARK
     from specplan.ecosystem.nodes_import import read_nodes
 
     if argv:
         return f"specplan import: {script} holds one line per node; give no line after `--`"
     try:
-        head_env, head_argv, _ = read_nodes(engine, text, script, env=env)
+        if is_lws(text):
+            head_env, head_argv, _ = read_lws(engine, text, script)
+        else:
+            head_env, head_argv, _ = read_nodes(engine, text, script, env=env)
     except ImportProblem as exc:
         return f"specplan import: {exc}"
     own = {k: v for k, v in head_env.items() if k.startswith(("SGLANG_", "VLLM_"))}

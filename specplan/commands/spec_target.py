@@ -177,7 +177,7 @@ class SpecTarget(PlanTarget):
         from specplan.ecosystem.export import export, render
 
         if nodes is not None:
-            from specplan.ecosystem.nodes import export_nodes
+            from specplan.ecosystem.nodes_export import export_nodes
 
             return export_nodes(self.spec, engine, version, nodes)
         return render(export(self.spec, engine, version))

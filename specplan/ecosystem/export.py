@@ -19,16 +19,14 @@ from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDE
 from specplan.ecosystem.translate import Refusal, refusal, translate
 from specplan.engines.base import PerEngine
 from specplan.engines.sglang import spec_tp_sync
-from specplan.engines.sglang.convention import SGLANG_ALGORITHMS, SGLang
+from specplan.engines.sglang.convention import SGLang, accept_broadcast
 from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
-from specplan.engines.vllm.convention import VLLM, VLLM_METHODS
+from specplan.engines.vllm.convention import VLLM
 from specplan.methods import get_method
 from specplan.schema import Spec
 
 # each engine's launch line, written by its flags (engines/<engine>/launch.py)
 WRITERS: PerEngine[Callable[[Spec, dict, "Launch"], None]] = PerEngine("launch-line writer")
-# SGLang converges DFlash's greedy drafts without SpecTpSync (an all-gather of (max, id)).
-_SGLANG_ALWAYS = frozenset({"dflash_draft"})
 
 
 @dataclass
@@ -41,6 +39,7 @@ class Launch:
     faithful: Spec | None = None  # an imported spec whose own line is printed back as written
     plan_path: str | None = None  # SPECPLAN_PLAN: the plan the specplan plugin runs
     plan_how: str = ""  # the command that writes it
+    program: str = ""  # the command before the arguments (LaunchTable.program_on the device)
 
     def command_prefix(self) -> str:
         return f"SPECPLAN_PLAN={shlex.quote(self.plan_path)} " if self.plan_path else ""
@@ -71,7 +70,10 @@ def export(spec: Spec, engine: str | None = None, version: str | None = None,
     title = f"{spec.name} on {convention(engine, target.engine_version).title}"
     if target.engine != spec.engine:
         title += f" (translated from engine {spec.engine}; layouts differ where noted)"
-    launch = Launch(engine, title, notes=notes)
+    table = convention(engine).launch
+    launch = Launch(engine, title, notes=notes, program=table.program_on(spec.topology.device))
+    if launch.program != table.program:
+        launch.notes.append(table.cpu_note)
     if spec.behaviour == "specplan" and engine == spec.engine:
         launch.plan_path = plan_path or f"build/{spec.name}/plan.json"
         where = shlex.quote(str(Path(launch.plan_path).parent))
@@ -217,10 +219,10 @@ def _sglang(spec: Spec, sites: dict, launch: Launch) -> None:
 
 
 def _sglang_method(spec: Spec, launch: Launch) -> None:
-    s, add, m = spec.speculative, launch.args.append, get_method(spec.speculative.method, "sglang")
+    s, add, m = spec.speculative, launch.args.append, SGLang.methods.method(spec.speculative.method)
     if not m.speculates:
         return
-    add(("--speculative-algorithm", SGLANG_ALGORITHMS[s.method],
+    add(("--speculative-algorithm", SGLang.methods[s.method].name,
          f"speculative method (speculative.method: {s.method})"))
     if m.round == "block":  # SGLang names each block method's width flag after the method
         add((f"--speculative-{s.method}-block-size", str(m.block_size(s.num_steps)),
@@ -261,7 +263,7 @@ def _sglang_env(spec: Spec, sites: dict, launch: Launch) -> None:
         value = spec_tp_sync.value_for(care, on)
         launch.env.append(("SGLANG_SPEC_TP_SYNC", value, "SpecTpSync sites the plan converges: "
                            + (", ".join(sorted(on)) or "none")))
-    if t.pp > 1 and m.speculates and m.engine_notes.get("sglang_pp") == "yes":
+    if t.pp > 1 and m.speculates and SGLang.methods[m.name].pp == "gated":
         launch.env.append(("SGLANG_ENABLE_PP_SPEC", "1", "EAGLE decode rounds under pipeline "
                            "parallel (the gated last-stage relay)"))
     if spec.model.pp_partition and t.pp > 1:
@@ -274,10 +276,11 @@ def _sglang_converges(spec: Spec, site: str) -> bool | None:
     """Whether SGLang can converge `site` at all: None when an env site decides it."""
     if site in SITE_SLUGS:
         return None
-    if site in _SGLANG_ALWAYS:
+    row = SGLang.methods[spec.speculative.method]
+    if site in row.always_sites:
         return True
-    sampling, device = spec.speculative.sampling, spec.topology.device
-    return site.endswith("_accept") and (device == "rocm" or sampling != "greedy" and device != "cpu")
+    return site in row.default_sites and accept_broadcast(spec.topology.device,
+                                                          spec.speculative.sampling)
 
 
 def _unmatched(plugin: bool) -> str:
@@ -330,9 +333,9 @@ def _vllm(spec: Spec, sites: dict, launch: Launch) -> None:
         on = spec.runtime.async_scheduling
         launch.args.append(("--async-scheduling" if on else "--no-async-scheduling", None,
                             f"runtime.async_scheduling: {'true' if on else 'false'}"))
-    m = get_method(s.method, "vllm")
+    m = VLLM.methods.method(s.method)
     if m.speculates:
-        config = {"method": VLLM_METHODS[s.method], "num_speculative_tokens": s.num_steps}
+        config = {"method": VLLM.methods[s.method].name, "num_speculative_tokens": s.num_steps}
         if s.draft_path:
             config["model"] = s.draft_path
         elif m.needs_draft_checkpoint:
@@ -388,9 +391,7 @@ def render(launch: Launch) -> str:
     out += [f"  {text.ljust(width)}  # {comment}" for text, comment in rows]
     out.append(")")
     out += plan_comment(launch)
-    from specplan.engines import convention
-
-    out.append(f'{launch.command_prefix()}{convention(launch.engine).launch.program} "${{args[@]}}"')
+    out.append(f'{launch.command_prefix()}{launch.program} "${{args[@]}}"')
     return "\n".join(out) + "\n"
 
 

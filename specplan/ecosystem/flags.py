@@ -21,8 +21,8 @@ KV_CACHE_DTYPES = {"auto": "auto", "bf16": "bf16", "bfloat16": "bf16", "fp16": "
 DEEPEP_BACKENDS = frozenset({"deepep", "deepep_v2", "deepep_high_throughput",
                              "deepep_low_latency"})
 NO_A2A_BACKENDS = frozenset({"none", "allgather_reducescatter", "naive"})
-# speculative.method -> SGLang --speculative-algorithm: engines/sglang/convention.py (SGLANG_ALGORITHMS).
-# speculative.method -> vLLM speculative_config.method: engines/vllm/convention.py (VLLM_METHODS).
+# speculative.method -> SGLang --speculative-algorithm: engines/sglang/methods.py (the rows' names).
+# speculative.method -> vLLM speculative_config.method: engines/vllm/methods.py (the rows' names).
 # The speculative_config keys import plans: engines/vllm/launch.py (SPEC_KEYS).
 
 # dtype spellings both engines accept for --dtype.

@@ -34,10 +34,10 @@ def draft_taps(engine: str, data: dict, draft_config: str | None, launch: dict) 
 
 def detect_vllm_method(launch: dict, draft_config: str | None) -> None:
     """A vLLM --speculative-config without `method`: the method vLLM fills in (from the draft's
-    name, then its config.json; engines/vllm/defaults.py vllm_method), said in a note."""
+    name, then its config.json; engines/vllm/methods.py vllm_method), said in a note."""
     from specplan.ecosystem.launch_read import vllm_method_of
     from specplan.engines.base import NoDefault
-    from specplan.engines.vllm.defaults import vllm_method
+    from specplan.engines.vllm.methods import vllm_method
 
     spec = launch.get("speculative") or {}
     detect = spec.pop("_detect", None)

@@ -358,10 +358,10 @@ def _speculative(engine: str, data: dict, launch: dict, base: Spec | None,
 def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | None,
                    notes: list[str]) -> dict:
     """The widths the line leaves to the engine: the base spec's (same method), else the
-    engine's own default for the model (specplan/engines/<engine>/defaults.py), said in a note."""
+    engine's own default for the model (engines/sglang/defaults.py, engines/vllm/methods.py), said in a note."""
     from specplan.engines.base import NoDefault
     from specplan.engines.sglang import defaults as sglang
-    from specplan.engines.vllm import defaults as vllm
+    from specplan.engines.vllm import methods as vllm
 
     if base is not None and base.speculative.method == method:
         s = base.speculative

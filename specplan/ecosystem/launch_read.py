@@ -16,9 +16,9 @@ from specplan.ecosystem.flags import (DEEPEP_BACKENDS, DRAFT_PLACEHOLDER, DTYPE_
                                       NO_A2A_BACKENDS)
 from specplan.engines.base import PerEngine
 from specplan.engines.sglang import spec_tp_sync
-from specplan.engines.sglang.convention import SGLANG_ALGORITHMS, SGLang
+from specplan.engines.sglang.convention import SGLang
 from specplan.engines.sglang.launch import EP_SPANNING_A2A as SGLANG_EP_SPANNING_A2A
-from specplan.engines.vllm.convention import VLLM, VLLM_METHODS
+from specplan.engines.vllm.convention import VLLM
 from specplan.engines.vllm.launch import SPEC_KEYS as VLLM_SPEC_KEYS
 
 # argparse dest -> value (plus `_written`, `_conv`), the environment, notes -> spec data
@@ -171,14 +171,13 @@ def _sglang_speculative(v: dict, notes: list[str]) -> dict:
     algo = v.get("speculative_algorithm")
     if algo is None:
         return {}
-    by_name = {val: k for k, val in SGLANG_ALGORITHMS.items()}
-    method = by_name.get(algo.upper())
+    method = SGLang.methods.named(algo.upper())
     if method is None:
         raise ImportProblem(f"--speculative-algorithm {algo}: specplan plans "
-                            f"{', '.join(SGLANG_ALGORITHMS.values())}")
+                            f"{', '.join(SGLang.methods.names().values())}")
     out: dict = {"method": method}
     width = _int(v, "speculative_num_draft_tokens", "--speculative-num-draft-tokens", None)
-    m = get_method(method, "sglang")
+    m = SGLang.methods.method(method)
     if m.round == "block":  # SGLang names each block method's width flag after the method
         block = _int(v, f"speculative_{method}_block_size", f"--speculative-{method}-block-size", None)
         steps = m.steps_of_block(block) if block is not None else None
@@ -289,9 +288,8 @@ def _vllm_speculative(config, notes: list[str], conv) -> dict:
 
 def vllm_method_of(name: object) -> str:
     """specplan's method for vLLM's speculative_config method `name`."""
-    by_name = {val: k for k, val in VLLM_METHODS.items()}
-    method = "mtp" if isinstance(name, str) and name.endswith("_mtp") else by_name.get(name)
+    method = VLLM.methods.named(name)
     if method is None:
         raise ImportProblem(f"--speculative-config method {name!r}: specplan plans "
-                            f"{', '.join(VLLM_METHODS.values())} (and *_mtp)")
+                            f"{', '.join(VLLM.methods.names().values())} (and *_mtp)")
     return method

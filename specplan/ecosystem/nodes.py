@@ -67,7 +67,7 @@ def node_lines(launch: Launch, nnodes: int, dp: int, options: NodeOptions,
 
     nodes, executor = table(launch.engine), executor_of(launch.engine, options)
     head = options.head or "$" + HEAD_PLACEHOLDER
-    program = shlex.split(convention(launch.engine).launch.program)
+    program = shlex.split(launch.program or convention(launch.engine).launch.program)
     common = [(f, v) for f, v, _ in launch.args if f != "--nnodes"]
     common += [(a, None) for a in kept or [] if not _node_flag(a, launch.engine)]
     env = ([("SPECPLAN_PLAN", launch.plan_path)] if launch.plan_path else []) + \
@@ -75,7 +75,8 @@ def node_lines(launch: Launch, nnodes: int, dp: int, options: NodeOptions,
     plan_only = env[:1] if launch.plan_path else []
     out = []
     for node in range(nnodes):
-        rows = [(f, v) for f, v, _ in nodes.write(executor, node, nnodes, head, dp)]
+        rows = [(f, v) for f, v, _ in nodes.write(executor, node, nnodes, head, dp)
+                if nnodes > 1 or executor == nodes.ray]  # one node: the engine's own default
         words = program + _words(common + rows)
         ray = nodes.ray_start(node, head) if executor == nodes.ray else []
         what = "the head" if node == 0 else ("joins the head's Ray cluster" if ray else
@@ -130,7 +131,7 @@ def render_line(line: NodeLine) -> str:
 def render_nodes(launch: Launch, lines: list[NodeLine], options: NodeOptions) -> str:
     """The script: export's header and notes, then a comment and a line per node."""
     executor = executor_of(launch.engine, options)
-    out = [f"{MARK}{launch.title}: {PER_NODE} ({len(lines)} nodes, executor "
+    out = [f"{MARK}{launch.title}: {PER_NODE} ({len(lines)} node{'s' if len(lines) > 1 else ''}, executor "
            f"{executor})"]
     out += [f"# note: {n}" for n in launch.notes]
     if not options.head:
@@ -143,23 +144,3 @@ def render_nodes(launch: Launch, lines: list[NodeLine], options: NodeOptions) ->
         out += [f"# {line.comment}", render_line(line)]
     return "\n".join(out) + "\n"
 
-
-def export_nodes(spec, engine: str | None, version: str | None, options: NodeOptions,
-                 plan_path: str | None = None, plan_how: str | None = None) -> str:
-    """`specplan export --nodes` (and --format lws): `spec`'s launch, one line per node."""
-    from specplan.ecosystem.export import _kept, export
-
-    launch = export(spec, engine, version, plan_path)
-    if plan_how and launch.plan_path:
-        launch.plan_how = plan_how
-    executor_of(launch.engine, options)
-    kept = _kept(spec) if launch.faithful is not None else []
-    if launch.faithful is not None:  # its own spelling, with the arguments it keeps as written
-        launch.notes[:0] = ["the spec's line in specplan's spelling, one per node, with the "
-                            "arguments it does not plan kept as written"]
-    lines = node_lines(launch, spec.topology.nodes, spec.topology.dp, options, kept)
-    if options.fmt == "lws":
-        from specplan.ecosystem.lws import render_lws  # type: ignore[import-untyped]
-
-        return render_lws(spec, launch, lines, options)
-    return render_nodes(launch, lines, options)

@@ -8,6 +8,7 @@ expected X (as LINE H, node 0), found Y`.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -21,7 +22,8 @@ PLAN = "SPECPLAN_PLAN"
 class Read:
     """One node's line as written: its env words, engine arguments and `ray start` words."""
 
-    number: int  # the script's line
+    at: str  # where in the file: the script's line number, or the manifest's template
+    label: str  # how other messages name it: "line 6", the template's path
     env: dict[str, str] = field(default_factory=dict)
     env_words: list[str] = field(default_factory=list)
     program: list[str] = field(default_factory=list)
@@ -42,7 +44,8 @@ def per_node(text: str) -> bool:
     from specplan.ecosystem.nodes import MARK, PER_NODE
 
     commands = [line for _, line in _script_lines(text) if _command(line)]
-    own = text.startswith(MARK) and PER_NODE in text.partition("\n")[0]
+    head = re.sub(r"\n#   ", " ", text).partition("\n")[0]  # its first comment, wrapped or not
+    own = head.startswith(MARK) and PER_NODE in head
     return "=(" not in text and (own or len(commands) > 1 or any("ray start" in c for c in commands))
 
 
@@ -69,16 +72,21 @@ def read_nodes(engine: str, text: str, where: str, version: str | None = None,
 
 
 def _read(engine: str, number: int, line: str, where: str, version: str | None) -> Read:
-    from specplan.ecosystem.argv import read_words
-    from specplan.engines import convention
-    from specplan.engines.flag_table import FlagProblem
-
     try:
         words = shlex.split(line, comments=True)
     except ValueError as exc:
         raise ImportProblem(f"{where}:{number}: {str(exc).lower()}; expected a shell command "
                             "line") from None
-    read = Read(number)
+    return read_words_of(engine, Read(str(number), f"line {number}"), words, where, version)
+
+
+def read_words_of(engine: str, read: Read, words: list[str], where: str,
+                  version: str | None = None) -> Read:
+    """`read` filled from one node's words: `VAR=value` prefixes, `ray start`, the launch."""
+    from specplan.ecosystem.argv import read_words
+    from specplan.engines import convention
+    from specplan.engines.flag_table import FlagProblem
+
     for command in _commands(words):
         env_words, program, rest = split_command(engine, command)
         read.env.update(w.partition("=")[::2] for w in env_words)
@@ -86,14 +94,14 @@ def _read(engine: str, number: int, line: str, where: str, version: str | None) 
             read.ray = rest
             continue
         if not program or read.program:
-            raise ImportProblem(f"{where}:{number}: expected one {convention(engine).title} "
+            raise ImportProblem(f"{where}:{read.at}: expected one {convention(engine).title} "
                                 f"launch (`{convention(engine).launch.program} ...`) or `ray "
                                 f"start`, found {shlex.join(command)!r}")
         read.env_words, read.program, read.words = env_words, program, rest
         try:
             read.args, read.values = read_words(convention(engine, version).flag_table(), rest)
         except FlagProblem as exc:
-            raise ImportProblem(f"{where}:{number}: {exc}") from None
+            raise ImportProblem(f"{where}:{read.at}: {exc}") from None
     return read
 
 
@@ -110,15 +118,16 @@ def _commands(words: list[str]) -> list[list[str]]:
 class Nodes:
     """The lines of one deployment, checked against each other."""
 
-    def __init__(self, engine: str, reads: list[Read], where: str):
-        self.engine, self.reads, self.where = engine, reads, where
+    def __init__(self, engine: str, reads: list[Read], where: str,
+                 unit: str = "lines (one per node)"):
+        self.engine, self.reads, self.where, self.unit = engine, reads, where, unit
         self.flags = table(engine)
         if not reads:
             raise ImportProblem(f"{where}: no launch line")
 
     def problem(self, read: Read, what: str, expected, found) -> ImportProblem:
         node = f"node {read.node}: " if read.node >= 0 else ""
-        return ImportProblem(f"{self.where}:{read.number}: {node}{what}: expected {expected}, "
+        return ImportProblem(f"{self.where}:{read.at}: {node}{what}: expected {expected}, "
                              f"found {found}")
 
     def head_line(self) -> tuple[dict[str, str], list[str], int]:
@@ -144,21 +153,21 @@ class Nodes:
         return convention(self.engine).flag_table().by_dest(dest).names[0]
 
     def _mp_nodes(self) -> Read:
-        counts = {r.number: self._int(r, "nnodes", 1) for r in self.reads}
+        counts = {r.at: self._int(r, "nnodes", 1) for r in self.reads}
         first = self.reads[0]
         for r in self.reads:
             r.node = self._int(r, "node_rank", 0)
             if not r.runs_engine:
-                raise self.problem(r, "the engine", f"a launch line, as line {first.number}",
+                raise self.problem(r, "the engine", f"a launch line, as {first.label}",
                                    "`ray start` only: Ray lines need the head's `ray start "
                                    "--head` line")
-            if counts[r.number] != counts[first.number]:
-                raise self.problem(r, "--nnodes", f"{counts[first.number]} (line "
-                                   f"{first.number})", counts[r.number])
-        n = counts[first.number]
+            if counts[r.at] != counts[first.at]:
+                raise self.problem(r, "--nnodes", f"{counts[first.at]} ({first.label})",
+                                   counts[r.at])
+        n = counts[first.at]
         if n != len(self.reads):
-            raise ImportProblem(f"{self.where}:{first.number}: node count: --nnodes {n}, "
-                                f"found {len(self.reads)} lines (one per node)")
+            raise ImportProblem(f"{self.where}:{first.at}: node count: --nnodes {n}, "
+                                f"found {len(self.reads)} {self.unit}")
         self._ranks()
         head = next(r for r in self.reads if r.node == 0)
         for r in self.reads:
@@ -171,8 +180,8 @@ class Nodes:
             if not 0 <= r.node < len(self.reads):
                 raise self.problem(r, "--node-rank", f"0 to {len(self.reads) - 1}", r.node)
             if r.node in seen:
-                raise self.problem(r, "--node-rank", f"a node of its own (line "
-                                   f"{seen[r.node].number} is node {r.node} too)", r.node)
+                raise self.problem(r, "--node-rank", f"a node of its own ("
+                                   f"{seen[r.node].label} is node {r.node} too)", r.node)
             seen[r.node] = r
 
     def _per_node_flags(self, r: Read, n: int) -> None:
@@ -236,4 +245,4 @@ class Nodes:
 def _shown(value, head: Read | None = None) -> str:
     text = "unset" if value is None else shlex.quote(str(value)) if isinstance(value, str) else \
         str(value)
-    return f"{text} (as line {head.number}, node 0)" if head is not None else text
+    return f"{text} (as {head.label}, node 0)" if head is not None else text

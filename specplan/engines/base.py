@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from specplan.engines.gates import GateUse
 from specplan.engines.handoff import Axes, Rules
 from specplan.engines.launch import LaunchTable
+from specplan.engines.method_row import MethodRow, MethodRows
 
 if TYPE_CHECKING:
     from specplan.engines.flag_table import FlagTable
@@ -105,9 +106,8 @@ class Convention(ABC):
     # when the earlier stages can join the last stage's converge, or the engine's own
     # stage-to-stage transport (`ring`) when they cannot.
     pipeline_relay: ClassVar[str] = "broadcast"
-    # methods whose taps the engine reads from the draft's own config
-    # (`eagle_aux_hidden_state_layer_ids`), so that import must read them there too
-    taps_from_draft_config: ClassVar[frozenset[str]] = frozenset()
+    # <engine>/methods.py: one row per speculative method (engines/method_row.py)
+    methods: ClassVar[MethodRows]
 
     # -- launch lines and disaggregation (PD): data of the engine's package ----------------
     launch: ClassVar[LaunchTable]  # <engine>/launch.py: what import reads and export writes
@@ -136,6 +136,33 @@ class Convention(ABC):
         from specplan.engines.releases import newest
 
         return self.version == newest(self.name)
+
+    # -- speculative methods: the engine's rows (<engine>/methods.py) ----------------------
+
+    def row(self, method: str) -> MethodRow:
+        """How the engine runs specplan's `method`; KeyError for one it does not run."""
+        return self.methods[method]
+
+    def runs(self, method: str) -> bool:
+        return self.methods.get(method) is not None
+
+    def method(self, name: str) -> Method:
+        """specplan's method `name` as the engine runs it (its row's variant, if any)."""
+        return self.methods.method(name)
+
+    def method_names(self) -> dict[str, str]:
+        """specplan's method -> the engine's name for it, for every method the engine names."""
+        return self.methods.names()
+
+    def method_named(self, engine_name: str) -> str | None:
+        """specplan's method for the engine's name `engine_name`, or None."""
+        return self.methods.named(engine_name)
+
+    @property
+    def taps_from_draft_config(self) -> frozenset[str]:
+        """Methods whose taps the engine reads from the draft's own config
+        (`eagle_aux_hidden_state_layer_ids`), so that import must read them there too."""
+        return frozenset(m for m, r in self.methods.rows.items() if r.taps_from_draft_config)
 
     # -- layout ---------------------------------------------------------------------------
 

@@ -24,7 +24,8 @@ tuple `GATES` of `GateRow`; the convention's `gates(spec, choices)` calls `resol
                                             # `behaviour: engine`, or None: each rank alone
         selects=lambda spec: (Selected("all_reduce", "tp", "what it is"), ...),
         carrier="dspark_mem",               # specplan's site that carries the value in its
-                                            #   own plan, or None (the pass finds a carrier)
+                                            #   own plan ("{method}_accept" names the method's),
+                                            #   or None (the DP token-count exchange carries it)
         doc="one sentence: what the choice is and what differs between its values")
 
 Families are the mesh's names (tp, attn_tp, moe_ep, pp, replica, ...). `choices` is the
@@ -90,8 +91,9 @@ class GateRow:
 
     def use(self, spec: Spec, choices: Choices) -> GateUse:
         family, how = self.agreed(spec, choices)
+        carrier = self.carrier.format(method=spec.speculative.method) if self.carrier else None
         return GateUse(self.name, self.phase, self.input, self.function, family, how,
-                       self.selects(spec), self.carrier, self.doc)
+                       self.selects(spec), carrier, self.doc)
 
 
 def resolve_gates(rows: tuple[GateRow, ...], spec: Spec, choices: Choices) -> tuple[GateUse, ...]:

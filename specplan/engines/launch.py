@@ -35,13 +35,16 @@ class NodeFlags(Protocol):
     dests that differ from node to node (import compares every other one across the lines);
     `dests`: every dest the rows write but --nnodes (import drops them from the spec's line).
     `ray`: the executor (or None) whose other nodes run `ray_start(node, head)` instead of the
-    engine, the head's line naming `ray_dests` and no node count."""
+    engine, the head's line naming `ray_dests` and no node count. `image` (formatted with the
+    release's `version`) and `api_port`: a LeaderWorkerSet's container."""
 
     executors: tuple[str, ...]
     per_node: frozenset[str]
     dests: frozenset[str]
     ray: str | None
     ray_dests: frozenset[str]
+    image: str
+    api_port: int
 
     def write(self, executor: str, node: int, nnodes: int, head: str,
               dp: int = 1) -> list[tuple[str, str | None, str]]: ...
@@ -62,3 +65,10 @@ class LaunchTable:
     env_defaults: frozenset[tuple[str, str]]  # (variable, value) the engine does when it is unset
     disaggregation: DisaggregationFlags
     nodes: NodeFlags | None = None  # per-node launch lines (export --nodes, import of them)
+    # The program on a CPU (topology.device: cpu) when the engine's CPU build cannot start
+    # `program`, and why (a note export prints); None: `program` starts it there too.
+    cpu_program: str | None = None
+    cpu_note: str = ""
+
+    def program_on(self, device: str) -> str:
+        return self.cpu_program if device == "cpu" and self.cpu_program else self.program

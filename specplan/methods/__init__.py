@@ -1,7 +1,8 @@
 """The method catalog: every speculative method specplan plans, by name.
 
 Each method is data (methods/<name>.py) in the vocabulary of base.py; `get_method` is the one
-lookup the planner uses.
+lookup. What an engine calls a method and how it runs it is the engine's row
+(engines/<engine>/methods.py), asked through its convention.
 """
 
 from __future__ import annotations
@@ -21,20 +22,14 @@ METHODS: dict[str, Method] = {
 }
 
 
-def get_method(name: str, engine: str | None = None) -> Method:
-    """The method called `name`, as `engine` runs it (its decisions can differ per engine:
-    Method.engines); KeyError naming the valid methods otherwise."""
+def get_method(name: str) -> Method:
+    """The method called `name`, as specplan writes it (as an engine runs it:
+    `convention(engine).method(name)`); KeyError naming the valid methods otherwise."""
     try:
-        return METHODS[name].for_engine(engine)
+        return METHODS[name]
     except KeyError:
         valid = ", ".join(METHODS)
         raise KeyError(f"unknown speculative method {name!r}; expected one of: {valid}") from None
 
 
-def engine_names(engine: str) -> dict[str, str]:
-    """speculative.method -> `engine`'s name for it, for every method the engine names
-    (Method.engine_names), in the catalog's order."""
-    return {name: m.engine_names[engine] for name, m in METHODS.items() if engine in m.engine_names}
-
-
-__all__ = ["METHODS", "Method", "engine_names", "get_method"]
+__all__ = ["METHODS", "Method", "get_method"]

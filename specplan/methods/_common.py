@@ -17,18 +17,6 @@ ALL_ONLY = frozenset()
 COMMIT_DERIVES = ("commit_lens", "new_seq_lens", "out_tokens", "positions", "cache_locations")
 
 
-def vllm_supported(note: str) -> dict[str, str]:
-    """The engine notes of a method vLLM supports: what differs from SGLang's (`note`); its
-    name in vLLM's speculative config is in Method.engine_names."""
-    return {"vllm": "supported", "vllm_note": note}
-
-
-def engine_notes(vllm_note: str, **sglang: str) -> dict[str, str]:
-    """The engine notes of a method both engines run: SGLang's, each keyword a key after
-    `sglang_` (pp, pp_note, group, variants, mem_group), then vLLM's (vllm_supported)."""
-    return {**{f"sglang_{key}": note for key, note in sglang.items()}, **vllm_supported(vllm_note)}
-
-
 def presets_for(nature: Nature, *, startup: bool = False) -> frozenset[str]:
     """Presets of a site SGLang does not have, chosen by the nature of its decisions.
 
@@ -53,8 +41,7 @@ def target_prefill_phase(decision: str = "next_token_ids") -> Phase:
                  tokens_per_request="1", forwards="1", stage="all")
 
 
-def first_token(method: str, *, sglang: bool, site: str | None = None,
-                doc: str = "") -> tuple[Decision, Site]:
+def first_token(method: str, *, site: str | None = None, doc: str = "") -> tuple[Decision, Site]:
     """The prefill's sampled token: rng on the sampling path, float (argmax) when greedy."""
     site_name = site or f"{method}_target"
     decision = Decision(
@@ -64,8 +51,7 @@ def first_token(method: str, *, sglang: bool, site: str | None = None,
             "logits), the sampling path rng. Stage 0 embeds it next round.")
     # DSPARK_TARGET / DFLASH_TARGET sit in "rng", which is also where the nature rule puts
     # the EAGLE family's and ngram's unconverged first token.
-    return decision, Site(site_name, "target", ("next_token_ids",), presets=RNG_PRESETS,
-                          sglang=sglang, doc=doc)
+    return decision, Site(site_name, "target", ("next_token_ids",), presets=RNG_PRESETS, doc=doc)
 
 
 def free_memory(method: str, group: str) -> tuple[Decision, Site]:
@@ -77,7 +63,7 @@ def free_memory(method: str, group: str) -> tuple[Decision, Site]:
         doc="Free device memory in GiB; ranks that capture the draft graph on different "
             "local readings run different graphs, so the group takes the MIN.")
     site = Site(site_name, "startup", ("free_mem_gb",), presets=INIT_PRESETS, kind="min",
-                startup=True, sglang=True,
+                startup=True,
                 doc=f"{method.upper()}_MEM: MIN of free memory over the {group} cpu group "
                     "(not a broadcast), once at start-up.")
     return decision, site

@@ -8,8 +8,6 @@ the records differ only in names, notes and flags, which `build` takes.
 
 from __future__ import annotations
 
-from typing import Mapping
-
 from ._common import COMMIT_DERIVES, first_token, presets_for, target_prefill_phase
 from .base import Decision, Method, Phase, Site
 
@@ -115,30 +113,22 @@ def _sites(method: str) -> tuple[Site, ...]:
              doc="Not converged within TP by SGLang [GAP]; under SGLANG_ENABLE_PP_SPEC the "
                  "last stage relays these to earlier stages (TP-sliced wire)."),
         Site(f"{method}_accept", "accept", ACCEPT_ORDER, presets=presets_for("rng"),
-             sglang=True, accept="path", doc=ACCEPT_SGLANG_NOTE),
+             accept="path", doc=ACCEPT_SGLANG_NOTE),
     )
 
 
-def build(name: str, *, drafter: str, needs_taps: bool, engine_names: Mapping[str, str],
-          engine_notes: Mapping[str, str], title: str, doc: str, own_layers: bool = False,
-          without_draft: str | None = None) -> Method:
+def build(name: str, *, drafter: str, needs_taps: bool, title: str, doc: str,
+          own_layers: bool = False, without_draft: str | None = None) -> Method:
     """One EAGLE-family method; every site name is prefixed by `name`."""
     token, target_site = first_token(
-        name, sglang=False,
+        name,
         doc="Generic sampler: synced (all_reduce MIN) only with SYNC_TOKEN_IDS_ACROSS_TP or a "
             "grammar, so unconverged by default [GAP-soft] (decisions.md §0.3).")
     prefill, decode = _phases()
-    notes = {
-        "sglang_group": "attn_tp_or_tp",
-        "sglang_accept_greedy": "unconverged on cuda/npu/cpu/xpu; broadcast on hip",
-        "sglang_accept_sampling": "broadcast predict, accept_index, num_correct_drafts",
-        **engine_notes,
-    }
     return Method(
         name=name, prefill=prefill, decode=decode,
         decisions=(token, *_proposal_decisions(name), *_draft_decisions(name),
                    *_accept_decisions(name), _adaptive_steps()),
         sites=(target_site, *_sites(name)),
         needs_taps=needs_taps, tree=True, drafter=drafter,  # type: ignore[arg-type]
-        own_layers=own_layers, without_draft=without_draft, title=title,
-        engine_names=engine_names, engine_notes=notes, doc=doc)
+        own_layers=own_layers, without_draft=without_draft, title=title, doc=doc)

@@ -71,7 +71,8 @@ class Site:
     """One named place where decisions converge (SGLang's SpecTpSyncSite, or `<method>_<phase>`).
 
     `presets` are the SGLANG_SPEC_TP_SYNC presets that include the site besides `all`
-    ("init", "rng"); `sglang` says whether SGLang itself converges there by default.
+    ("init", "rng"); whether an engine converges there by default is its row's
+    (engines/<engine>/methods.py `default_sites`).
     """
 
     name: str
@@ -80,7 +81,6 @@ class Site:
     presets: frozenset[str] = frozenset()
     kind: SiteKind = "broadcast"
     startup: bool = False  # taken once at start-up (free memory), not per round
-    sglang: bool = False
     doc: str = ""
     accept: AcceptLayout | None = None  # accept sites: what their decisions are, in order
 
@@ -130,17 +130,11 @@ class Method:
     # target carries its own MTP layers (SGLang resolves EAGLE and NEXTN alike: EAGLE's is mtp).
     without_draft: str | None = None
     title: str = ""  # how the method is written in prose and engine comments ("DFlash")
-    # The method's name in each engine that runs it: SGLang's --speculative-algorithm, vLLM's
-    # speculative_config.method (engines/sglang.py SGLANG_ALGORITHMS, vllm.py VLLM_METHODS).
-    engine_names: Mapping[str, str] = field(default_factory=dict)
-    engine_notes: Mapping[str, str] = field(default_factory=dict)
     doc: str = ""
-    # The method as an engine runs it where its decisions differ (vLLM's ngram drafts a chain
-    # where SGLang's drafts a tree): engine -> that Method (methods/__init__.get_method).
-    engines: Mapping[str, "Method"] = field(default_factory=dict)
-
-    def for_engine(self, engine: str | None) -> "Method":
-        return self.engines.get(engine, self) if engine else self
+    # Other shapes of the method, by name, where an engine runs it so (a chain n-gram where the
+    # method drafts a trie): an engine's row names the one it runs (engines/<engine>/methods.py
+    # `variant`; Convention.method). Each engine's own name and notes are its row's.
+    variants: Mapping[str, "Method"] = field(default_factory=dict)
 
     def decision(self, name: str) -> Decision:
         return _named(self.decisions, name, f"{self.name} has no decision")

@@ -7,14 +7,14 @@ block is planned before the draft forward; it is a pure function of new_seq_lens
 
 Left out of the records (SGLang options that replace a default site; a plan would otherwise
 count both): DFLASH_SELECTOR (selector/LiLiCorr sampled accept, same accept_len and bonus,
-presets all and rng) — see engine_notes["sglang_variants"].
+presets all and rng) — see SGLang's row (engines/sglang/methods.py `variants_note`).
 """
 
 from ._common import (ALL_ONLY, COMMIT_DERIVES, RNG_PRESETS, first_token, free_memory,
-                      engine_notes, target_prefill_phase)
+                      target_prefill_phase)
 from .base import Decision, Method, Phase, Site
 
-_TOKEN, _TARGET_SITE = first_token("dflash", sglang=True,
+_TOKEN, _TARGET_SITE = first_token("dflash",
                                    doc="DFLASH_TARGET (16): prefill next_token_ids; all and rng.")
 
 
@@ -42,13 +42,13 @@ def _decisions() -> tuple[Decision, ...]:
 def _sites() -> tuple[Site, ...]:
     return (
         _TARGET_SITE,
-        Site("dflash_draft", "draft", ("draft_tokens",), presets=ALL_ONLY, sglang=True,
+        Site("dflash_draft", "draft", ("draft_tokens",), presets=ALL_ONLY,
              doc="Not a SpecTpSync site in 0.5.23: the greedy head's all_gather converges "
                  "the drafts (decisions.md §0.4)."),
         Site("dflash_accept_greedy", "accept", ("target_predict",), presets=ALL_ONLY,
-             sglang=True, accept="target_predict", doc="DFLASH_ACCEPT_GREEDY (15): all only."),
+             accept="target_predict", doc="DFLASH_ACCEPT_GREEDY (15): all only."),
         Site("dflash_accept_sample", "accept", ("accept_len", "bonus"), presets=RNG_PRESETS,
-             sglang=True, accept="count_bonus", doc="DFLASH_ACCEPT_SAMPLE (14): all and rng."),
+             accept="count_bonus", doc="DFLASH_ACCEPT_SAMPLE (14): all and rng."),
     )
 
 
@@ -76,10 +76,5 @@ DFLASH = Method(
     decisions=(_TOKEN, *_decisions(), _MEM_DECISION),
     sites=(*_sites(), _MEM_SITE),
     needs_taps=True, tree=False, drafter="head", round="block", draft_root=True, title="DFlash",
-    engine_names={"sglang": "DFLASH", "vllm": "dflash"},
-    engine_notes=engine_notes(
-        "chain only; taps relayed along PP in Model Runner V2", group="tp", pp="no",
-        variants="dflash_selector: DFLASH_SELECTOR (13) carries accept_len, bonus "
-                 "for selector/LiLiCorr sampled accept; presets all, rng"),
     doc="DFlash block drafting with a chain verify.",
 )

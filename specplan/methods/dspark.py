@@ -17,15 +17,15 @@ Choices made here:
   when the batch is all greedy), so a "mixed" spec carries both sites but fires one per round.
 - DSPARK_ACCEPT_GRAPH (in-graph greedy epilogue) replaces dspark_accept_greedy when the accept
   is folded into the verify graph; it is left out of the records, so a plan does not count
-  both (engine_notes["sglang_variants"]).
+  both (SGLang's row, engines/sglang/methods.py `variants_note`).
 """
 
 from ._common import (ALL_ONLY, COMMIT_DERIVES, RNG_PRESETS, first_token, free_memory,
-                      engine_notes, target_prefill_phase)
+                      target_prefill_phase)
 from .base import Decision, Method, Nature, Path, Phase, Site
 
 _ACCEPT_NAMES = ("correct_len", "bonus", "cap_trim_lens")  # build_accept_outs' order
-_TOKEN, _TARGET_SITE = first_token("dspark", sglang=True, doc="DSPARK_TARGET (11): all and rng.")
+_TOKEN, _TARGET_SITE = first_token("dspark", doc="DSPARK_TARGET (11): all and rng.")
 
 
 def _accept(suffix: str, path: Path, nature: Nature) -> tuple[Decision, ...]:
@@ -72,15 +72,15 @@ def _sites() -> tuple[Site, ...]:
     sample = tuple(f"{n}_sample" for n in _ACCEPT_NAMES)
     return (
         _TARGET_SITE,
-        Site("dspark_draft", "draft", ("draft_tokens",), presets=ALL_ONLY, sglang=True,
+        Site("dspark_draft", "draft", ("draft_tokens",), presets=ALL_ONLY,
              doc="DSPARK_DRAFT (17): one [bs] broadcast per step, all only."),
         Site("dspark_plan_verify", "plan_verify", ("verify_budget",), presets=ALL_ONLY,
              doc="Not an SGLang site: the budget is converged nowhere [GAP]."),
-        Site("dspark_plan", "plan_verify", ("verify_lens",), presets=ALL_ONLY, sglang=True,
+        Site("dspark_plan", "plan_verify", ("verify_lens",), presets=ALL_ONLY,
              doc="DSPARK_PLAN (7): all only; skipped in static ragged mode."),
-        Site("dspark_accept_greedy", "accept", greedy, presets=ALL_ONLY, sglang=True, accept="count_bonus",
+        Site("dspark_accept_greedy", "accept", greedy, presets=ALL_ONLY, accept="count_bonus",
              doc="DSPARK_ACCEPT_GREEDY (8): all only; used when the batch is all greedy."),
-        Site("dspark_accept_sample", "accept", sample, presets=RNG_PRESETS, sglang=True, accept="count_bonus",
+        Site("dspark_accept_sample", "accept", sample, presets=RNG_PRESETS, accept="count_bonus",
              doc="DSPARK_ACCEPT_SAMPLE (9): all and rng; any sampled row in the batch."),
     )
 
@@ -111,11 +111,5 @@ DSPARK = Method(
     decisions=(*_decisions(), _MEM_DECISION),
     sites=(*_sites(), _MEM_SITE),
     needs_taps=True, tree=False, drafter="head", round="block", title="DSpark",
-    engine_names={"sglang": "DSPARK", "vllm": "dspark"},
-    engine_notes=engine_notes(
-        "chain only; PP support open (vllm#56956)", group="attn_tp_or_tp", pp="prefill_only",
-        variants="dspark_accept_graph: DSPARK_ACCEPT_GRAPH (10) carries the same "
-                 "three from the in-graph greedy epilogue; all only",
-        mem_group="draft tp group (full tp for a MoE draft under DP-attention)"),
     doc="DSpark block drafting with a Markov head and a confidence-planned ragged verify.",
 )

@@ -5,15 +5,9 @@ same records with `tree_only` topology decisions constant and the tree-path comp
 identity; it needs num_draft_tokens == num_steps + 1 for SGLang's chain fast path.
 """
 
-from ._common import engine_notes
 from ._eagle_family import build
 
 EAGLE = build(
     "eagle", drafter="head", needs_taps=False, title="EAGLE", without_draft="mtp",
-    engine_names={"sglang": "EAGLE", "vllm": "eagle"},
-    engine_notes=engine_notes(
-        "chain only: vLLM has no tree verify (tree attention removed)", pp="yes",
-        pp_note="gated relay under SGLANG_ENABLE_PP_SPEC=1 (no PD, no adaptive, no "
-                "DP-attention); otherwise PD prefill nodes only, relaying the proposal"),
     doc="EAGLE: S-1 draft forwards of a head over the last hidden state, tree or chain verify.",
 )

@@ -1,5 +1,6 @@
 """NGRAM: drafts looked up in a per-rank n-gram index of the committed tokens; each engine
-verifies them its own way, so the method's decisions are per engine (`Method.engines`).
+verifies them its own way, so the method has a chain shape beside its trie (`Method.variants`;
+each engine's row names the shape it runs: engines/<engine>/methods.py).
 
 SGLang (NGRAM): each rank keeps its own C++ corpus (reference/decisions.md §2) and drafts an
 irregular tree: draft_tokens and a tree_mask, which agree only while every corpus saw the same
@@ -20,15 +21,14 @@ site; it joins the "rng" preset (values not a pure function of logits), not "ini
 SGLang keeps for start-up probes.
 """
 
-from ._common import COMMIT_DERIVES, first_token, presets_for, target_prefill_phase, vllm_supported
+from ._common import COMMIT_DERIVES, first_token, presets_for, target_prefill_phase
 from .base import Decision, Method, Phase, Site
 
-_NAMES = {"sglang": "NGRAM", "vllm": "ngram"}
 _DRAFT = ("draft_tokens", "tree_mask")
 _ACCEPT = ("predict", "accept_index", "num_correct_drafts")
 _ACCEPT_DOC = "Verify-kernel output; rng on the sampling path, float on the greedy path."
 _TOKEN, _TARGET_SITE = first_token(
-    "ngram", sglang=False,
+    "ngram",
     doc="Generic sampler: unconverged by default [GAP-soft] (decisions.md §0.3).")
 _TREE = ("positions", "retrive_index", "retrive_next_token", "retrive_next_sibling",
          "cache_locations")
@@ -59,7 +59,7 @@ def _sites() -> tuple[Site, ...]:
         _TARGET_SITE,
         Site("ngram_draft", "draft", _DRAFT, presets=presets_for("host"),
              doc="Per-rank corpus lookup; SGLang never converges it [GAP-soft]."),
-        Site("ngram_accept", "accept", _ACCEPT, presets=presets_for("rng"), sglang=True, accept="path",
+        Site("ngram_accept", "accept", _ACCEPT, presets=presets_for("rng"), accept="path",
              doc="eagle_sample's broadcasts: every sampling path (target-only tree sampling, no "
                  "draft probs); the greedy path only on HIP."),
     )
@@ -100,9 +100,8 @@ NGRAM_CHAIN = Method(
         Site("ngram_accept", "accept", _ACCEPT, presets=presets_for("rng"), accept="path",
              doc="vLLM's chain RejectionSampler output (sampled tokens and counts)."),
     ),
-    needs_taps=False, tree=False, drafter="lookup", title="n-gram", engine_names=_NAMES,
-    engine_notes=vllm_supported("chain only; rejection sampler without draft probs"),
-    doc="N-gram lookup drafting, verified as a chain (vLLM).",
+    needs_taps=False, tree=False, drafter="lookup", title="n-gram",
+    doc="N-gram lookup drafting, verified as a chain (vLLM's shape: engines/vllm/methods.py).",
 )
 
 NGRAM = Method(
@@ -119,13 +118,7 @@ NGRAM = Method(
     ),
     decisions=_decisions(),
     sites=_sites(),
-    needs_taps=False, tree=True, trie=True, drafter="lookup", title="n-gram", engine_names=_NAMES,
-    engine_notes={
-        "sglang_group": "attn_tp_or_tp",
-        "sglang_pp": "no",
-        "sglang_accept_greedy": "unconverged on cuda/npu/cpu/xpu; broadcast on hip",
-        **vllm_supported("chain only; rejection sampler without draft probs"),
-    },
+    needs_taps=False, tree=True, trie=True, drafter="lookup", title="n-gram",
     doc="N-gram lookup drafting with tree verify.",
-    engines={"vllm": NGRAM_CHAIN},
+    variants={"chain": NGRAM_CHAIN},
 )

@@ -27,12 +27,8 @@ NONE = Method(
     ),
     decisions=(_NEXT_TOKEN,),
     sites=(Site("none_target", "target", ("next_token",), presets=presets_for("rng"),
-                sglang=False,
                 doc="Generic sampler: all_reduce MIN only under SYNC_TOKEN_IDS_ACROSS_TP or "
                     "a grammar; unconverged by default."),),
     needs_taps=False, tree=False, drafter="none", round="plain", title="none",
-    engine_notes={"sglang_group": "attn_tp_or_tp", "sglang_pp": "yes",
-                  "vllm": "supported",
-                  "vllm_note": "no broadcast within TP: identical logits and seeds"},
     doc="No speculation: one sampled token per request per round.",
 )

@@ -8,8 +8,7 @@ Each pass module has a NAME, REQUIRES and ENSURES (its contract, passes/contract
 from __future__ import annotations
 
 from specplan.ir import check_ir
-from specplan.engines import build_mesh
-from specplan.methods import get_method
+from specplan.engines import build_mesh, convention
 from specplan.passes import (assign_groups, build_round, contracts, dp_agreement, fuse_converges,
                              insert_converges, moe_rows, pin_widths, pipeline_stages, plan_gates,
                              schedule)
@@ -39,7 +38,7 @@ def plan(spec: Spec, upto: str | None = None) -> Planning:
     """
     if upto is not None and upto not in NAMES:
         raise ValueError(f"no pass {upto!r}; passes: {', '.join(NAMES)}")
-    p = Planning(spec, build_mesh(spec), get_method(spec.speculative.method, spec.engine))
+    p = Planning(spec, build_mesh(spec), convention(spec.engine).method(spec.speculative.method))
     for pass_ in PASSES:
         run_pass(p, pass_)
         if pass_.NAME == upto:

@@ -43,8 +43,12 @@ def run(p: Planning) -> None:
 
 
 def _engine_site(p: Planning, use: GateUse) -> str | None:
-    """The engine's agreement rides its carrier site when it agrees the gate at all."""
-    return use.carrier if use.family is not None and use.carrier in p.draft.sites else None
+    """The engine's agreement of a start-up gate rides its carrier site (a SpecTpSync MIN
+    site, which sync.sites may turn off) when it agrees the gate at all; a per-round gate's
+    agreement is what its row states."""
+    if use.phase != "startup" or use.family is None or use.carrier not in p.draft.sites:
+        return None
+    return use.carrier
 
 
 def _specplan(p: Planning, use: GateUse, dp_family: str | None) -> Gate:

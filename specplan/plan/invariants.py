@@ -24,7 +24,7 @@ from specplan.ir.nodes import ROUNDS
 from specplan.methods.base import DTYPE_BYTES, eval_dim
 from specplan.passes.pin_widths import ALIGN, HEADER, HEADER_BYTES
 from specplan.plan.codec import ABSENT
-from specplan.methods import get_method
+from specplan.engines import convention
 from specplan.schema.model import (MAX_BATCH, MAX_DRAFT_TOKENS, MAX_DRAFTS, MAX_RANKS, MAX_STEPS,
                                    MAX_TIMEOUT_S)
 
@@ -147,12 +147,12 @@ def _sites(plan) -> Problems:
 
 def _speculative(plan) -> Problems:
     sp = plan.speculative
-    if not get_method(sp.method, plan.engine).speculates:
+    if not convention(plan.engine).method(sp.method).speculates:
         ok = sp.num_steps == 0 and sp.num_draft_tokens == 1
         return [] if ok else [("speculative", "method none drafts nothing: expected num_steps 0 "
                                               f"and num_draft_tokens 1, found {sp.num_steps} and "
                                               f"{sp.num_draft_tokens}")]
-    trie = get_method(sp.method, plan.engine).trie  # no num_steps levels: any width from 2
+    trie = convention(plan.engine).method(sp.method).trie  # no num_steps levels: any width from 2
     if not int(not trie) <= sp.num_steps <= MAX_DRAFTS or not 1 <= sp.topk <= MAX_STEPS:
         return [("speculative.num_steps", f"num_steps {sp.num_steps}, topk {sp.topk}: expected "
                                           f"{int(not trie)} .. {MAX_DRAFTS} and 1 .. {MAX_STEPS} "

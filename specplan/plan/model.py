@@ -24,6 +24,7 @@ from specplan.ir.records import (A2a, Bytes, Count, DpAgreement, Drafter, Field,
                                  Layout, Link, MoeRows, Numbering, Op, OpName, Ops, Program,
                                  RankClass, Routing, SampledRows, TapProducers, Unfused)
 from specplan.methods.base import Dtype
+from specplan.schema.model import MethodName
 
 RelayMode = Literal["broadcast", "column", "ring"]  # how a last-stage site reaches earlier stages
 PayloadWidth = Literal["pinned", "agreed", "dynamic"]  # how wide a relay's payload is sent
@@ -153,7 +154,7 @@ class Model(JsonObject):
 
 @dataclass(frozen=True)
 class Speculative(JsonObject):
-    method: Literal["none", "eagle", "eagle3", "mtp", "standalone", "ngram", "dflash", "dspark"]
+    method: MethodName
     num_steps: Index
     topk: Count
     num_draft_tokens: Count

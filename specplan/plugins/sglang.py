@@ -198,7 +198,7 @@ class SGLangState(SiteHooks):
 
     def _engine_spec(self) -> dict:
         """The resolved speculative settings (SGLang's "spec" config bag), under SPEC_KEYS."""
-        from specplan.engines.sglang.convention import SGLANG_ALGORITHMS
+        from specplan.engines.sglang.methods import ROWS
         from sglang.srt.runtime_context import get_spec
 
         try:
@@ -206,7 +206,7 @@ class SGLangState(SiteHooks):
             spec = {key: getattr(bag, name, None) for key, name in SPEC_FIELDS.items()}
         except (ValueError, RuntimeError):  # nothing published: a bare initialize_model_parallel
             return {}
-        methods = {v: k for k, v in SGLANG_ALGORITHMS.items()}
         algo = spec["method"]
-        spec["method"] = None if algo is None else methods.get(str(algo).upper(), str(algo).lower())
+        named = None if algo is None else ROWS.named(str(algo).upper(), aliases=False)
+        spec["method"] = None if algo is None else named or str(algo).lower()
         return spec

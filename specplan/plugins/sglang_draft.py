@@ -52,11 +52,12 @@ Idle batches (DP-attention) are not converged: the whole replica is idle togethe
 
 from __future__ import annotations
 
-EAGLE_FAMILY = ("eagle", "eagle3", "mtp", "standalone")
+# The methods SGLang runs through each worker are its rows' (engines/sglang/methods.py `worker`).
+EAGLE_FAMILY = "eagle_worker"
 DRAFT = "sglang.srt.speculative.eagle_worker_common.build_eagle_verify_input"
 DRAFT_EXTEND = "sglang.srt.speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_decode"
 TARGET = "sglang.srt.speculative.eagle_worker_v2.EagleDraftWorker._draft_extend_for_prefill"
-NGRAM = ("ngram",)
+NGRAM = "ngram_worker"
 NGRAM_DRAFT = "sglang.srt.speculative.ngram_worker.NGRAMWorker._prepare_draft_tokens"
 
 
@@ -79,11 +80,14 @@ class DraftHooks:
         self.converged = {"target": 0, "draft": 0, "draft_extend": 0}  # guarded collectives issued
         self.broadcasts = {"target": 0, "draft": 0, "draft_extend": 0}  # fallback tensors broadcast
 
-    def site(self, phase: str, methods: tuple[str, ...] = EAGLE_FAMILY):
-        """The plan's `<method>_<phase>` when the method is one of `methods` and the site converges."""
+    def site(self, phase: str, worker: str = EAGLE_FAMILY):
+        """The plan's `<method>_<phase>` when SGLang runs the method through `worker` and the
+        site converges."""
+        from specplan.engines.sglang.methods import ROWS
+
         plan = self.state.active.plan
         method = plan.speculative.method
-        ps = plan.site.get(f"{method}_{phase}") if method in methods else None
+        ps = plan.site.get(f"{method}_{phase}") if ROWS[method].worker == worker else None
         return ps if ps is not None and ps.boundary is not None else None
 
     def draft_extend_for_prefill(self, original, worker, batch, target_hidden_states, next_token_ids,

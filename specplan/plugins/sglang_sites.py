@@ -94,11 +94,11 @@ class SiteHooks:
 
     def eagle_site(self):
         """The plan's `<method>_accept` when it carries eagle_sample's three decisions."""
-        if "eagle" not in self._sites:
+        if "<accept>" not in self._sites:
             ps = self.active.plan.site.get(f"{self.active.plan.speculative.method}_accept")
             ok = ps is not None and tuple(d.name for d in ps.decisions) == EAGLE_ACCEPT
-            self._sites["eagle"] = ps if ok else None
-        return self._sites["eagle"]
+            self._sites["<accept>"] = ps if ok else None
+        return self._sites["<accept>"]
 
     # -- SpecTpSync ------------------------------------------------------------------------
     def enabled(self, original, sync, site) -> bool:

@@ -145,14 +145,13 @@ def _used(family: str, config) -> bool:
 
 def engine_spec(config) -> dict:
     """vLLM's speculative settings under the plan's keys (None: not known at this point)."""
-    from specplan.engines.vllm.convention import VLLM_METHODS
+    from specplan.engines.vllm.methods import ROWS
 
     sc = getattr(config, "speculative_config", None)
     if sc is None:
         return {"method": "none"}
-    methods = {v: k for k, v in VLLM_METHODS.items()}
     k = sc.num_speculative_tokens
-    return {"method": methods.get(sc.method, sc.method), "num_steps": k, "topk": 1,
+    return {"method": ROWS.named(sc.method, aliases=False) or sc.method, "num_steps": k, "topk": 1,
             "num_draft_tokens": None if k is None else k + 1, "aux_layers": _aux_layers(sc),
             "draft_layer_ids": _draft_layer_ids(sc)}
 
@@ -165,8 +164,11 @@ def _aux_layers(sc):
 
 
 def _draft_layer_ids(sc):
+    from specplan.engines.vllm.methods import ROWS
+
     target, draft = getattr(sc, "target_model_config", None), getattr(sc, "draft_model_config", None)
-    if target is None or draft is None or sc.method not in ("eagle", "eagle3"):
+    row = ROWS.get(ROWS.named(sc.method, aliases=False) or "")
+    if target is None or draft is None or row is None or not row.layer_ids_after_target:
         return None
     first = target.get_total_num_hidden_layers()
     return [first + i for i in range(draft.hf_config.num_hidden_layers)]

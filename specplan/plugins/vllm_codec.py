@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import torch
 
-from specplan.methods import get_method
+from specplan.engines import convention
 from specplan.plan import Plan
 from specplan.plan.model import Site
 
@@ -53,7 +53,7 @@ class PlanMismatch(ValueError):
 def accept_layout(plan: Plan, site: Site) -> str:
     """The layout of the plan's accept `site`, as its method says (Site.accept): "path",
     "count_bonus" or "target_predict"."""
-    layout = get_method(plan.speculative.method, plan.engine).site(site.name).accept
+    layout = convention(plan.engine).method(plan.speculative.method).site(site.name).accept
     assert layout is not None, f"{site.name} is not an accept site"
     return layout
 
@@ -85,7 +85,7 @@ def plan_sites(plan: Plan) -> dict[str, Site | None]:
 
 def _sampled(plan: Plan, site: Site) -> bool:
     """Whether `site` is the accept of the sampling path (its first decision's path)."""
-    m = get_method(plan.speculative.method, plan.engine)
+    m = convention(plan.engine).method(plan.speculative.method)
     return m.decision(site.decisions[0].name).path == "sampling"
 
 

@@ -69,4 +69,4 @@ def guard_planless() -> None:
         return result
 
     initialize_model_parallel.__specplan_presence__ = True  # type: ignore[attr-defined]
-    ps.initialize_model_parallel = initialize_model_parallel
+    setattr(ps, "initialize_model_parallel", initialize_model_parallel)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from specplan.methods import get_method
+from specplan.engines import convention
 from specplan.methods.base import Site
 from specplan.runtime.kernels import finalize_accept
 
@@ -45,7 +45,7 @@ def fired(sites: dict, target, dec: dict) -> tuple[str, dict]:
 def accept_site(plan, name: str) -> Site:
     """The method's record of the plan's accept site `name` (its Site.accept layout), as the
     plan's engine runs the method (methods/)."""
-    return get_method(plan.speculative.method, plan.engine).site(name)
+    return convention(plan.engine).method(plan.speculative.method).site(name)
 
 
 def derive_commit(site: Site, dec: dict, prefix: torch.Tensor, draft_tokens: torch.Tensor | None = None,

@@ -77,7 +77,9 @@ def _speculative(spec: Spec, src: YamlSource) -> list[Diagnostic]:
 
 
 def _trie(spec: Spec) -> bool:
-    return get_method(spec.speculative.method, spec.engine).trie
+    from specplan.engines import convention  # engines build on schema: imported at call time
+
+    return convention(spec.engine).method(spec.speculative.method).trie
 
 
 def _trie_widths(spec: Spec, src: YamlSource) -> list[Diagnostic]:

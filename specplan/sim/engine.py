@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from specplan.methods import get_method
+from specplan.engines import convention
 from specplan.runtime.errors import RuntimeDivergence
 from specplan.sim import faults
 from specplan.sim.comm import Comm, make_shard
@@ -102,7 +102,7 @@ class Engine:
         self.rt, self.sim, self.view, self.cfg = rt, sim, view, sim.model
         sp = p.speculative
         self.method = sp.method
-        self.m = get_method(sp.method, p.engine)  # what the round asks of it (methods/base.py)
+        self.m = convention(p.engine).method(sp.method)  # what the round asks of it (methods/base.py)
         self.lookup = self.m.drafter == "lookup"  # n-gram: drafts from the corpus, no drafter state
         self.sampling_mode = sp.sampling
         self.steps, self.topk = sp.num_steps, sp.topk

@@ -6,6 +6,8 @@ vLLM where SGLang refuses it) whose sim must be token-identical to plain greedy 
 
 from __future__ import annotations
 
+from specplan.methods import METHODS as CATALOGUE
+
 TOPOLOGIES = {
     "tp2": "{tp: 2}",
     "pp2": "{tp: 1, pp: 2}",
@@ -15,15 +17,14 @@ TOPOLOGIES = {
     "tp2-dpattn2": "{tp: 2, dp: 2, dp_attention: true}",
 }
 
-METHODS = {
+# EAGLE as a chain and as a tree, then every other method that drafts from a head or a lookup
+# (standalone's separate draft model is left out), in the catalogue's order.
+SHAPED = {
     "eagle-chain": "{method: eagle, num_steps: 3}",
     "eagle-tree": "{method: eagle, num_steps: 3, topk: 2, num_draft_tokens: 6}",
-    "eagle3": "{method: eagle3, num_steps: 3}",
-    "mtp": "{method: mtp, num_steps: 3}",
-    "ngram": "{method: ngram, num_steps: 3}",
-    "dflash": "{method: dflash, num_steps: 3}",
-    "dspark": "{method: dspark, num_steps: 3}",
 }
+METHODS = {**SHAPED, **{name: f"{{method: {name}, num_steps: 3}}" for name, m in CATALOGUE.items()
+                        if m.speculates and m.drafter != "model" and f"{name}-chain" not in SHAPED}}
 
 
 def spec_text(topology: str, method: str, *, sampling: str = "greedy", policy: str = "safe",

@@ -7,6 +7,8 @@ such as `spec.engine == "sglang"`, `engine != target`, `engine in ("vllm",)` or
 
 from __future__ import annotations
 
+import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -66,9 +68,10 @@ def test_the_grep_lets_selection_by_table_be(line):
 
 # A table keyed by an engine's name: {"sglang": ..., "vllm": ...}, or by a pair of them.
 TABLE = re.compile(rf"[\"']{ENGINE}[\"']\s*:|\(\s*[\"']{ENGINE}[\"']\s*,\s*[\"']{ENGINE}[\"']\s*\)\s*:")
-# Homes of engine-keyed tables: each engine's package, the plugins that run inside the engines
-# (their tables of the engine's own objects), and the methods' per-engine names.
-TABLE_HOMES = (HOME, PACKAGE / "plugins", PACKAGE / "methods")
+# Homes of engine-keyed tables: each engine's package and the plugins that run inside the engines
+# (their tables of the engine's own objects). The methods hold none: each engine's name for a
+# method, and how it runs it, is its row (engines/<engine>/methods.py).
+TABLE_HOMES = (HOME, PACKAGE / "plugins")
 
 
 def test_no_engine_keyed_table_outside_its_homes():
@@ -97,3 +100,31 @@ def test_the_grep_sees_engine_tables(line):
 ])
 def test_the_grep_lets_other_lines_be(line):
     assert not TABLE.search(line)
+
+
+def test_the_methods_name_no_engine():
+    """methods/ is specplan's own method data: no key, value or field names an engine (its
+    docs may cite an engine's code)."""
+    from specplan.methods.base import Method, Site
+
+    found = [f"{path.name}:{node.lineno}: {node.value!r}"
+             for path in sorted((PACKAGE / "methods").glob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Constant) and node.value in ("sglang", "vllm")]
+    fields = [f for cls in (Method, Site) for f in cls.__dataclass_fields__
+              if re.search(r"engine|sglang|vllm", f)]
+    assert found == [] and fields == []
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_an_engines_tables_live_in_its_package(engine):
+    """A new engine is one package: its convention, its method rows, its launch table, its
+    hook tables and its handoff rules are all modules of engines/<engine>/."""
+    from specplan.engines import convention
+
+    conv, home = convention(engine), f"specplan.engines.{engine}"
+    assert type(conv).__module__ == f"{home}.convention"
+    assert conv.methods is importlib.import_module(f"{home}.methods").ROWS
+    assert conv.launch is importlib.import_module(f"{home}.launch").LAUNCH
+    for part in ("hooks", "handoff", "methods", "launch"):
+        assert (HOME / engine / f"{part}.py").is_file()

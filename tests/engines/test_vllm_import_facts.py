@@ -1,6 +1,6 @@
 """The vLLM facts `specplan import` states, read back from the wheel's own source (`-m engines`):
 the connector names KVConnectorFactory registers (engines/vllm/launch.py REGISTERED_CONNECTORS)
-and the MTP model types SpeculativeConfig detects (engines/vllm/defaults.py MTP_MODEL_TYPES),
+and the MTP model types SpeculativeConfig detects (engines/vllm/methods.py MTP_MODEL_TYPES),
 and the method detection's order of name checks (SpeculativeConfig.__post_init__)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import ast
 import pytest
 from real_code import source_of
 
-from specplan.engines.vllm.defaults import MTP_MODEL_TYPES, MTP_REWRITTEN
+from specplan.engines.vllm.methods import MTP_MODEL_TYPES, MTP_REWRITTEN
 from specplan.engines.vllm.launch import REGISTERED_CONNECTORS
 
 pytestmark = pytest.mark.engines

@@ -11,9 +11,16 @@ ENGINES = (None, "sglang", "vllm")
 ALL = [(name, engine) for name in METHODS for engine in ENGINES]
 
 
+def _as_run(name: str, engine: str | None):
+    """The method as `engine` runs it (its row's variant); None: as specplan writes it."""
+    from specplan.engines import convention
+
+    return METHODS[name] if engine is None else convention(engine).method(name)
+
+
 @pytest.mark.parametrize("name,engine", ALL)
 def test_every_accept_site_names_its_layout_and_the_decisions_fit_it(name, engine):
-    m = METHODS[name].for_engine(engine)
+    m = _as_run(name, engine)
     for site in (s for s in m.sites if s.phase == "accept"):
         assert site.accept is not None, site.name
         if site.accept == "path":
@@ -27,7 +34,7 @@ def test_every_accept_site_names_its_layout_and_the_decisions_fit_it(name, engin
 
 @pytest.mark.parametrize("name,engine", ALL)
 def test_the_round_matches_the_sites(name, engine):
-    m = METHODS[name].for_engine(engine)
+    m = _as_run(name, engine)
     accepts = [s for s in m.sites if s.phase == "accept"]
     if m.round == "plain":
         assert not m.speculates and not accepts
@@ -60,22 +67,22 @@ def test_what_the_launch_lines_ask_of_a_method():
     assert all(m.title for m in METHODS.values())
 
 
-@pytest.mark.parametrize("name,engine", ALL)
-def test_engine_names_are_the_methods_own_whatever_the_engine(name, engine):
-    m = METHODS[name].for_engine(engine)
-    assert m.engine_names == METHODS[name].engine_names
-    assert bool(m.engine_names) == m.speculates
-    assert set(m.engine_names) <= {"sglang", "vllm"}
+@pytest.mark.parametrize("name,engine", [(n, e) for n, e in ALL if e])
+def test_an_engine_names_every_method_that_drafts(name, engine):
+    from specplan.engines import convention
+
+    names = convention(engine).method_names()
+    assert (name in names) == METHODS[name].speculates
+    assert convention(engine).method_named(names.get(name)) == (name if name in names else None)
 
 
-def test_the_engines_tables_are_read_from_the_methods():
-    from specplan.engines.sglang.convention import SGLANG_ALGORITHMS
-    from specplan.engines.vllm.convention import VLLM_METHODS
+def test_the_engines_names_are_their_rows():
+    from specplan.engines import convention
 
-    assert SGLANG_ALGORITHMS == {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
-                                 "standalone": "STANDALONE", "ngram": "NGRAM", "dflash": "DFLASH",
-                                 "dspark": "DSPARK"}
-    assert VLLM_METHODS == {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp",
+    assert convention("sglang").method_names() == {
+        "eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "standalone": "STANDALONE",
+        "ngram": "NGRAM", "dflash": "DFLASH", "dspark": "DSPARK"}
+    assert convention("vllm").method_names() == {"eagle": "eagle", "eagle3": "eagle3", "mtp": "mtp",
                             "standalone": "draft_model", "ngram": "ngram", "dflash": "dflash",
                             "dspark": "dspark"}
 

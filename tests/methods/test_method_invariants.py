@@ -30,11 +30,11 @@ COMPUTES = {None, "target_prefill", "draft_forward", "target_verify", "draft_ext
 SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 ALLOWED_IMPORTS = {"__future__", "ast", "collections", "dataclasses", "math", "typing"}
 
-# Every method, and each engine's own variant of it (Method.engines: vLLM's chain ngram).
+# Every method, and each other shape of it an engine runs (Method.variants: the chain ngram).
 ALL = sorted(METHODS.items()) + [(n, v) for n, m in sorted(METHODS.items())
-                                 for e, v in sorted(m.engines.items())]
+                                 for e, v in sorted(m.variants.items())]
 IDS = [n for n, _ in sorted(METHODS.items())] + [f"{n}@{e}" for n, m in sorted(METHODS.items())
-                                                 for e in sorted(m.engines)]
+                                                 for e in sorted(m.variants)]
 
 
 def _phase_names(method):

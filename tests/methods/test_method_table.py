@@ -6,6 +6,8 @@ by default). One row per decision: (shape, dtype, nature, path, readers).
 
 import pytest
 
+from specplan.engines.sglang.convention import SGLang
+from specplan.engines.vllm.convention import VLLM
 from specplan.methods import METHODS, get_method
 
 R, I = frozenset({"rng"}), frozenset({"init", "rng"})
@@ -112,15 +114,15 @@ DECISIONS = {
     },
 }
 
-FLAGS = {  # needs_taps, tree, drafter, sglang_group, sglang_pp, vllm
-    "none": (False, False, "none", "attn_tp_or_tp", "yes", "supported"),
-    "eagle": (False, True, "head", "attn_tp_or_tp", "yes", "supported"),
-    "eagle3": (True, True, "head", "attn_tp_or_tp", "no", "supported"),
-    "mtp": (False, True, "head", "attn_tp_or_tp", "yes", "supported"),
-    "standalone": (False, True, "model", "attn_tp_or_tp", "no", "supported"),
-    "ngram": (False, True, "lookup", "attn_tp_or_tp", "no", "supported"),
-    "dflash": (True, False, "head", "tp", "no", "supported"),
-    "dspark": (True, False, "head", "attn_tp_or_tp", "prefill_only", "supported"),
+FLAGS = {  # needs_taps, tree, drafter, SGLang's group, SGLang's PP, vLLM's PP (their rows)
+    "none": (False, False, "none", "attn_tp_or_tp", "yes", "yes"),
+    "eagle": (False, True, "head", "attn_tp_or_tp", "gated", "yes"),
+    "eagle3": (True, True, "head", "attn_tp_or_tp", "no", "yes"),
+    "mtp": (False, True, "head", "attn_tp_or_tp", "gated", "yes"),
+    "standalone": (False, True, "model", "attn_tp_or_tp", "no", "yes"),
+    "ngram": (False, True, "lookup", "attn_tp_or_tp", "no", "yes"),
+    "dflash": (True, False, "head", "attn_tp_or_tp", "no", "yes"),
+    "dspark": (True, False, "head", "attn_tp_or_tp", "prefill_only", "yes"),
 }
 
 
@@ -133,7 +135,8 @@ def test_catalog_names():
 @pytest.mark.parametrize("name", sorted(SITES))
 def test_sites_match_table(name):
     method = get_method(name)
-    got = [(s.name, s.decisions, s.presets, s.sglang) for s in method.sites]
+    sglang = SGLang.methods[name].default_sites
+    got = [(s.name, s.decisions, s.presets, s.name in sglang) for s in method.sites]
     assert got == SITES[name]
 
 
@@ -146,10 +149,8 @@ def test_decisions_match_table(name):
 
 @pytest.mark.parametrize("name", sorted(FLAGS))
 def test_method_flags_match_table(name):
-    m = get_method(name)
-    notes = m.engine_notes
-    got = (m.needs_taps, m.tree, m.drafter, notes["sglang_group"], notes["sglang_pp"],
-           notes["vllm"])
+    m, row = get_method(name), SGLang.methods[name]
+    got = (m.needs_taps, m.tree, m.drafter, row.group, row.pp, VLLM.methods[name].pp)
     assert got == FLAGS[name]
 
 

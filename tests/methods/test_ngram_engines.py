@@ -27,10 +27,13 @@ def _draft_site(build):
 
 def test_each_engine_has_its_own_ngram_decisions():
     assert get_method("ngram").site("ngram_draft").decisions == ("draft_tokens", "tree_mask")
-    chain = get_method("ngram", "vllm")
+    from specplan.engines import convention
+
+    chain = convention("vllm").method("ngram")
     assert chain.site("ngram_draft").decisions == ("draft_tokens",)
     assert chain.decision("draft_tokens").shape == ("bs", "num_draft_tokens - 1")
-    assert not chain.tree and get_method("ngram", "sglang") is get_method("ngram")
+    assert not chain.tree and convention("sglang").method("ngram") is get_method("ngram")
+    assert chain is get_method("ngram").variants["chain"]
 
 
 @pytest.mark.parametrize("pp", [1, 2])

@@ -27,7 +27,7 @@ def python():
 @pytest.fixture(scope="session")
 def models(python, tmp_path_factory):
     out = tmp_path_factory.mktemp("models")
-    proc = subprocess.run([str(python), str(lane.HERE / "models.py"), str(out)], capture_output=True,
+    proc = subprocess.run([str(python), str(lane.MODELS_SCRIPT), str(out)], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return out

@@ -6,7 +6,7 @@ timeout the whole group is killed, and after every run the group is checked empt
 engine core and workers start inside it). Runs see the environment an operator sets:
 SPECPLAN_PLAN for the plugin (never SPECPLAN_ALLOW_UNTESTED_ENGINE), VLLM_USE_V2_MODEL_RUNNER=1,
 VLLM_CPU_KVCACHE_SPACE and VLLM_CPU_OMP_THREADS_BIND (one core per rank), plus the test-only
-sitecustomize (site/) that lets vLLM's Triton kernels run in Triton's interpreter.
+sitecustomize (examples/vllm-cpu/site/) that lets vLLM's Triton kernels run in Triton's interpreter.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ from tests.helpers import cli
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 ENV_SCRIPT = ROOT / "tools" / "vllm_cpu_env.sh"
+# The example users run (examples/vllm-cpu/): its tiny models, its Triton shim (site/) and run.sh.
+EXAMPLE = ROOT / "examples" / "vllm-cpu"
+MODELS_SCRIPT = EXAMPLE / "tiny_models.py"
 PROMPTS = [[1, 17, 300, 42, 99], [1, 5, 6, 7]]
 MAX_TOKENS = 8
 NUM_STEPS = 3
@@ -72,10 +75,10 @@ def cores(n: int) -> str:
 
 def engine_env(ranks: int, plan: Path | None = None, extra: dict | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPECPLAN_", "VLLM_"))}
-    # site/: the Triton shim; fault/: the tests' own vLLM plugin (inert unless
+    # site/: the example's Triton shim; fault/: the tests' own vLLM plugin (inert unless
     # SPECPLAN_TEST_FAULT_RANK is set); ROOT: this checkout's specplan, whichever checkout
     # the shared environment was last installed from.
-    path = os.pathsep.join(str(p) for p in (HERE / "site", HERE / "fault", ROOT))
+    path = os.pathsep.join(str(p) for p in (EXAMPLE / "site", HERE / "fault", ROOT))
     env.update({"PYTHONPATH": path, "SPECPLAN_TEST_TRITON_CPU": "1",
                 "VLLM_USE_V2_MODEL_RUNNER": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
                 "VLLM_CPU_OMP_THREADS_BIND": cores(ranks),
@@ -173,7 +176,7 @@ def generate(python: Path, args: dict, *, ranks: int, plan: Path | None = None, 
 
 def spec(name: str, *, tp: int = 1, pp: int = 1, method: str = "standalone", trace_dir: Path | None = None,
          **extra) -> dict:
-    """A spec for the tiny target (tests/real_engine/models.py), engine vllm, greedy."""
+    """A spec for the tiny target (examples/vllm-cpu/tiny_models.py), engine vllm, greedy."""
     body = {"name": name, "engine": "vllm", "topology": {"tp": tp, "pp": pp},
             "model": {"num_layers": 4, "hidden_size": 256, "vocab_size": 1024},
             "speculative": {"method": method}, "runtime": {"max_batch": 4}}

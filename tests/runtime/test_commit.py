@@ -14,7 +14,7 @@ from specplan.runtime.commit import derive_commit, fired  # noqa: E402
 
 
 def test_a_path_site_commits_the_tokens_along_the_accepted_path():
-    site = get_method("ngram", "vllm").site("ngram_accept")
+    site = get_method("ngram").variants["chain"].site("ngram_accept")
     dec = {"predict": torch.tensor([5, 6, 7, 8, 9, 1, 2, 3], dtype=torch.int32),
            "accept_index": torch.tensor([[0, 1, -1], [4, -1, -1]], dtype=torch.int32),
            "num_correct_drafts": torch.tensor([1, 0], dtype=torch.int32)}

@@ -124,3 +124,36 @@ def test_dp_attention_without_the_dp_lm_head_is_refused(cli, tmp_path, method):
     run = cli("check", spec, "--json", code=3)
     messages = [f["message"] for f in json.loads(run.stdout)["findings"]]
     assert any("--enable-dp-lm-head" in m and f"_handle_{method}" in m for m in messages)
+
+
+ADAPTIVE = ('engine_args: ["python -m sglang.launch_server", "--tp 4", '
+            '"--speculative-algorithm EAGLE", "--speculative-adaptive"]\n')
+
+
+@pytest.mark.parametrize("behaviour", ["engine", "specplan"])
+def test_adaptive_step_count_is_agreed_through_the_accept_lengths(cli, tmp_path, behaviour):
+    spec = _spec(tmp_path, f"ad-{behaviour}", behaviour=behaviour, method="eagle",
+                 topology="{tp: 4, device: cuda}", extra=ADAPTIVE)
+    gates = {g["name"]: g for g in _plan(cli, spec, tmp_path)["gates"]}
+    assert set(gates) == {"eagle_adaptive_steps"}
+    gate = gates["eagle_adaptive_steps"]
+    assert gate["function"].endswith("AdaptiveController.on_verify_complete")
+    assert gate["site"] == ("eagle_accept" if behaviour == "specplan" else None)
+    assert _gate_findings(cli, spec) == []
+
+
+def test_without_the_flag_or_under_dp_attention_there_is_no_adaptive_gate(cli, tmp_path):
+    plain = _spec(tmp_path, "noad", method="eagle", topology="{tp: 4, device: cuda}")
+    assert _plan(cli, plain, tmp_path)["gates"] == []
+    dpa = _spec(tmp_path, "addpa", method="eagle", model=MOE,
+                topology="{tp: 4, dp: 4, dp_attention: true, device: cuda}", extra=ADAPTIVE)
+    assert "eagle_adaptive_steps" not in {g["name"] for g in _plan(cli, dpa, tmp_path)["gates"]}
+
+
+def test_a_line_without_cuda_graphs_takes_no_capture_gate(cli, tmp_path):
+    spec = _spec(tmp_path, "nograph", topology=DPA_MOE, model=MOE,
+                 extra='engine_args: ["python -m sglang.launch_server", "--disable-cuda-graph"]\n')
+    names = {g["name"] for g in _plan(cli, spec, tmp_path)["gates"]}
+    assert "dspark_draft_graph_mem" not in names and "target_graph" not in names
+    assert {"dp_padding_mode", "dp_idle_forward"} <= names
+    assert _gate_findings(cli, spec) == []

@@ -23,26 +23,19 @@ from specplan.engines.gates import GateUse, resolve_gates
 from specplan.engines.sglang.gates import GATES
 from specplan.engines.sglang.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, SGLangRules
 from specplan.engines.sglang.launch import LAUNCH
+from specplan.engines.sglang.methods import ROWS
 from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import AxisLayout
 from specplan.mesh.family import Family
-from specplan.methods import engine_names
+from specplan.methods import get_method
 from specplan.methods.base import Method
 
 T = title(NAME)  # the newest release, which the messages below cite
 COUNT_INTS = 7  # per rank: tokens, forward mode, cuda-graph ok, extend-in-batch, ...
 # SpecTpSync methods: which SGLANG_SPEC_TP_SYNC preset a written sync.policy names.
 PRESETS = ("all", "rng", "init", "off")
-# Converged without SpecTpSync under every preset: DFlash's greedy draft head all-gathers
-# (max, id) over tp and takes the first max (decisions.md §0.4).
-HARDCODED_SITES = frozenset({"dflash_draft"})
-PP_EAGLE = ("eagle", "mtp")
-
-# speculative.method -> SGLang --speculative-algorithm (fields/spec.py lists the builtins:
-# EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, DFLASH, DSPARK, UNO; NEXTN aliases EAGLE).
-SGLANG_ALGORITHMS = engine_names("sglang")  # the methods' own field (Method.engine_names)
 
 
 class SGLang(Convention):
@@ -51,6 +44,7 @@ class SGLang(Convention):
     # Only the last stage drafts and accepts; SGLang's scheduler relays the results stage to
     # stage in its own output messages (scheduler_pp_mixin), which the plugin's relay rides.
     pipeline_relay = "ring"
+    methods = ROWS
     launch = LAUNCH
     page_size = 1  # --page-size
     kv_axes, connectors, default_connector = AXES, CONNECTORS, DEFAULT_CONNECTOR
@@ -272,31 +266,38 @@ def _moe_rules(spec: Spec, T: str = T) -> list[Violation]:
 
 def _launch_refusal(spec: Spec, attn_tp: int) -> str | None:
     t, s = spec.topology, spec.speculative
+    row, title = ROWS[s.method], get_method(s.method).title
     prefill = spec.disaggregation is not None and spec.disaggregation.role == "prefill"
-    if t.pp > 1 and s.method == "dspark" and not prefill:
-        return ("SGLang runs DSpark under pipeline parallel only on PD prefill nodes "
+    if t.pp > 1 and row.pp == "prefill_only" and not prefill:
+        return (f"SGLang runs {title} under pipeline parallel only on PD prefill nodes "
                 "(--disaggregation-mode prefill), which make no decode rounds "
                 "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")
-    if t.pp > 1 and s.method not in ("none", "dspark", *PP_EAGLE):
+    if t.pp > 1 and row.pp == "no":
         return (f"SGLang runs speculative decoding under pipeline parallel (pp={t.pp}) only "
                 f"with EAGLE or NEXTN (single-layer), not {s.method} "
                 "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")
-    if t.pp > 1 and s.method in PP_EAGLE and t.dp_attention:
+    if t.pp > 1 and row.pp == "gated" and t.dp_attention:
         return ("SGLang runs EAGLE/NEXTN decode rounds under pipeline parallel only with "
                 "SGLANG_ENABLE_PP_SPEC=1, which is not compatible with DP-attention "
                 "(--attn-dp-size)")
-    if s.method == "dspark" and t.dp_attention and spec.model.moe and attn_tp > 1:
-        return (f"SGLang's DSpark worker requires attn_tp == 1 under DP-attention with a MoE "
+    moe_draft = row.dp_attention == "attn_tp_one_with_moe" and spec.model.moe
+    if moe_draft and t.dp_attention and attn_tp > 1:
+        return (f"SGLang's {title} worker requires attn_tp == 1 under DP-attention with a MoE "
                 f"(DeepSeek-V4) draft; here attn_tp = tp {t.tp} / dp {t.dp} / cp {t.cp} = "
                 f"{attn_tp} (set dp == tp; seed 000 section 2, dspark_worker_v2.py)")
-    needs_lm_head = s.method in ("dspark", "dflash") and t.dp_attention and t.dp > 1 and \
-        (s.method == "dspark" or t.device != "npu")
+    needs_lm_head = row.dp_lm_head != "no" and t.dp_attention and t.dp > 1 and \
+        (row.dp_lm_head == "always" or t.device != "npu")
     if needs_lm_head and not t.dp_lm_head:
-        name = {"dspark": "DSpark", "dflash": "DFLASH"}[s.method]
-        return (f"SGLang refuses {name} with DP-attention without --enable-dp-lm-head "
+        return (f"SGLang refuses {row.error_name} with DP-attention without --enable-dp-lm-head "
                 "(topology.dp_lm_head: true): the draft borrows the target's DP LM head "
                 f"(arg_groups/speculative_hook.py _handle_{s.method})")
     return None
+
+
+def accept_broadcast(device: str, sampling: str) -> bool:
+    """Whether eagle_sample broadcasts the accept triple: on sampling paths (not on CPU/XPU,
+    which verify greedily) and on ROCm greedy."""
+    return device == "rocm" or (sampling != "greedy" and device != "cpu")
 
 
 def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
@@ -304,7 +305,7 @@ def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
 
     DSpark and DFlash converge through SpecTpSync, whose preset is SGLANG_SPEC_TP_SYNC
     (default all; `sync.policy: all | rng | init | off` names another); only sites SGLang
-    has (Site.sglang) exist there, so DSpark's host verify budget stays unconverged. The
+    has (its row's default_sites) exist there, so DSpark's host verify budget stays unconverged. The
     EAGLE family and n-gram broadcast only the accept triple, in eagle_sample: on sampling
     paths (not on CPU/XPU, which verify greedily) and on ROCm greedy; never their drafts,
     proposals or first token. Every method syncs over attn_tp under DP-attention, else tp
@@ -313,19 +314,19 @@ def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
     device, sampling = spec.topology.device, spec.speculative.sampling
     written = "policy" in spec.sync.model_fields_set and spec.sync.policy in PRESETS
     preset = spec.sync.policy if written else "all"
-    spec_tp_sync = method.name in ("dspark", "dflash")
+    row = ROWS[method.name]
+    spec_tp_sync = row.sync == "spec_tp_sync"
     sites = {}
     for site in method.sites:
+        on = site.name in row.default_sites
         if spec_tp_sync:
-            sites[site.name] = site.name in HARDCODED_SITES or site.sglang and (
+            sites[site.name] = site.name in row.always_sites or on and (
                 preset == "all" or preset in site.presets)
-        elif site.name.endswith("_accept"):
-            sites[site.name] = device == "rocm" or (sampling != "greedy" and device != "cpu")
         else:
-            sites[site.name] = False
+            sites[site.name] = on and accept_broadcast(device, sampling)
     # SpecTpSync is built on get_dp_tp_group() for DSpark and DFlash alike (dflash_worker_v2.py
     # DFlashWorkerV2.__init__: "spec broadcasts must stay within the attn-TP group").
-    group = "attn_tp" if spec.topology.dp_attention else "tp"
+    group = "attn_tp" if row.group == "attn_tp_or_tp" and spec.topology.dp_attention else "tp"
     greedy = None
     if sampling == "greedy":
         greedy = "greedy decoding draws no random numbers"

@@ -10,13 +10,13 @@ built on get_dp_tp_group() (attention TP under DP-attention, else TP) and drops 
 one-rank group (spec_tp_sync.py SpecTpSync.__init__); its MIN runs over the group the worker
 passes to available_memory_gb.
 
-Found in the code and not declared as rows, because no spec key says when they are taken
-(docs/engines.md, "Gates", lists them): DSpark's verify budget under a non-static
-SGLANG_RAGGED_VERIFY_MODE (managers/overlap_utils.py ConfidenceRelay.resolve: present only when
-this rank's CUDA event query succeeded; it decides whether DSPARK_PLAN broadcasts and which
-verify graph tier runs), and the EAGLE draft's graph-or-eager override for DSA IndexShare models
-(eagle_worker_v2.py EAGLEWorkerV2.draft: a busy rank without seeded DSA top-k runs eager while an
-idle rank replays the graph).
+Found in the code and not declared as a row, because no spec key says when it is taken
+(docs/gates.md lists it): DSpark's verify budget under a non-static SGLANG_RAGGED_VERIFY_MODE
+(managers/overlap_utils.py ConfidenceRelay.resolve: present only when this rank's CUDA event
+query succeeded; it decides whether DSPARK_PLAN broadcasts and which verify graph tier runs).
+The EAGLE draft's graph-or-eager choice for DSA IndexShare models (sglang#32527) is agreed in
+0.5.23: the DSA-seed readiness rides the draft graph bit the scheduler gathers over tp
+(scheduler_components/dp_attn.py _spec_input_cuda_graph_compatible), so eagle_draft_graph holds.
 """
 
 from __future__ import annotations
@@ -43,10 +43,23 @@ def _dp_tp_group(spec) -> tuple[str, int]:
     return "tp", spec.topology.tp
 
 
+def _flag(spec, name: str) -> bool:
+    """Whether the launch line the spec was imported from (engine_args) passes `name`."""
+    return any(arg.split(" ", 1)[0] == name for arg in spec.engine_args or ())
+
+
 def _captures(spec) -> bool:
-    """A decode draft graph is captured at all: a CUDA-like device, not a PD prefill node."""
+    """Decode graphs are captured at all: a CUDA-like device, not a PD prefill node, and no
+    --disable-cuda-graph on the line (cuda_graph_config.decode.backend DISABLED)."""
     d = spec.disaggregation
-    return spec.topology.device in ("cuda", "rocm") and not (d is not None and d.role == "prefill")
+    return spec.topology.device in ("cuda", "rocm") and not (d is not None and d.role == "prefill") \
+        and not _flag(spec, "--disable-cuda-graph")
+
+
+def _adaptive(spec) -> bool:
+    """--speculative-adaptive as SGLang keeps it on (adaptive_spec_params.py
+    adaptive_unsupported_reason: EAGLE / EAGLE3, topk 1, no attention DP)."""
+    return _flag(spec, "--speculative-adaptive") and spec.speculative.topk == 1 and not _dpa(spec)
 
 
 def _site_on(choices, site: str) -> bool:
@@ -153,4 +166,19 @@ GATES: tuple[GateRow, ...] = (
                                        "(padded in the graph, actual size eagerly)"),),
         doc="The draft replays its graph or runs eagerly; idle and busy DP ranks must take "
             "the same path (the 2026 PD-decode deadlock took them apart)."),
+    GateRow(
+        name="eagle_adaptive_steps", phase="decode", input="global",
+        function="speculative/adaptive_runtime_state.py AdaptiveController.on_verify_complete",
+        methods=("eagle", "eagle3"), when=_adaptive,
+        agreed=lambda spec, choices: ("tp", "an EMA of the accept lengths, which every TP rank "
+                                      "holds alike (eagle_sample broadcasts them on sampling "
+                                      "paths; greedy rests on identical logits, check's WARN "
+                                      "at the accept site)"),
+        selects=lambda spec: (Selected("all_reduce", "tp", "the draft forwards of a round: "
+                                       "speculative_num_steps sets how many run, each with its "
+                                       "all-reduces"),),
+        carrier="{method}_accept",
+        doc="--speculative-adaptive switches the step count between captured tiers from the "
+            "accept lengths it has seen; ranks on different tiers run different numbers of "
+            "draft forwards."),
 )

@@ -81,6 +81,8 @@ class SGLangNodes:
     ray = None
     ray_dests: frozenset[str] = frozenset()
     port = "5000"  # any free port of the head; the same on every node
+    image = "lmsysorg/sglang:v{version}"  # the project's serving image (LWS manifests)
+    api_port = 30000  # launch_server --port default
 
     def write(self, executor: str, node: int, nnodes: int, head: str,
               dp: int = 1) -> list[tuple[str, str | None, str]]:

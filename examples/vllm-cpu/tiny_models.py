@@ -1,12 +1,13 @@
-"""Tiny models for the real-engine lane, built locally (no weights are downloaded).
+"""Tiny models for the vLLM-on-CPU example (run.sh) and the real-engine lane, built locally
+(no weights are downloaded).
 
-Run by the lane's Python (it has torch, safetensors and transformers):
-    python tests/real_engine/models.py OUT_DIR
+Run by the vLLM environment's Python (tools/vllm_cpu_env.sh: it has torch and safetensors):
+    python examples/vllm-cpu/tiny_models.py OUT_DIR
 writes OUT_DIR/target (a 4-layer Llama), OUT_DIR/draft (the target's weights plus small noise,
 so that most drafts are accepted) and OUT_DIR/eagle3 (a one-layer EAGLE3 head in the layout
 vLLM's llama_eagle3.py loads: midlayer.*, fc, norm, lm_head). Weights are random but seeded, so
-every run of the lane builds the same models. No tokenizer: the tests pass token ids and start
-vLLM with skip_tokenizer_init.
+every run builds the same models. No tokenizer: the example and the tests pass token ids and
+start vLLM with skip_tokenizer_init.
 """
 
 from __future__ import annotations

@@ -1,13 +1,44 @@
-"""What vLLM picks for the speculative widths a launch line leaves out.
+"""vLLM's row for each speculative method (engines/method_row.py): its speculative_config.method,
+PP support, and what differs from specplan's record.
 
-config/speculative.py SpeculativeConfig.__post_init__: only MTP defaults
-num_speculative_tokens, to the checkpoint's num_nextn_predict_layers (n_predict); every other
-method refuses a config without it.
+Names: vllm/config/speculative.py SpeculativeMethod ("mtp" is one of MTPModelTypes, "draft_model"
+the standalone drafter). Model Runner V2 converges nothing inside TP (identical logits and
+counter-based RNG), verifies chains only, and runs every method under PP.
+
+Which method a --speculative-config means when it names none, and the num_speculative_tokens
+vLLM picks when it leaves it out (`vllm_method`, `vllm_tokens`): config/speculative.py
+SpeculativeConfig.__post_init__; only MTP defaults num_speculative_tokens, to the checkpoint's
+num_nextn_predict_layers (n_predict); every other method refuses a config without it.
 """
 
 from __future__ import annotations
 
 from specplan.engines.base import NoDefault
+from specplan.engines.method_row import MethodRow, MethodRows
+
+V2 = dict(pp="yes", dp_attention="not_an_option")
+
+ROWS = MethodRows((
+    MethodRow("none", None, **V2, note="no broadcast within TP: identical logits and seeds"),
+    # EAGLE-1 drafters (llama_eagle.py EagleLlamaForCausalLM, deepseek_eagle.py) start their
+    # layer ids at ModelConfig.get_num_layers(parallel_config): the last stage's own count.
+    MethodRow("eagle", "eagle", **V2, draft_layer_ids="stage_local", layer_ids_after_target=True,
+              detected_from="eagle-",
+              note="chain only: vLLM has no tree verify (tree attention removed)"),
+    # llama_eagle3.py: the draft's config names the target layers it reads.
+    MethodRow("eagle3", "eagle3", **V2, taps_from_draft_config=True, layer_ids_after_target=True,
+              detected_from="eagle3",
+              note="chain only; PP with chained tap relay in Model Runner V2"),
+    MethodRow("mtp", "mtp", **V2, name_suffix="_mtp", note="chain only"),
+    MethodRow("standalone", "draft_model", **V2, note="chain only"),
+    MethodRow("ngram", "ngram", **V2, variant="chain",
+              note="chain only; rejection sampler without draft probs"),
+    MethodRow("dflash", "dflash", **V2, detected_from="dflash",
+              note="chain only; taps relayed along PP in Model Runner V2"),
+    MethodRow("dspark", "dspark", **V2, detected_from="dspark",
+              pp_note="PP support open (vllm#56956)", note="chain only; PP support open (vllm#56956)"),
+))
+
 
 
 def vllm_tokens(method: str, config: dict | None) -> tuple[int, str]:
@@ -55,8 +86,7 @@ def vllm_method(model: object, draft: dict | None) -> tuple[str, str]:
     if model in ("ngram", "[ngram]"):
         return "ngram", f"model {model!r} is n-gram ({_WHERE})"
     name = str(model).lower()
-    for needle, method in (("eagle-", "eagle"), ("eagle3", "eagle3"), ("dflash", "dflash"),
-                           ("dspark", "dspark")):
+    for needle, method in ((r.detected_from, r.name) for r in ROWS.rows.values() if r.detected_from):
         if needle in name:
             return method, f"the draft's name holds {needle!r} ({_WHERE}: detected method)"
     if draft is None:
