@@ -62,7 +62,8 @@ SPEC_FIELDS = {"method": "speculative_algorithm", "num_steps": "speculative_num_
 # the SpecTpSync.available_memory_gb hook (a MIN over the plan's family), the DP-attention round
 # gates through SGLang's own token-count all-gather over tp, which is the plan's group for them.
 REACHED_GATES = frozenset({"dspark_draft_graph_mem", "dflash_draft_graph_mem", "dp_padding_mode",
-                           "dp_idle_forward", "target_graph", "eagle_draft_graph"})
+                           "dp_idle_forward", "target_graph", "eagle_draft_graph",
+                           "eagle_adaptive_steps"})
 
 
 def register() -> None:
