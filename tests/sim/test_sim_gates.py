@@ -147,3 +147,25 @@ def test_vllm_adaptive_budget_across_pcp(tmp_path):
     _fails_by_name(engine, "adaptive_verify_budget", "all_gather over pcp [0, 1]")
     own = _vllm(tmp_path, "own", "specplan", "{tp: 1, cp: 2}", method="dspark", extra=ADAPTIVE)
     _passes(own, "gate:adaptive_verify_budget")
+
+
+SGLANG_ADAPTIVE = """name: {name}
+engine: sglang
+behaviour: {behaviour}
+topology: {{tp: 2, device: cuda}}
+model: {{num_layers: 4, hidden_size: 64, vocab_size: 512}}
+speculative: {{method: eagle, num_steps: 3, topk: 1, num_draft_tokens: 4, sampling: greedy}}
+engine_args: ["python -m sglang.launch_server", "--tp 2", "--speculative-algorithm EAGLE", "--speculative-adaptive"]
+{extra}"""
+
+
+@pytest.mark.slow
+def test_sglang_adaptive_steps(tmp_path):
+    # Agreed through the accept lengths (the eagle_accept site in specplan's plan): clean under
+    # the engine and specplan's plan; with that site turned off, each rank's own step count.
+    for behaviour in ("engine", "specplan"):
+        _passes(_write(tmp_path, behaviour, SGLANG_ADAPTIVE.format(name=behaviour, behaviour=behaviour,
+                                                                   extra="")))
+    off = _write(tmp_path, "off", SGLANG_ADAPTIVE.format(name="off", behaviour="specplan",
+                                                         extra="sync: {sites: {eagle_accept: 'off'}}\n"))
+    _fails_by_name(off, "eagle_adaptive_steps", "all_reduce over tp [0, 1]")
