@@ -233,9 +233,17 @@ def launch_line_inputs(when: str = ""):
 @click.option("--engine-version", "version", default=None,
               help="The release whose flags read the line (default: the newest supported "
                    "release whose flags accept every flag of it; import says which).")
+@click.option("--strict", is_flag=True, default=False,
+              help="Refuse a flag spelled as a release older than the supported ones spelled "
+                   "it (default: read it as its supported spelling, one note per flag).")
+@click.option("--env", "env_vars", multiple=True, metavar="NAME=VALUE",
+              help="A shell variable the line uses and the script does not assign (repeatable).")
+@click.option("--use-env", is_flag=True, default=False,
+              help="Take the shell variables the line uses from this environment too.")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
 def import_(engine: str, script: str | None, base: str | None, model_config: str | None,
             draft_config: str | None, name: str | None, out: str | None, version: str | None,
+            strict: bool, env_vars: tuple[str, ...], use_env: bool,
             line: tuple[str, ...]) -> None:
     """Read an engine launch line (and its SGLANG_* / VLLM_* environment) into a spec YAML.
 
@@ -245,8 +253,11 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
 
     from specplan.commands.import_ import run
 
+    from specplan.commands.import_ import LineOptions
+
+    options = LineOptions(strict=strict, variables=env_vars, use_env=use_env)
     sys.exit(run(engine, list(line), dict(os.environ), script, base, model_config, name, out,
-                 draft_config, version))
+                 draft_config, version, options))
 
 
 @main.command(context_settings={"ignore_unknown_options": True})

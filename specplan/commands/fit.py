@@ -110,7 +110,8 @@ def _comment(text: str, indent: str, width: int) -> list[str]:
 
 def _words(body: str) -> list[str]:
     """`body` split at the spaces outside quotes, each word as written."""
-    words, word, quote = [], "", ""
+    words: list[str] = []
+    word, quote = "", ""
     for ch in body:
         if quote:
             quote = "" if ch == quote else quote

@@ -12,7 +12,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from specplan.ecosystem.launch_import import ImportProblem, _script_lines, split_command
+from specplan.ecosystem.launch_import import ImportProblem, split_command
+from specplan.ecosystem.shell import _script_lines, assigns_only
 from specplan.ecosystem.nodes import table
 
 PLAN = "SPECPLAN_PLAN"
@@ -51,7 +52,8 @@ def per_node(text: str) -> bool:
 
 def _command(line: str) -> bool:
     words = line.strip()
-    return bool(words) and not words.startswith(("#", "export ")) and words != ")"
+    return (bool(words) and not words.startswith(("#", "export ")) and words != ")"
+            and not assigns_only(words))  # a shell variable set before the launch
 
 
 def read_nodes(engine: str, text: str, where: str, version: str | None = None,

@@ -183,8 +183,9 @@ class Convention(ABC):
         """The widths the engine derives (attn_tp, moe_tp, pcp, ...)."""
 
     @abstractmethod
-    def families(self, t: Topology, is_moe: bool) -> tuple[Family, ...]:
-        """Every group family in the order the engine creates them."""
+    def families(self, t: Topology, is_moe: bool, eplb: bool = False) -> tuple[Family, ...]:
+        """Every group family in the order the engine creates them (`eplb`: the model's MoE
+        runs the expert-parallel load balancer)."""
 
     def extra_coords(self, t: Topology) -> dict[str, list[int]]:
         """Coordinates of axes that have no family of their own."""

@@ -52,7 +52,8 @@ from specplan.plugins.vllm_pp import Entries, PPHooks, SentRows
 
 ENGINE = "vllm"
 # plan family -> the parallel_state global holding vLLM's coordinator (None: not built).
-COORDINATORS = {"tp": "_TP", "dcp": "_DCP", "pcp": "_PCP", "pp": "_PP", "dp": "_DP", "ep": "_EP"}
+COORDINATORS = {"tp": "_TP", "dcp": "_DCP", "pcp": "_PCP", "pp": "_PP", "dp": "_DP", "ep": "_EP",
+                "eplb": "_EPLB"}
 
 
 # The gates (engines/vllm/gates.py) this plugin reaches: vLLM agrees each on a group holding the
@@ -137,7 +138,7 @@ def wrap(owner, name: str, state, serves: str, target: str) -> None:
 
 def _used(family: str, config) -> bool:
     """vLLM builds EP without a model config too ("for safety"); only a MoE model uses it."""
-    if family != "ep":
+    if family not in ("ep", "eplb"):
         return True
     model = getattr(config, "model_config", None)
     return model is not None and bool(getattr(model, "is_moe", False))

@@ -214,7 +214,8 @@ def _coins(e: Engine, n: int):
 
 def _tree_sample(e: Engine, candidates, tree, logits, width):
     bs, n = candidates.shape
-    probs = torch.softmax(logits / e.sim.temperature, -1).view(bs, n, -1).to(torch.float32)
+    probs = torch.softmax(logits / e.sim.temperature, -1).view(bs, n, logits.shape[-1])  # bs may be 0
+    probs = probs.to(torch.float32)
     u, final = _coins(e, n)
     return tree_sample_target_only(candidates, *tree, u, final, probs, torch.zeros_like(probs), width)
 

@@ -57,7 +57,10 @@ class VLLM(Convention):
     def derived(self, t: Topology) -> dict[str, int]:
         return {"pcp": t.cp}
 
-    def families(self, t: Topology, is_moe: bool) -> tuple[Family, ...]:
+    def families(self, t: Topology, is_moe: bool, eplb: bool = False) -> tuple[Family, ...]:
+        """initialize_model_parallel's order; with --enable-eplb an `eplb` group of the EP
+        group's ranks right after it, a process group of its own (distributed/parallel_state.py:
+        "a separate process group to isolate EPLB communications")."""
         ranks = AxisLayout(("dp", t.dp), ("pp", t.pp), ("pcp", t.cp), ("tp", t.tp))
         out = [
             ranks.family("tp", group=("tp",)),
@@ -68,6 +71,8 @@ class VLLM(Convention):
         ]
         if is_moe:
             out.append(ranks.family("ep", group=("dp", "pcp", "tp"), over=("pp",)))
+        if is_moe and eplb:
+            out.append(ranks.family("eplb", group=("dp", "pcp", "tp"), over=("pp",)))
         out.append(ranks.family("replica", group=("pp", ("pcp", "tp")), over=("dp",)))
         return tuple(out)
 
@@ -194,11 +199,13 @@ class VLLM(Convention):
 
 
 def _dcp(t: Topology) -> Family:
-    """Chunks of dcp consecutive ranks in (tp, pcp) order, pcp fastest once pcp > 1."""
+    """Chunks of dcp consecutive ranks in (tp, pcp) order, pcp fastest once pcp > 1 and
+    dcp > 1; dcp = 1: one-rank groups in rank order, whatever pcp (initialize_model_parallel
+    transposes the (pcp, tp) axes only when dcp_size > 1)."""
     dp, pp, pcp, tp, dcp = t.dp, t.pp, t.cp, t.tp, t.dcp
-    if pcp == 1:
-        chunks = AxisLayout(("dp", dp), ("pp", pp), ("chunk", tp // dcp), ("dcp", dcp))
-        return chunks.family("dcp", group=("dcp",), over=(("dp", "pp"), "chunk"))
+    if pcp == 1 or dcp == 1:  # (dp, pp, pcp) then tp chunks: rank order
+        chunks = AxisLayout(("dp", dp), ("pp", pp), ("pcp", pcp), ("chunk", tp // dcp), ("dcp", dcp))
+        return chunks.family("dcp", group=("dcp",), over=(("dp", "pp", "pcp"), "chunk"))
     if pcp % dcp == 0:
         chunks = AxisLayout(("dp", dp), ("pp", pp), ("chunk", pcp // dcp), ("dcp", dcp), ("tp", tp))
         return chunks.family("dcp", group=("dcp",), over=("dp", "pp", "tp", "chunk"))
