@@ -19,7 +19,8 @@ engine: vllm
 topology: {tp: 2, cp: 2}
 model: {num_layers: 4, hidden_size: 64, vocab_size: 512}
 speculative: {method: dspark, num_steps: 3, sampling: greedy, aux_layers: [1, 2, 3]}
-engine_args: ["--speculative-config", '{"method": "dspark", "num_speculative_tokens": 3, "enable_adaptive_verification": true}']
+engine_args:
+  - --speculative-config '{"method":"dspark","num_speculative_tokens":3,"enable_adaptive_verification":true}'
 """
 SHARDED = """name: sharded
 engine: vllm
@@ -39,7 +40,9 @@ def test_every_reached_gate_is_a_declared_one():
     assert SGLANG_REACHED <= {g.name for g in SGLANG_GATES}
     assert VLLM_REACHED <= {g.name for g in VLLM_GATES}
     assert {g.name for g in VLLM_GATES} - VLLM_REACHED == {"adaptive_verify_budget"}
-    assert {g.name for g in SGLANG_GATES} == SGLANG_REACHED
+    # DSpark's ragged verify budget: the _schedule_verify_lens hook passes through a rank with
+    # no budget, so the plugin cannot agree it.
+    assert {g.name for g in SGLANG_GATES} - SGLANG_REACHED == {"dspark_verify_budget"}
 
 
 def test_vllm_refuses_a_plan_resting_on_the_adaptive_budget(tmp_path):

@@ -23,8 +23,8 @@ model: {{num_layers: 4, hidden_size: 64, vocab_size: 512}}
 speculative: {{method: {method}, num_steps: 3, sampling: greedy, aux_layers: [1, 2, 3]}}
 {extra}"""
 MOE = "moe: {num_experts: 4, top_k: 2}"
-ADAPTIVE = ('engine_args: ["--speculative-config", \'{"method": "dspark", "num_speculative_tokens": '
-            '3, "enable_adaptive_verification": true}\']')
+ADAPTIVE = ("engine_args:\n  - --speculative-config '{\"method\":\"dspark\",\"num_speculative_tokens\":3,"
+            "\"enable_adaptive_verification\":true}'")
 
 
 def _write(tmp_path, name: str, text: str) -> str:
@@ -169,3 +169,14 @@ def test_sglang_adaptive_steps(tmp_path):
     off = _write(tmp_path, "off", SGLANG_ADAPTIVE.format(name="off", behaviour="specplan",
                                                          extra="sync: {sites: {eagle_accept: 'off'}}\n"))
     _fails_by_name(off, "eagle_adaptive_steps", "all_reduce over tp [0, 1]")
+
+
+@pytest.mark.slow
+def test_sglang_dspark_ragged_verify_budget(tmp_path):
+    ragged = 'engine_args: ["SGLANG_RAGGED_VERIFY_MODE=compact", "python -m sglang.launch_server"]\n'
+    engine = _write(tmp_path, "engine", DSPARK_TP2.format(name="engine", behaviour="engine",
+                                                          method="dspark", extra=ragged))
+    _fails_by_name(engine, "dspark_verify_budget", "broadcast over tp [0, 1]")
+    own = _write(tmp_path, "own", DSPARK_TP2.format(name="own", behaviour="specplan",
+                                                    method="dspark", extra=ragged))
+    _passes(own, "gate:dspark_verify_budget")

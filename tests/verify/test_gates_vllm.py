@@ -13,8 +13,8 @@ import json
 
 MODEL = "model: {num_layers: 8, hidden_size: 64, vocab_size: 512}\n"
 MOE = "model: {num_layers: 8, hidden_size: 64, vocab_size: 512, moe: {num_experts: 8, top_k: 2}}\n"
-ADAPTIVE = ('engine_args: ["--speculative-config", \'{"method": "dspark", "num_speculative_tokens": '
-            '3, "enable_adaptive_verification": true}\']\n')
+ADAPTIVE = ("engine_args:\n  - --speculative-config '{\"method\":\"dspark\",\"num_speculative_tokens\":3,"
+            "\"enable_adaptive_verification\":true}'\n")
 
 
 def _spec(tmp_path, name, *, topology, model=MODEL, method="mtp", behaviour="engine", extra=""):

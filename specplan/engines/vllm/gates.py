@@ -33,6 +33,7 @@ collective (docs/engines.md, "Gates", lists them with the SGLang ones):
 from __future__ import annotations
 
 import json
+import shlex
 
 from specplan.engines.gates import GateRow, Selected
 
@@ -84,7 +85,14 @@ def _draft(spec) -> tuple[Selected, ...]:
 
 
 def _args(spec) -> list[str]:
-    return list(spec.engine_args or ())
+    """The launch line's words: each engine_args item is one shell-quoted argument (or a few)."""
+    out = []
+    for arg in spec.engine_args or ():
+        try:
+            out += shlex.split(arg)
+        except ValueError:  # an unbalanced quote: the item as written
+            out.append(arg)
+    return out
 
 
 def flag_on(spec, name: str) -> bool:
