@@ -172,7 +172,7 @@ class SGLangState(SiteHooks):
         # the CPU under gloo), not the plan's device name.
         bind_engine(self.active, rank=rank, world_size=world,
                     groups={fam: c.device_group for fam, c in coordinators.items()},
-                    device=getattr(coordinators.get("tp"), "device", None))
+                    device=_tp_device())
         self.active.startup_s = {"check": t1 - t0, "bind": time.perf_counter() - t1}
         log_bound(self.active, rank)
         return result
@@ -211,3 +211,10 @@ class SGLangState(SiteHooks):
         named = None if algo is None else ROWS.named(str(algo).upper(), aliases=False)
         spec["method"] = None if algo is None else named or str(algo).lower()
         return spec
+
+
+def _tp_device():
+    """The device SGLang's TP coordinator runs on (cuda:<local rank>, or the CPU under gloo)."""
+    import sglang.srt.distributed.parallel_state as ps
+
+    return ps.get_tp_group().device
