@@ -22,5 +22,5 @@ def run(targets: tuple[str, ...], *, as_json: bool, fmt: str, severity: str, ver
     if write_baseline:
         target.write_baseline(write_baseline)
     target.print_check(fmt=fmt, severity=severity, verbose=verbose, baseline=known)
-    found = target.findings() if known is None else known.new(target.findings())
+    found = target.findings() if known is None else target.new_findings(known)
     return EXIT_FOUND_PROBLEM if any(f.severity == "ERROR" for f in found) else 0

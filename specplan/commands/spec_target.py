@@ -43,6 +43,9 @@ class PlanTarget:
     def findings(self) -> list:
         return self._findings
 
+    def new_findings(self, baseline) -> list:
+        return baseline.new(self.findings())
+
     def write_baseline(self, path: str) -> None:
         from specplan.verify.baseline import write_baseline
 

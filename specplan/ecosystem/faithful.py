@@ -112,14 +112,20 @@ def engine_args_problems(spec: Spec) -> list:
     from specplan.engines.flag_table import FlagProblem
     from specplan.errors import Diagnostic
 
+    from specplan.ecosystem.launch_import import read_launch
+    from specplan.ecosystem.launch_read import ImportProblem
+
     conv = convention(spec.engine, spec.engine_version)
     words: list[tuple[int, str]] = []
     try:
         for i, arg in enumerate(spec.engine_args or ()):
             words += [(i, w) for w in shlex.split(arg)]
-        read_words(conv.flag_table(), split_command(spec.engine, [w for _, w in words])[2])
-    except (FlagProblem, ValueError) as exc:
-        entry = i if not isinstance(exc, FlagProblem) else _entry_named(words, str(exc))
+        line = [w for _, w in words]
+        read_words(conv.flag_table(), split_command(spec.engine, line)[2])
+        if line:  # what export's re-reading (faithful.restated) raises, before it runs
+            read_launch(spec.engine, {}, line, spec.engine_version)
+    except (FlagProblem, ImportProblem, ValueError) as exc:
+        entry = i if not isinstance(exc, (FlagProblem, ImportProblem)) else _entry_named(words, str(exc))
         path = ("engine_args",) if entry is None else ("engine_args", entry)
         file, line, col = spec.where(*path)
         at = "engine_args" if entry is None else f"engine_args[{entry}]"

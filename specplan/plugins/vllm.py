@@ -136,6 +136,27 @@ def wrap(owner, name: str, state, serves: str, target: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def independent_dp(active: ActivePlan, config, world: int, rank: int) -> None:
+    """vLLM 0.32+ runs each data-parallel rank of a dense model as an engine of its own, a world
+    of tp * pp ranks (vllm/v1/engine/core.py run_engine_core:
+    `reconfigure_for_independent_dp_rank`, "Non-MoE DP ranks are completely independent"). A
+    plan for dp > 1 in one world then cannot bind: refused, saying which plan binds. One for a
+    single replica does, in every DP engine; DP rank d > 0 (`data_parallel_index`) then writes
+    its trace under SPECPLAN_TRACE_DIR/dp<d>, beside DP rank 0's files of the same ranks."""
+    pc = config.parallel_config
+    moe = bool(getattr(getattr(config, "model_config", None), "is_moe", False))
+    dp = int(active.plan.widths.get("dp", 1))
+    if dp > 1 and not moe and world * dp == active.world_size:
+        raise EngineRefused(f"rank {rank}: plan {active.name!r} ({active.path}) is for dp {dp} in one "
+                            f"world of {active.world_size} ranks, but vLLM runs each data-parallel rank "
+                            f"of a dense model as an engine of its own ({world} ranks): compile the plan "
+                            f"with topology.dp 1 and start vLLM with --data-parallel-size {dp} on it")
+    index = int(getattr(pc, "data_parallel_index", 0) or 0)
+    trace = os.environ.get("SPECPLAN_TRACE_DIR")
+    if index > 0 and not moe and trace and not active.plan.runtime.trace_dir:
+        os.environ["SPECPLAN_TRACE_DIR"] = os.path.join(trace, f"dp{index}")
+
+
 def _used(family: str, config) -> bool:
     """vLLM builds EP without a model config too ("for safety"); only a MoE model uses it."""
     if family not in ("ep", "eplb"):
@@ -215,6 +236,7 @@ class VllmState(PPHooks):
         groups = {fam: [list(g) for g in c.group_ranks] for fam, c in coordinators.items()}
         self.active.engine_groups = groups
         try:
+            independent_dp(self.active, config, world, rank)
             check_world(self.active, world, rank)
             startup_check(self.active, groups, engine_spec(config), rank=rank)
             self._check_runner(config, rank)

@@ -81,8 +81,8 @@ def decode(e: Engine) -> None:
 
 
 def _target_decision(e: Engine) -> str:
-    """The target site's token, as the method names it (`next_token` for method none,
-    `next_token_ids` for the speculative methods' prefill)."""
+    """The target site's token (`next_token_ids` for every method: method none's decode
+    step and the speculative methods' prefill)."""
     return e.view.sites[f"{e.method}_target"].decisions[0].name
 
 

@@ -153,3 +153,18 @@ def test_pd_dcp_pairs_the_engines_refuse(tmp_path, engine, connector, prefill, d
                          f"  prefill: {{name: p, topology: {prefill}}}\n  decode: {{name: d, topology: {decode}}}\n")
     out = cli("check", pd, "--json", code=3).output
     assert words in out, out
+
+
+def test_sglang_families_at_tp_1_alias_tp_and_dcp_follows_tp(tmp_path):
+    """Issue 37: SGLang's initialize_model_parallel reuses the tp communicator for every family
+    as wide as tp, at tp 1 too (`_ATTN_TP = _TP`, ...), and builds the dcp groups right after tp
+    (only when dcp > 1)."""
+    import json
+
+    one = write(tmp_path, small("sglang", "{tp: 1, pp: 2}"), "one.yaml")
+    got = json.loads(cli("explain", one, "--json", code=0).stdout)
+    assert got["aliases"] == {f: "tp" for f in ("attn_cp", "attn_tp", "moe_dp", "moe_ep", "moe_tp")}
+    assert "attn_tp (= tp)" in cli("explain", one, "--all-families", code=0).output
+    dcp = write(tmp_path, small("sglang", "{tp: 4, dcp: 2}", model=", attention: mla"), "dcp.yaml")
+    names = list(json.loads(cli("explain", dcp, "--json", code=0).stdout)["groups"])
+    assert names[:3] == ["tp", "dcp", "attn_cp"]

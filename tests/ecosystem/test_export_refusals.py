@@ -88,6 +88,9 @@ ENGINE_ARGS = {  # entries the engine's parser refuses: every command exits 2 na
     "unknown-flag": ('["--tp-size", "2", "--x"]', "engine_args[2]: unknown sglang flag --x"),
     "stray-words": ('["--tp-size 2", "a b"]', "engine_args[1]: unrecognized arguments: a"),
     "open-quote": ('["--tp-size 2", "--served-model-name \'x"]', "engine_args[1]: No closing quotation"),
+    # what export's re-reading refuses (the hostile sweep: ImportProblem tracebacks)
+    "bad-value": ('["--tp-size=abc"]', "engine_args[0]: --tp-size expects an integer, found 'abc'"),
+    "only-env": ('["X=1"]', "engine_args: the line holds only environment assignments (X)"),
 }
 
 

@@ -135,7 +135,7 @@ NAMED = {  # check ERROR -> simulate --allow-errors fails by name, exit 3 (never
                            "CollectiveTimeout: collective for site none_target"),
     "none-policy-off": ("engine: sglang\ntopology: {tp: 2, pp: 2}\n"
                         "speculative: {method: none, sampling: sampling}\nsync: {policy: off}\n",
-                        [], "decision next_token differs at round 0"),
+                        [], "decision next_token_ids differs at round 0"),
     "drafts-not-relayed-tp2-pp3": ("engine: sglang\ntopology: {tp: 2, pp: 3}\n"
                                    "model: {num_layers: 6, hidden_size: 64, vocab_size: 512}\n"
                                    "speculative: {method: eagle, num_steps: 2}\n"

@@ -75,12 +75,16 @@ class SGLang(Convention):
         attn_cp = attn.family("attn_cp", group=("attn_cp",), alias=_tp_alias(d["attn_cp"], tp))
         if attn_cp.group_size > d["moe_dp"]:
             moe_dp = replace(attn_cp, name="moe_dp", alias="attn_cp")
-        elif d["moe_dp"] == tp and tp > 1:
+        elif d["moe_dp"] == tp:
             moe_dp = replace(tp_fam, name="moe_dp", alias="tp")
         else:
             moe_dp = moe.family("moe_dp", group=("moe_dp",), over=("pp", ("moe_ep", "moe_tp")))
+        # SGLang builds the dcp groups right after tp, and only when dcp > 1 (else none: the
+        # one-rank family stays last, where no engine group answers to it)
+        dcp = chunks.family("dcp", group=("dcp",))
         return (
             tp_fam,
+            *((dcp,) if t.dcp > 1 else ()),
             attn_cp,
             attn.family("attn_tp", group=("attn_tp",), over=("pp", ("attn_dp", "attn_cp")),
                         alias=_tp_alias(d["attn_tp"], tp)),
@@ -90,7 +94,7 @@ class SGLang(Convention):
             moe.family("moe_tp", group=("moe_tp",), over=("pp", ("moe_dp", "moe_ep")),
                        alias=_tp_alias(d["moe_tp"], tp)),
             world.family("pp", group=("pp",)),
-            chunks.family("dcp", group=("dcp",)),
+            *(() if t.dcp > 1 else (dcp,)),
             self.replica(t),
         )
 
@@ -226,7 +230,9 @@ def _attention(t: Topology, d: dict[str, int]) -> AxisLayout:
 
 
 def _tp_alias(width: int, tp: int) -> str | None:
-    return "tp" if width == tp and tp > 1 else None
+    """A family as wide as tp reuses the tp communicator, at tp 1 too (initialize_model_parallel:
+    `if attn_tp_size == tensor_model_parallel_size: _ATTN_TP = _TP`, and so for each)."""
+    return "tp" if width == tp else None
 
 
 def _pp_spec_refusal(spec: Spec, T: str) -> str | None:
