@@ -99,6 +99,8 @@ def build_plan(p: Planning) -> Plan:
         behaviour=_behaviour(p),
         source=_source(p),
         launch_refusal=refused or ABSENT,
+        engine_version=spec.engine_version if spec.engine_version not in (None, newest(spec.engine))
+        else ABSENT,
     ))
     return replace(built, fingerprint=fingerprint(encode(built)))
 
