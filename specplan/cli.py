@@ -290,6 +290,15 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
                  name))
 
 
+class InjectChoice(click.Choice):
+    """simulate's --inject: one of the faults, or `gate:<name>` (one gate of the plan)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.startswith("gate:") and len(value) > 5:
+            return value
+        return super().convert(value, param, ctx)
+
+
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--rounds", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_ROUNDS),
@@ -301,13 +310,14 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
 @click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_LAYERS),
               help=f"Shrink deeper models to this many layers (stages and tap owners kept; at "
                    f"most {SIM_MAX_LAYERS}).")
-@click.option("--inject", type=click.Choice(["noise", "draft-noise", "verify-noise", "tap-order", "kill", "foreign-plan",
-                                            "layer-map", "stale-slot", "early-stop"]),
+@click.option("--inject", type=InjectChoice(["noise", "draft-noise", "verify-noise", "tap-order", "kill", "foreign-plan",
+                                            "layer-map", "stale-slot", "early-stop", "gate"]),
               metavar="FAULT", help="A fault: noise on the target's logits, draft-noise on the drafter's, verify-noise "
                    "on DSpark / DFlash verify plans (each on every rank but the sources), tap-order "
                    "(a pp >= 3 middle stage hands its taps out of order: lower acceptance), a rank "
                    "killed, a foreign plan; layer-map (deployments); stale-slot, early-stop "
-                   "(--chunked-prefill).")
+                   "(--chunked-prefill); gate or gate:NAME (each rank reads its own value at every "
+                   "gate of the plan, or at the one named: explain lists them).")
 @click.option("--chunked-prefill", "chunk", type=click.IntRange(1), metavar="CHUNK", help="Serve prompts in "
               "chunks of CHUNK tokens beside decoding requests; state rows reused while pp entries are in flight.")
 @click.option("--allow-errors", is_flag=True,

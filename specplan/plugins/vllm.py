@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 from specplan.engines.vllm.hooks import PS, RUNNER, Hook, Release, nearest_release
 from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_engine, check_world,
-                                     enabled, hooked, log_bound, startup_check)
+                                     enabled, hooked, log_bound, refuse_unreached_gates, startup_check)
 from specplan.plugins import vllm_world
 from specplan.plugins.vllm_guard import check_signature, engine_call, guarded, locate
 from specplan.plugins.vllm_pp import Entries, PPHooks, SentRows
@@ -54,6 +54,15 @@ ENGINE = "vllm"
 # plan family -> the parallel_state global holding vLLM's coordinator (None: not built).
 COORDINATORS = {"tp": "_TP", "dcp": "_DCP", "pcp": "_PCP", "pp": "_PP", "dp": "_DP", "ep": "_EP",
                 "eplb": "_EPLB"}
+
+
+# The gates (engines/vllm/gates.py) this plugin reaches: vLLM agrees each on a group holding the
+# plan's (its one SchedulerOutput per replica, the DP-sync all-reduce over dp; BatchSharder's
+# owner rows from the replicated request slots), and the plan keeps that agreement; the plugin
+# checks at start that the engine runs what the plan has (_check_gates). Not reached: DSpark's
+# adaptive verify budget (each TP group's own cost curves), refused in _check_runner.
+REACHED_GATES = frozenset({"step_batch_descriptor", "dp_idle_dummy_batch", "skip_drafts",
+                           "draft_batch_descriptor", "batch_shard_owner"})
 
 
 def register() -> None:
@@ -245,6 +254,7 @@ class VllmState(PPHooks):
             check_world(self.active, world, rank)
             startup_check(self.active, groups, engine_spec(config), rank=rank)
             self._check_runner(config, rank)
+            self._check_gates(config, rank)
             self.located = [(h, locate(h, self.version, self.release)) for h in self.release.hooks
                             if h.module != PS]
         except EngineRefused:
@@ -275,6 +285,21 @@ class VllmState(PPHooks):
             raise EngineRefused(f"rank {rank}: vLLM max_num_seqs {seqs} exceeds plan "
                                 f"{self.active.name!r} runtime.max_batch {cap} (the converge "
                                 "buffers hold max_batch rows)")
+
+    def _check_gates(self, config, rank: int) -> None:
+        """The gates the plan keeps as vLLM's own must be the ones this engine takes: batch-
+        sharded sampling's owner rows are planned iff the engine shards its sampling; then no
+        gate the plugin cannot reach may rest on specplan's agreement."""
+        sharded = bool(getattr(getattr(config, "parallel_config", None), "enable_batch_sharded_sampling", False))
+        planned = any(g.name == "batch_shard_owner" for g in self.active.plan.gates)
+        if sharded != planned:
+            raise EngineRefused(
+                f"rank {rank}: vLLM runs {'with' if sharded else 'without'} batch-sharded sampling "
+                f"but plan {self.active.name!r} was made {'without' if sharded else 'with'} it "
+                "(its owner rows select the sampler's all_to_all and all_gather over tp): put "
+                "--enable-batch-sharded-sampling in the spec's engine_args as the engine runs, "
+                "and compile again")
+        refuse_unreached_gates(self.active, REACHED_GATES)
 
     def _install_runner_hooks(self, rt, rank: int) -> None:
         from specplan.plugins.vllm_bridge import PlanMismatch, VllmBridge

@@ -30,6 +30,8 @@ BASE: dict[str, str] = {  # the newest release
         '(self, site, values)',
     'speculative.spec_tp_sync.SpecTpSync.enabled':
         '(self, site)',
+    'speculative.spec_tp_sync.SpecTpSync.available_memory_gb':
+        '(self, site, device, gpu_id, group)',
     'speculative.eagle_utils.eagle_sample':
         '(verify_input, batch, logits_output, grammar_mask, uno_target_max_top_k, watermark_state, watermark_full_mask)',
     'distributed.parallel_state.GroupCoordinator.broadcast':

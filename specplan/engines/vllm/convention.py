@@ -19,12 +19,14 @@ from specplan.engines.handoff import Rules
 from specplan.engines.vllm import NAME
 from specplan.engines.vllm.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, RULES
 from specplan.engines.vllm.launch import LAUNCH
+from specplan.engines.gates import GateUse, resolve_gates
+from specplan.engines.vllm.gates import GATES
 from specplan.engines.vllm.methods import ROWS
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import AxisLayout
 from specplan.mesh.family import Family
-from specplan.methods.base import Method
+from specplan.methods.base import Method, Site
 
 T = title(NAME)  # the newest release, which the messages below cite
 # EAGLE-1 drafters (llama_eagle.py EagleLlamaForCausalLM, deepseek_eagle.py
@@ -98,6 +100,21 @@ class VLLM(Convention):
         in 0.32): one engine's workers, its whole replica (tp x pp x cp), agree at start-up."""
         return "replica"
 
+    def engine_held(self, site: Site) -> str | None:
+        """A start-up MIN site (DFlash's / DSpark's free-memory reading): vLLM reads no
+        per-rank free memory to choose a draft graph (the drafter captures by
+        compilation_config.cudagraph_mode alone, v1/worker/gpu/spec_decode/dflash/speculator.py
+        DFlashSpeculator.init_cudagraph_manager / capture), and the one free-memory reading it
+        takes, the KV-cache size, is cut to the smallest over the engine's workers by the
+        EngineCore whatever sync.policy says (v1/core/kv_cache_planning.py
+        get_kv_cache_configs): so the reading selects no collective and is agreed over the
+        replica."""
+        if site.startup and site.kind == "min":
+            return (f"engine {NAME}: the EngineCore cuts every worker's free-memory reading to "
+                    "the smallest over the replica (get_kv_cache_configs), whatever sync.policy "
+                    "says; no draft graph depends on it")
+        return None
+
     def dp_agreement(self, spec: Spec) -> DpAgreement | None:
         """dp > 1 with MoE: expert parallel spans the dp ranks, so every round starts with
         num_tokens_across_dp, an all-reduce over the dp family."""
@@ -156,6 +173,9 @@ class VLLM(Convention):
                                  f"ParallelConfig._validate_parallel_config); set topology.ep to "
                                  f"dp*cp*tp = {wide} or eplb false"))
         return out + self.node_violations(spec, self.world_size(t), "ParallelConfig.local_world_size")
+
+    def gates(self, spec: Spec, choices: Choices) -> tuple[GateUse, ...]:
+        return resolve_gates(GATES, spec, choices)
 
     def launch_refusal(self, spec: Spec) -> str | None:
         t, s = spec.topology, spec.speculative
