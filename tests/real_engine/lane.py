@@ -209,7 +209,8 @@ def compile_plan(body: dict, out: Path) -> Path:
 
 def engine_error(lines: list[str]) -> str:
     """vLLM's own error in a failed run's output: the last line naming an Error (else the last)."""
-    errors = [ln.strip() for ln in lines if "Error" in ln or "error:" in ln]
+    errors = [ln.strip() for ln in lines if ("Error" in ln or "error:" in ln)
+              and "See stack trace" not in ln and "See root cause" not in ln]  # pointers, not causes
     return errors[-1] if errors else (lines[-1].strip() if lines else "no output")
 
 
