@@ -77,8 +77,22 @@ def register() -> None:
     if active.hooks:
         return
     _check_sites(active)
+    _check_release(active, version)
     state = VllmState(active, nearest_release(version), version)
     state.install(state.release.hook("initialize_model_parallel"))
+
+
+def _check_release(active: ActivePlan, version: str) -> None:
+    """One log line when the plan was made for another vLLM release; refused where this
+    release's groups differ for the plan (plugins/release.py)."""
+    from specplan.plugins.common import log
+    from specplan.plugins.release import release_difference
+
+    line, refusal = release_difference(ENGINE, active.plan, version)
+    if line:
+        log().info("%s", line)
+    if refusal:
+        raise EngineRefused(refusal)
 
 
 def _check_sites(active: ActivePlan) -> None:
