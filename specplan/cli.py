@@ -236,9 +236,17 @@ def launch_line_inputs(when: str = ""):
 @click.option("--engine-version", "version", default=None,
               help="The release whose flags read the line (default: the newest supported "
                    "release whose flags accept every flag of it; import says which).")
+@click.option("--strict", is_flag=True, default=False,
+              help="Refuse a flag spelled as a release older than the supported ones spelled "
+                   "it (default: read it as its supported spelling, one note per flag).")
+@click.option("--env", "env_vars", multiple=True, metavar="NAME=VALUE",
+              help="A shell variable the line uses and the script does not assign (repeatable).")
+@click.option("--use-env", is_flag=True, default=False,
+              help="Take the shell variables the line uses from this environment too.")
 @click.argument("line", nargs=-1, type=click.UNPROCESSED)
 def import_(engine: str, script: str | None, base: str | None, model_config: str | None,
             draft_config: str | None, name: str | None, out: str | None, version: str | None,
+            strict: bool, env_vars: tuple[str, ...], use_env: bool,
             line: tuple[str, ...]) -> None:
     """Read an engine launch line (and its SGLANG_* / VLLM_* environment) into a spec YAML.
 
@@ -248,8 +256,11 @@ def import_(engine: str, script: str | None, base: str | None, model_config: str
 
     from specplan.commands.import_ import run
 
+    from specplan.commands.import_ import LineOptions
+
+    options = LineOptions(strict=strict, variables=env_vars, use_env=use_env)
     sys.exit(run(engine, list(line), dict(os.environ), script, base, model_config, name, out,
-                 draft_config, version))
+                 draft_config, version, options))
 
 
 @main.command(context_settings={"ignore_unknown_options": True})
@@ -282,6 +293,15 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
                  name))
 
 
+class InjectChoice(click.Choice):
+    """simulate's --inject: one of the faults, or `gate:<name>` (one gate of the plan)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.startswith("gate:") and len(value) > 5:
+            return value
+        return super().convert(value, param, ctx)
+
+
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--rounds", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_ROUNDS),
@@ -293,12 +313,13 @@ def enforce(out: str, engine: str | None, script: str | None, base: str | None,
 @click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_LAYERS),
               help=f"Shrink deeper models to this many layers (stages and tap owners kept; at "
                    f"most {SIM_MAX_LAYERS}).")
-@click.option("--inject", type=click.Choice(faults()),
+@click.option("--inject", type=InjectChoice(faults()),
               metavar="FAULT", help="A fault: noise on the target's logits, draft-noise on the drafter's, verify-noise "
                    "on DSpark / DFlash verify plans (each on every rank but the sources), tap-order "
                    "(a pp >= 3 middle stage hands its taps out of order: lower acceptance), a rank "
                    "killed, a foreign plan; layer-map (deployments); stale-slot, early-stop "
-                   "(--chunked-prefill).")
+                   "(--chunked-prefill); gate or gate:NAME (each rank reads its own value at every "
+                   "gate of the plan, or at the one named: explain lists them).")
 @click.option("--chunked-prefill", "chunk", type=click.IntRange(1), metavar="CHUNK", help="Serve prompts in "
               "chunks of CHUNK tokens beside decoding requests; state rows reused while pp entries are in flight.")
 @click.option("--allow-errors", is_flag=True,

@@ -1,12 +1,16 @@
 """Issue 21's hostile sweep: every category of hostile file and option through the real CLI
 (in process), with the exit codes seen per category; any exit 1 (an internal error) is listed.
 
-    PYTHONPATH=. python tools/hostile_sweep.py
+    PYTHONPATH=. python tools/hostile_sweep.py [SEED]
 
 Categories: paths (devices, FIFOs, over-long names, folders, missing), files (binary, non-UTF-8,
 empty, oversized), yaml (depth, alias chains and bombs, tags, duplicate keys), sizes (every
 count key x hostile values), diff (malformed trace lines, --threshold), import (sizes, configs,
-model configs, scripts), plans (re-fingerprinted edits of every plan.json leaf). Address space
+model configs, scripts), plans (re-fingerprinted edits of every plan.json leaf), keys (every
+top-level section null or of the wrong kind, engine_args of unknown flags, stray words, open
+quotes, shell and YAML tags, through check, explain and export), simulate (every option at its
+edges: --max-layers below the taps, --requests leaving replicas idle under sampling, seeds,
+rounds, --json, --trace-dir, --timeout-s, --inject, --chunked-prefill). Address space
 is capped at 6 GiB, so an unbounded read fails here instead of swapping.
 """
 import json, os, random, resource, shutil, sys, tempfile
@@ -21,7 +25,8 @@ T = Path(tempfile.mkdtemp(prefix="sweep-"))
 SPEC = Path("specs/llama-3.2-1b-eagle3-pp2.yaml").read_text()
 codes = defaultdict(Counter)
 ones = []
-random.seed(21)
+SEED = int(sys.argv[1]) if len(sys.argv) > 1 else 21
+random.seed(SEED)
 
 def run(cat, *args):
     res = CliRunner().invoke(main, [str(a) for a in args])
@@ -145,12 +150,39 @@ for p in paths[:150]:
         f.parent.mkdir(exist_ok=True)
         f.write_text(json.dumps(edited))
         run("plans", "check", f)
+# keys: every section null or of another kind; engine_args the parser refuses
+SMALL = ("name: k\nengine: {e}\ntopology: {{tp: 2}}\nmodel: {{num_layers: 4, hidden_size: 64, "
+         "vocab_size: 512}}\n")
+for e in ("sglang", "vllm"):
+    for key in ("disaggregation", "speculative", "sync", "pipeline", "runtime", "engine_args",
+                "engine_version", "behaviour", "instances", "connector"):
+        for v in ("null", "[]", "{}", "1", "x", "{role: null}", "[null]"):
+            path = w(f"k-{e}-{key}-{random.random()}.yaml", SMALL.format(e=e) + f"{key}: {v}\n")
+            for cmd in ("check", "explain", "export"):
+                run("keys", cmd, path)
+    for args in ('["--x"]', '["--tp-size 2", "a b"]', '["--tensor-parallel-size 2", "a b"]', '["\'x"]',
+                 '["$(touch /tmp/pwned)"]', '["--model-path", "!!python/object:os.system"]', '[1, 2]',
+                 '["--help"]', '["--version"]', '["-h"]', '["--tp-size=abc"]', '["X=1"]'):
+        path = w(f"ea-{e}-{random.random()}.yaml", SMALL.format(e=e) + f"engine_args: {args}\n")
+        for cmd in ("check", "explain", "export", "compile"):
+            run("keys", cmd, path, *(["-o", T / "ea-out"] if cmd == "compile" else []))
+# simulate: every option at its edges (small specs, a few rounds)
+SIM = ("name: sim\nengine: sglang\ntopology: {{tp: 2, dp: 2, dp_attention: true}}\nmodel: {{num_layers: "
+       "16, hidden_size: 64, vocab_size: 512}}\nspeculative: {{method: {m}, num_steps: 3, sampling: {s}}}\n")
+for m, s in (("dspark", "mixed"), ("mtp", "sampling"), ("eagle3", "greedy")):
+    path = w(f"sim-{m}.yaml", SIM.format(m=m, s=s))
+    for opts in (["--max-layers", "1"], ["--max-layers", "2"], ["--max-layers", "3"], ["--requests", "1"],
+                 ["--seed", str(2**63 - 1), "--requests", "1"], ["--json", "--requests", "1", "--max-layers", "4"],
+                 ["--trace-dir", T / f"tr-{m}", "--requests", "3"], ["--timeout-s", "1e400"],
+                 ["--inject", "noise", "--requests", "1"], ["--chunked-prefill", "2", "--requests", "1"],
+                 ["--max-layers", "0"], ["--requests", "0"], ["--rounds", "0"]):
+        run("simulate", "simulate", path, "--rounds", "2", *opts)
 shutil.rmtree(T, ignore_errors=True)
 total = 0
 for cat, c in codes.items():
     n = sum(c.values()); total += n
     print(f"{cat:8s} {n:5d} inputs  exit codes {dict(sorted(c.items()))}")
-print("total", total, "exit 1:", len(ones))
+print("seed", SEED, "total", total, "exit 1:", len(ones))
 for o in ones[:30]:
     print("EXIT1", o)
 sys.exit(1 if ones else 0)

@@ -3,11 +3,14 @@ knobs, through explain, check, compile and export (in process, the real CLI), th
 the small ones through simulate, which must agree with check. Prints the exit codes per command
 and every exit 1 (an internal error) or disagreement.
 
-    PYTHONPATH=. TRITON_INTERPRET=1 python tools/spec_sweep.py [N] [SIMULATED]
+    PYTHONPATH=. TRITON_INTERPRET=1 python tools/spec_sweep.py [N] [SIMULATED] [SEED]
 
 N specs (default 300) through explain, check, compile and export, then SIMULATED more
 (default 20: two thirds check calls clean, one third ERROR) with at most 4 ranks and a tiny
-model through check and simulate.
+model through check and simulate, each with drawn simulate options (sim_options: --requests
+from 1 to one more than the replicas, so replicas serve none under sampling too, --max-layers
+below the model's depth, --seed, --rounds, --json, --trace-dir, --timeout-s). A clean spec
+PASSes, an ERROR one FAILs by name; --max-layers may be refused (exit 2) only naming the option.
 Topologies reach 64 ranks (tp up to 16, pp up to 4, dp up to 8, cp, DP-attention, ep with a
 MoE model); every spec is drawn from the schema's own choices, so exit 2 means the planner or
 the schema refused a combination with a message (counted apart, never a crash).
@@ -79,6 +82,34 @@ def draw(rng: random.Random, i: int, cpu: bool = False) -> dict:
     return spec
 
 
+def sim_options(rng: random.Random, spec: dict, where: Path) -> list[str]:
+    """Drawn simulate options: requests leaving replicas idle, the shrink, seeds, output forms."""
+    t = spec["topology"]
+    replicas = t["dp"] if spec["engine"] == "vllm" or t.get("dp_attention") else 1
+    opts = ["--rounds", str(rng.randint(1, 3)), "--requests", str(rng.randint(1, replicas + 1))]
+    if rng.random() < 0.4:
+        opts += ["--max-layers", str(rng.randint(1, spec["model"]["num_layers"]))]
+    if rng.random() < 0.3:
+        opts += ["--seed", str(rng.choice((1, 2**31, 2**63 - 1)))]
+    if rng.random() < 0.25:
+        opts += ["--json"]
+    if rng.random() < 0.2:
+        opts += ["--trace-dir", str(where)]
+    if rng.random() < 0.2:
+        opts += ["--timeout-s", "60"]
+    return opts
+
+
+def sim_ok(check_code: int, got: int, text: str, opts: list[str]) -> bool:
+    """check clean -> PASS, ERROR -> FAIL (JSON: the report's exit code); a --max-layers the
+    taps do not fit is exit 2 naming the option, never the sim's own files."""
+    if got == 2 and "--max-layers" in opts:
+        return "simulate --max-layers" in text and "specplan-sim-" not in text
+    if "--json" in opts:
+        return got == (0 if check_code == 0 else 3)
+    return (got == 0 and "PASS" in text) if check_code == 0 else (got == 3 and "FAIL" in text)
+
+
 def world(spec: dict) -> int:
     t = spec["topology"]
     ranks = t["tp"] * t["pp"]
@@ -99,10 +130,10 @@ def _reason(out: str) -> str:
     return re.sub(r"\d+", "N", line.split(": ", 1)[-1])[:110]
 
 
-def main_(n: int, simulated: int) -> int:
-    rng = random.Random(21)
+def main_(n: int, simulated: int, seed: int = 21) -> int:
+    rng = random.Random(seed)
     codes: dict[str, Counter] = {c: Counter() for c in ("explain", "check", "compile", "export", "simulate")}
-    agreement, bad, refused = Counter(), [], Counter()
+    agreement, bad, refused, options = Counter(), [], Counter(), Counter()
     tmp = Path(tempfile.mkdtemp(prefix="spec-sweep-"))
     for i in range(n):
         spec = draw(rng, i)
@@ -134,22 +165,26 @@ def main_(n: int, simulated: int) -> int:
         if kind is None or (quota[kind] == 0 and not launch):
             continue
         quota[kind] -= not launch  # a launch refusal fails without a round: counted apart
-        got, text, exc = run(["simulate", path, "--rounds", "3", "--requests", "2"]
-                             + (["--allow-errors"] if c == 3 else []))
+        opts = sim_options(rng, spec, tmp / f"t{i}")
+        for k in range(0, len(opts)):
+            if opts[k].startswith("--") and opts[k] not in ("--rounds",):
+                options[opts[k]] += 1
+        got, text, exc = run(["simulate", path, *opts] + (["--allow-errors"] if c == 3 else []))
         codes["simulate"][got] += 1
-        ok = (got == 0 and "PASS" in text) if c == 0 else (got == 3 and "FAIL" in text)
+        ok = sim_ok(c, got, text, opts)
         kind += " (a launch refusal)" if launch else ""
         agreement[f"check {kind} -> simulate {'agrees' if ok else 'DISAGREES'}"] += 1
         if not ok:
-            bad.append(("simulate", path.read_text(), text[-1500:] + repr(exc)[:300]))
+            bad.append(("simulate " + " ".join(opts), path.read_text(), text[-1500:] + repr(exc)[:300]))
         print("simulated", dict(agreement), flush=True, file=sys.stderr)
-    print(f"{n} drawn specs (seed 21); exit codes per command:")
+    print(f"{n} drawn specs (seed {seed}); exit codes per command:")
     for cmd, c in codes.items():
         print(f"  {cmd:8s} {sum(c.values()):4d} runs  {dict(sorted(c.items()))}")
     print("check exit 2, by reason:")
     for reason, k in refused.most_common():
         print(f"  {k:4d}  {reason}")
     print("check vs simulate:", dict(sorted(agreement.items())))
+    print("simulate options drawn (runs with each):", dict(sorted(options.items())))
     print("exit 1 or disagreement:", len(bad))
     for b in bad[:20]:
         print("---", b[0], "\n", b[1], b[2])
@@ -158,4 +193,5 @@ def main_(n: int, simulated: int) -> int:
 
 if __name__ == "__main__":
     sys.exit(main_(int(sys.argv[1]) if len(sys.argv) > 1 else 300,
-                   int(sys.argv[2]) if len(sys.argv) > 2 else 20))
+                   int(sys.argv[2]) if len(sys.argv) > 2 else 20,
+                   int(sys.argv[3]) if len(sys.argv) > 3 else 21))

@@ -2,13 +2,15 @@
 # The package as users get it (issue 38 item 7): build the wheel and the sdist, install the wheel
 # into a fresh venv (no checkout on its path), and run what a new user runs first: --version,
 # `check` on an example spec the sdist carries, `schema`, and both engines' plugin entry points.
-# Usage: tools/wheel_check.sh PYTHON (the dev venv's python, which has `build`); ~10 s warm.
+# Usage: tools/wheel_check.sh PYTHON (the dev venv's python, which has `build`); about 30 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${1:-.venv/bin/python}
 work=$(mktemp -d)
 trap 'rm -rf "$work" specplan.egg-info' EXIT
-"$python" -m build --no-isolation --sdist --wheel --outdir "$work/dist" . >"$work/build.log" 2>&1 \
+# isolated (the default): setuptools comes from the index, as for a user's `pip install .`,
+# whether or not the dev venv has it (Python 3.12+ venvs do not)
+"$python" -m build --sdist --wheel --outdir "$work/dist" . >"$work/build.log" 2>&1 \
   || { cat "$work/build.log"; exit 1; }
 wheel=$(ls "$work"/dist/specplan-*.whl)
 python3 -m venv "$work/venv"

@@ -23,5 +23,5 @@ def run(targets: tuple[str, ...], *, as_json: bool, fmt: str, severity: str, ver
     if write_baseline:
         target.write_baseline(write_baseline)
     target.print_check(fmt=fmt, severity=severity, verbose=verbose, baseline=known)
-    found = target.findings() if known is None else known.new(target.findings())
+    found = target.findings() if known is None else target.new_findings(known)
     return EXIT_FOUND_PROBLEM if has_errors(found) else 0

@@ -75,26 +75,40 @@ class DeploymentTarget:
 
     # check
     def refuse_check(self, fmt: str, *, baseline: bool = False) -> None:
-        if baseline:
-            raise click.UsageError("--baseline and --write-baseline take one spec or plan.json; "
-                                   "a deployment's instances are each a spec: baseline each one")
         if fmt in ("sarif", "junit"):
             raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints text "
                                    "or json")
 
     def findings(self) -> list:
+        return [f for _, f in self.scoped()]
+
+    def scoped(self) -> list[tuple[str, Any]]:
+        """(where, finding): across the instances, then each instance's role."""
+        from specplan.verify.baseline import ACROSS
+
         cross, own = self._checked
-        return [*cross, *(f for _, found in own.values() for f in found)]
+        return [*((ACROSS, f) for f in cross), *((role, f) for role, (_, found) in own.items() for f in found)]
+
+    def new_findings(self, baseline) -> list:
+        return [f for scope, f in self.scoped() if baseline.state(f, scope) == "new"]
 
     def write_baseline(self, path: str) -> None:
-        raise NotImplementedError  # refuse_check refuses a deployment's baseline first
+        from specplan.verify.baseline import write_baseline
+
+        write_baseline(path, self.scoped(), self.name)
 
     def print_check(self, *, fmt: str, severity: str, verbose: bool, baseline=None) -> None:
         from specplan.commands.common import console
         from specplan.deploy.cross_report import as_json, render
 
         cross, own = self._checked
-        if fmt == "json":
+        if baseline is not None and fmt != "json":
+            _print_against(baseline, self.pair, cross, own, verbose)
+        elif baseline is not None:
+            data = as_json(*_marked(baseline, cross, own))
+            data["absent"] = baseline.absent([], seen={r["id"] for r in _rows(data)})
+            dump_json(data)
+        elif fmt == "json":
             dump_json(as_json(cross, own))
         else:
             render(self.pair, cross, own, console())
@@ -230,3 +244,45 @@ def _per_node(spec, nodes, plan_path: str, how: str) -> str:
     from specplan.ecosystem.nodes_export import export_nodes
 
     return export_nodes(spec, None, None, nodes or NodeOptions(), plan_path, how)
+
+
+def _marked(baseline, cross: list, own: dict) -> tuple[list, dict]:
+    """Every finding as its JSON with its id and `baseline` state (new or unchanged)."""
+    from specplan.verify.baseline import ACROSS, finding_id
+
+    def mark(scope: str, found: list) -> list:
+        return [_Marked({"id": finding_id(f, scope), **f.to_dict(), "baseline": baseline.state(f, scope)})
+                for f in found]
+
+    return mark(ACROSS, cross), {role: (built, mark(role, found)) for role, (built, found) in own.items()}
+
+
+def _print_against(baseline, pair, cross: list, own: dict, verbose: bool) -> None:
+    """Text against a baseline: each instance's new findings as `check SPEC --baseline` prints
+    them, then the new ones across the instances, one wrapped line each."""
+    from specplan.commands.fit import echo
+    from specplan.verify.baseline import ACROSS
+    from specplan.verify.formats import render_text, terminal_width
+    from specplan.verify.report import subject_of
+
+    width = terminal_width()
+    for role, (built, found) in own.items():
+        new = baseline.new(found, role)
+        echo(f"{role}: {pair.prefill.file if role == 'prefill' else pair.decode.file}")
+        echo(render_text(subject_of(built), new, width=width, verbose=verbose,
+                         baselined=len(found) - len(new)), nl=False)
+    new = baseline.new(cross, ACROSS)
+    echo(f"across the instances: {len(new)} new, {len(cross) - len(new)} in the baseline")
+    for f in new:
+        echo(f"{f.severity:<5} {f.kind}  {f.message}; fix: {f.fix}")
+
+
+class _Marked(dict):
+    """A finding as JSON already (cross_report.as_json calls to_dict on each)."""
+
+    def to_dict(self) -> dict:
+        return dict(self)
+
+
+def _rows(data: dict) -> list[dict]:
+    return [*data["findings"], *(r for found in data["instances"].values() for r in found)]

@@ -23,5 +23,18 @@ def run(spec: str, engine: str | None, version: str | None, nodes=None) -> int:
     except NodeRefusal as exc:
         echo(f"specplan export: {spec}: {exc}", err=True)
         return EXIT_BAD_INPUT
-    echo(text, nl=False)
+    if nodes is not None and _piped():  # one physical line per node for the program reading it
+        import click
+
+        click.echo(text, nl=False)
+    else:
+        echo(text, nl=False)
     return 0
+
+
+def _piped() -> bool:
+    """stdout is no terminal and no width was asked for (COLUMNS)."""
+    import os
+    import sys
+
+    return not sys.stdout.isatty() and not os.environ.get("COLUMNS", "").isdigit()

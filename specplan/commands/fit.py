@@ -110,7 +110,8 @@ def _comment(text: str, indent: str, width: int) -> list[str]:
 
 def _words(body: str) -> list[str]:
     """`body` split at the spaces outside quotes, each word as written."""
-    words, word, quote = [], "", ""
+    words: list[str] = []
+    word, quote = "", ""
     for ch in body:
         if quote:
             quote = "" if ch == quote else quote
@@ -133,7 +134,7 @@ def _split_comment(body: str) -> tuple[str, str, str]:
 
 
 def _is_shell(body: str) -> bool:
-    return bool(body) and (body.startswith(("python", "vllm", "export ", "SPECPLAN_", "torchrun"))
+    return bool(body) and (body.startswith(("python", "vllm", "export ", "SPECPLAN_", "torchrun", "ray "))
                            or "=" in body.split(" ")[0] or body.startswith("--"))
 
 

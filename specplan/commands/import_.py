@@ -5,17 +5,30 @@ writes the YAML, prints and returns the exit code."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from specplan.commands.common import EXIT_BAD_INPUT, check_release
 from specplan.commands.fit import echo, echo_yaml
 
 
+@dataclass(frozen=True)
+class LineOptions:
+    """How import reads the line beside its release: `strict` refuses spellings of releases
+    before the supported ones; `variables` (NAME=VALUE) and `use_env` (the calling
+    environment) give the shell variables the script does not assign."""
+
+    strict: bool = False
+    variables: tuple[str, ...] = ()
+    use_env: bool = False
+
+
 def run(engine: str, line: list[str], environ: dict[str, str], script: str | None,
         base: str | None, model_config: str | None, name: str | None, out: str | None,
-        draft_config: str | None, version: str | None) -> int:
+        draft_config: str | None, version: str | None, options: LineOptions | None = None) -> int:
     """Messages on stderr, the YAML on stdout (or in `out`); the exit code."""
     check_release(engine, version)
     code, text, messages = imported(engine, line, environ, script, base, model_config, name, out,
-                                    draft_config, version)
+                                    draft_config, version, options)
     for message in messages:
         echo(message, err=True)
     if text:
@@ -26,7 +39,8 @@ def run(engine: str, line: list[str], environ: dict[str, str], script: str | Non
 def imported(engine: str, line: list[str], environ: dict[str, str], script: str | None,
              base_path: str | None, model_config: str | None, name: str | None,
              out: str | None, draft_config: str | None = None,
-             version: str | None = None) -> tuple[int, str, list[str]]:
+             version: str | None = None,
+             options: LineOptions | None = None) -> tuple[int, str, list[str]]:
     """(exit code, YAML for stdout, messages for stderr). `draft_config`: the draft's config.json
     (else found beside a local draft path or in the Hugging Face cache, as the target's).
     `version`: the release whose flags read the line; None: the base spec's engine_version, else
@@ -40,7 +54,7 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
     from specplan.files import write_atomic
     from specplan.schema import load_spec
 
-    found = _line(line, environ, script, engine)
+    found = _line(line, environ, script, options or LineOptions(), engine)
     if isinstance(found, str):
         return EXIT_BAD_INPUT, "", [found]
     env, argv, own_form = found
@@ -48,7 +62,9 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
     if version is None and base is not None and base.engine == engine:
         version = base.engine_version  # the base's release, when it names one
     try:
-        launch = read_launch(engine, env, argv, version) if version else pick_release(engine, env, argv)
+        strict = bool(options and options.strict)
+        launch = read_launch(engine, env, argv, version) if version else \
+            pick_release(engine, env, argv, strict)
         if own_form:
             launch["_line"] = None
         detect_vllm_method(launch, draft_config)
@@ -74,23 +90,29 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
     return 0, "", messages + [f"wrote {out}"]
 
 
-def _line(line: list[str], environ: dict[str, str], script: str | None, engine: str = ""):
+def _line(line: list[str], environ: dict[str, str], script: str | None, options: LineOptions,
+          engine: str = ""):
     """(the SGLANG_* / VLLM_* environment, the argv, whether it is export's own one-flag-per-line
-    form), or the message that there is no line to read."""
+    form), or the message that there is no line to read. Shell variables: the script's own
+    assignments, then --env NAME=VALUE, then (with --use-env) the calling environment."""
     from specplan.ecosystem.launch_import import ImportProblem, parse_script
     from specplan.ecosystem.lws_import import is_lws
     from specplan.ecosystem.nodes_import import per_node
+    from specplan.ecosystem.shell import expand
     from specplan.files import read_text
 
+    supplied = _supplied(environ, options)
+    if isinstance(supplied, str):
+        return supplied
     env = {k: v for k, v in environ.items() if k.startswith(("SGLANG_", "VLLM_"))}
-    argv = list(line)
+    argv = [expand(w, supplied) for w in line]
     own_form = False  # specplan export's one-flag-per-line form: its spelling, not the user's
     if script:
         text = read_text(script, "a shell script holding a launch line")
         try:
             if is_lws(text) or per_node(text):  # one line per node, or a LeaderWorkerSet
                 return _nodes(engine, text, script, env, argv)
-            script_env, script_argv = parse_script(text)
+            script_env, script_argv = parse_script(text, supplied)
         except ImportProblem as exc:
             return f"specplan import: {script}: {exc}"
         env, argv = {**env, **script_env}, script_argv + argv
@@ -98,6 +120,18 @@ def _line(line: list[str], environ: dict[str, str], script: str | None, engine: 
     if not argv:
         return "specplan import: no launch line: give it after `--` or with --file"
     return env, argv, own_form
+
+
+def _supplied(environ: dict[str, str], options: LineOptions) -> dict[str, str] | str:
+    """The shell variables import is given (--env, and the environment with --use-env), or
+    the message that an --env value is no NAME=VALUE."""
+    supplied = dict(environ) if options.use_env else {}
+    for pair in options.variables:
+        name, eq, value = pair.partition("=")
+        if not eq or not name.isidentifier():
+            return f"specplan import: --env {pair}: expected NAME=VALUE"
+        supplied[name] = value
+    return supplied
 
 
 def _nodes(engine: str, text: str, script: str, env: dict[str, str], argv: list[str]):

@@ -16,9 +16,21 @@ def target_of(loaded, path: str | None) -> Target:
     from specplan.commands.spec_target import SpecTarget
     from specplan.deploy import InstancePair
 
+    specs = [i.spec for i in loaded.instances] if isinstance(loaded, InstancePair) else [loaded]
+    _check_engine_args(specs)
     if isinstance(loaded, InstancePair):
         return DeploymentTarget(loaded)
     return SpecTarget(loaded, path)
+
+
+def _check_engine_args(specs) -> None:
+    """engine_args every command reads as export does: a refused entry is exit 2 (issue 37)."""
+    from specplan.ecosystem.faithful import engine_args_problems
+    from specplan.errors import SpecError
+
+    problems = [d for spec in specs for d in engine_args_problems(spec)]
+    if problems:
+        raise SpecError(problems)
 
 
 def load(path: str) -> Target:

@@ -43,6 +43,9 @@ class PlanTarget:
     def findings(self) -> list:
         return self._findings
 
+    def new_findings(self, baseline) -> list:
+        return baseline.new(self.findings())
+
     def write_baseline(self, path: str) -> None:
         from specplan.verify.baseline import write_baseline
 
@@ -202,7 +205,8 @@ class SpecTarget(PlanTarget):
                                         "disaggregation.peer)")])
         plan, findings = self.plan, self.findings()
         if why := refusal(plan.speculative.method, plan.speculative.sampling, sim.inject or "",
-                          len(plan.pipeline.stages), bool(plan.speculative.taps)):
+                          len(plan.pipeline.stages), bool(plan.speculative.taps),
+                          tuple(g.name for g in plan.gates)):
             raise click.UsageError(why)
         check_options(rounds=sim.rounds, requests=sim.requests,
                       width=plan.speculative.num_draft_tokens)

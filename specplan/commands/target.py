@@ -73,6 +73,9 @@ class Target(Protocol):
     def write_baseline(self, path: str) -> None:
         """Record today's findings as the baseline at `path` (verify/baseline.py)."""
 
+    def new_findings(self, baseline) -> list:
+        """The findings `baseline` (verify/baseline.py) does not hold."""
+
     def findings(self) -> list:
         """Every finding, worst first per plan (a deployment: across the instances, then prefill's,
         then decode's)."""

@@ -46,7 +46,7 @@ def _refused(h: Handoff) -> list[CrossFinding]:
     at = {"decode-cp": ("topology", "cp"), "pp-refused": ("topology", "pp"),
           "pull-pp": ("topology", "pp"), "tp-ratio": ("topology", "tp"),
           "decode-dcp": ("topology", "dcp"), "replicated-kv": ("topology", "tp"),
-          "pcp-refused": ("topology", "cp")}
+          "pcp-refused": ("topology", "cp"), "dcp-refused": ("topology", "dcp")}
     return [CrossFinding("ERROR", r.kind, _pair(h, *at[r.kind]), r.message, _FIX[r.kind])
             for r in h.refusals]
 
@@ -60,6 +60,9 @@ _FIX = {
                   "DCP-sharded MLA decode",
     "replicated-kv": "give the prefill at most as many TP ranks as KV heads, or a decode TP at "
                      "least the prefill's (or the mooncake connector)",
+    "dcp-refused": "pick DCP sizes the connector pairs: equal ones at equal attention TP (SGLang), "
+                   "sizes that divide one another (vLLM nixl), dcp 1 on both instances (vLLM "
+                   "nixl_push)",
     "pcp-refused": "run prefill context parallel with dcp 1 or dcp = pcp (and TP 1 when sharded) "
                    "over nixl, and a decode without DCP against replicated PCP",
 }

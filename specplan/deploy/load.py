@@ -43,7 +43,9 @@ class InstancePair:
 
 
 def is_deployment(data: object) -> bool:
-    return isinstance(data, dict) and ("instances" in data or "disaggregation" in data)
+    """A deployment file (`instances`) or an instance spec (`disaggregation`); a key written as
+    null is absent, as the schema reads it (`disaggregation: null` is a plain spec)."""
+    return isinstance(data, dict) and ("instances" in data or data.get("disaggregation") is not None)
 
 
 def load_target(path: str) -> Spec | InstancePair:
@@ -57,7 +59,7 @@ def load_target(path: str) -> Spec | InstancePair:
     if "instances" in source.data:
         return _from_file(source)
     spec = spec_from_source(source)
-    if spec.disaggregation.peer is None:
+    if spec.disaggregation is None or spec.disaggregation.peer is None:
         return spec
     return _from_peer(spec, source)
 

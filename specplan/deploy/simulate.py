@@ -89,7 +89,7 @@ def prepare(dep: InstancePair, where: Path, *, requests: int, max_layers: int, s
     pre, dec, shrunk = _sim_specs(dep, requests, max_layers, timeout_s)
     plans, specs = {}, {}
     for role, data in (("prefill", pre), ("decode", dec)):
-        plans[role] = compile_data(data, where / role)
+        plans[role] = compile_data(data, where / role, str(dep.file), shrunk)
         specs[role] = load_spec(where / role / f"{data['name']}.sim.yaml")
         if plans[role].num_worlds > 1:
             raise SpecError([Diagnostic(dep.file, None, None, "", f"the {role} instance runs "

@@ -15,9 +15,10 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from specplan.ecosystem.shell import option_like as _option_like
+from specplan.ecosystem.shell import quoted, unresolved
 from specplan.engines.flag_table import EngineFlag, FlagProblem, FlagTable
 
-_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _OPT_LEVELS = {"0", "1", "2", "3"}
 
 
@@ -35,11 +36,10 @@ class Arg:
 
     @property
     def text(self) -> str:
-        return " ".join(shlex.quote(w) for w in self.words)
+        """The words as the shell reads them back: a kept shell variable stays expandable."""
+        return " ".join(quoted(w) if unresolved(w) else shlex.quote(w) for w in self.words)
 
 
-def _option_like(word: str) -> bool:
-    return word.startswith("-") and len(word) > 1 and not _NUMBER.match(word) and " " not in word
 
 
 def read_words(table: FlagTable, words: list[str]) -> tuple[list[Arg], dict[str, object]]:
@@ -159,7 +159,9 @@ def check_json_keys(table: FlagTable, values: dict[str, object]) -> None:
         if flag is None or not flag.json or flag.keys is None or not isinstance(value, dict):
             continue
         for key in value:
-            if key not in flag.keys:
+            if key not in flag.keys and not (dest == "speculative_config" and
+                                             key.replace("-", "_") in flag.keys):
+                # vLLM's EngineArgs.create_speculative_config reads `a-b` as `a_b`
                 close = difflib.get_close_matches(key, flag.keys, n=3)
                 hint = f"; did you mean {' or '.join(close)}?" if close else ""
                 raise FlagProblem(f"unknown {flag.name} key {key!r}{hint}")

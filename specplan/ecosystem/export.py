@@ -15,7 +15,7 @@ from pathlib import Path
 from dataclasses import dataclass, field
 
 from specplan.ecosystem.faithful import dp_attention_note, plan_comment, render_faithful, restated
-from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, DTYPES, MODEL_PLACEHOLDER
+from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, DTYPES, FP8_QUANTIZATION, MODEL_PLACEHOLDER
 from specplan.ecosystem.translate import Refusal, refusal, translate
 from specplan.engines.base import PerEngine
 from specplan.engines.sglang import spec_tp_sync
@@ -54,6 +54,8 @@ def export(spec: Spec, engine: str | None = None, version: str | None = None,
     from specplan.engines import convention
     from specplan.engines.spelling import Unspellable, respell
 
+    if engine is None:  # its own engine, at its own release unless another is named
+        version = version or spec.engine_version
     engine = engine or spec.engine
     name = convention(engine, version).title
     try:
@@ -113,8 +115,8 @@ def _engine_args(spec: Spec, target: Spec, launch: Launch) -> None:
     if target is not spec:
         from specplan.engines import convention
 
-        theirs = convention(launch.engine, target.engine_version).flag_table().options
-        same = [a for a in kept if a.split(" ")[0].partition("=")[0] in theirs]
+        conv = convention(launch.engine, target.engine_version)
+        same = [a for a in kept if _reads(conv, a)]
         launch.args += [(a, None, "kept from engine_args: the same flag there") for a in same]
         lost = [a for a in kept if a not in same]
         if target.topology.dp_lm_head != spec.topology.dp_lm_head:
@@ -135,8 +137,27 @@ def _engine_args(spec: Spec, target: Spec, launch: Launch) -> None:
     launch.args += [(arg, None, "kept from engine_args, not planned") for arg in kept]
 
 
+def _reads(conv, arg: str) -> bool:
+    """Whether the other engine reads the argument as written: its parser (flag and value) and
+    the values it checks after (LaunchTable.accepted_values)."""
+    from specplan.ecosystem.argv import read_words
+    from specplan.engines.flag_table import FlagProblem
+
+    try:
+        _, values = read_words(conv.flag_table(), shlex.split(arg))
+    except FlagProblem:
+        return False
+    return all(values.get(d) is None or values[d] in ok for d, ok in conv.launch.accepted_values.items())
+
+
+# Planned flags whose value the spec keeps only in part: --quantization other than FP8 is
+# weights only for the plan (launch_read._model), so the line's value is kept beside it.
+_PARTLY = {"quantization": lambda value: value not in FP8_QUANTIZATION}
+
+
 def _kept(spec: Spec) -> list[str]:
-    """The arguments of spec.engine_args that specplan does not plan, as written."""
+    """The arguments of spec.engine_args that specplan does not plan (or plans only in part,
+    _PARTLY), as written."""
     from specplan.ecosystem.argv import read_words
     from specplan.ecosystem.launch_import import split_command
     from specplan.engines import of
@@ -144,7 +165,9 @@ def _kept(spec: Spec) -> list[str]:
     words = [w for arg in spec.engine_args for w in shlex.split(arg)]
     _, _, rest = split_command(spec.engine, words)
     args, _ = read_words(of(spec).flag_table(), rest)
-    return [a.text for a in args if a.flag is not None and a.dest not in of(spec).launch.modelled]
+    modelled = of(spec).launch.modelled
+    return [a.text for a in args if a.flag is not None and
+            (a.dest not in modelled or a.dest in _PARTLY and _PARTLY[a.dest](a.value))]
 
 
 def _paths(spec: Spec, launch: Launch, model_flag: str, draft_flag: str | None) -> None:
@@ -256,6 +279,8 @@ def _block_why(m, steps: int) -> str:
 
 
 def _sglang_env(spec: Spec, sites: dict, launch: Launch) -> None:
+    from specplan.engines import convention
+
     t, m = spec.topology, get_method(spec.speculative.method)
     if spec_tp_sync.has_sites(m):
         states = {name: e.converge for name, e in sites.items()}
@@ -263,7 +288,8 @@ def _sglang_env(spec: Spec, sites: dict, launch: Launch) -> None:
         value = spec_tp_sync.value_for(care, on)
         launch.env.append(("SGLANG_SPEC_TP_SYNC", value, "SpecTpSync sites the plan converges: "
                            + (", ".join(sorted(on)) or "none")))
-    if t.pp > 1 and m.speculates and SGLang.methods[m.name].pp == "gated":
+    if t.pp > 1 and m.speculates and SGLang.methods[m.name].pp == "gated" and \
+            convention(spec.engine, spec.engine_version).pp_spec:
         launch.env.append(("SGLANG_ENABLE_PP_SPEC", "1", "EAGLE decode rounds under pipeline "
                            "parallel (the gated last-stage relay)"))
     if spec.model.pp_partition and t.pp > 1:

@@ -100,3 +100,43 @@ def dp_attention_note(spec: Spec) -> list[str]:
         return []
     return [f"{written['dp_size']} {written['enable_dp_attention']} is kept as written; "
             f"{convention('sglang').title} spells it --attn-dp-size {spec.topology.dp}"]
+
+
+def engine_args_problems(spec: Spec) -> list:
+    """engine_args read as export reads them (shlex, the program's words, the release's parser):
+    a Diagnostic naming the entry the parser refuses, [] when it reads them all. Every command
+    refuses such a spec (exit 2), so check never passes what export cannot print."""
+    from specplan.ecosystem.argv import read_words
+    from specplan.ecosystem.launch_import import split_command
+    from specplan.engines import convention
+    from specplan.engines.flag_table import FlagProblem
+    from specplan.errors import Diagnostic
+
+    from specplan.ecosystem.launch_import import read_launch
+    from specplan.ecosystem.launch_read import ImportProblem
+
+    conv = convention(spec.engine, spec.engine_version)
+    words: list[tuple[int, str]] = []
+    try:
+        for i, arg in enumerate(spec.engine_args or ()):
+            words += [(i, w) for w in shlex.split(arg)]
+        line = [w for _, w in words]
+        read_words(conv.flag_table(), split_command(spec.engine, line)[2])
+        if line:  # what export's re-reading (faithful.restated) raises, before it runs
+            read_launch(spec.engine, {}, line, spec.engine_version)
+    except (FlagProblem, ImportProblem, ValueError) as exc:
+        entry = i if not isinstance(exc, (FlagProblem, ImportProblem)) else _entry_named(words, str(exc))
+        path = ("engine_args",) if entry is None else ("engine_args", entry)
+        file, line, col = spec.where(*path)
+        at = "engine_args" if entry is None else f"engine_args[{entry}]"
+        return [Diagnostic(file, line, col, at, f"{exc}: {conv.title}'s parser refuses the launch "
+                           "line engine_args hold, and export prints it back as written")]
+    return []
+
+
+def _entry_named(words: list[tuple[int, str]], message: str) -> int | None:
+    """The first entry holding a word the parser's message names (a flag, or a stray word)."""
+    import re
+
+    named = set(re.findall(r"[^\s'\",:]+", message))
+    return next((i for i, w in words if w in named or w.partition("=")[0] in named), None)

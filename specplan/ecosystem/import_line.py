@@ -56,9 +56,30 @@ def detect_vllm_method(launch: dict, draft_config: str | None) -> None:
                             f"no method and vLLM fills it in: {why}")
 
 
-def pick_release(engine: str, env: dict[str, str], argv: list[str]) -> dict:
+def pick_release(engine: str, env: dict[str, str], argv: list[str], strict: bool = False) -> dict:
     """read_launch by the newest release whose flags accept the whole line; the note says
-    which (and why not a newer one)."""
+    which (and why not a newer one). A line no supported release accepts, written for an older
+    one, is read in the supported spelling (ecosystem/retired.py), one note per retired flag;
+    `strict`: refused as the supported releases refuse it."""
+    try:
+        return _pick_release(engine, env, argv)
+    except FlagRefused as exc:
+        if strict:
+            raise ImportProblem(f"{exc} (--strict: spellings of releases before the supported "
+                                "ones are refused)") from None
+        from specplan.ecosystem.launch_import import split_command
+        from specplan.ecosystem.retired import modernise
+
+        env_words, program, words = split_command(engine, argv)
+        modern, notes = modernise(engine, words)
+        if not notes:
+            raise
+    launch = _pick_release(engine, env, [*env_words, *program, *modern])
+    launch["_notes"][:0] = notes
+    return launch
+
+
+def _pick_release(engine: str, env: dict[str, str], argv: list[str]) -> dict:
     from specplan.engines import convention
     from specplan.engines.releases import newest_first
 
@@ -75,7 +96,7 @@ def pick_release(engine: str, env: dict[str, str], argv: list[str]) -> dict:
                               f"accept every flag of the line{why}")
         return launch
     others = [f"{t}: {m}" for t, m in refused[1:] if m != refused[0][1]]
-    raise ImportProblem(f"{refused[0][1]} (no supported release accepts the line: "
+    raise FlagRefused(f"{refused[0][1]} (no supported release accepts the line: "
                         f"{refused[-1][0]} to {refused[0][0]}"
                         + "".join(f"; {o}" for o in others) + ")")
 

@@ -17,6 +17,7 @@ import re
 import shlex
 
 from specplan.ecosystem.argv import check_json_keys, read_words
+from specplan.ecosystem.shell import parse_script, shell_words
 from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, MODEL_PLACEHOLDER
 from specplan.ecosystem.launch_read import READERS, FlagRefused, ImportProblem
 from specplan.ecosystem.yaml_out import spec_data
@@ -28,58 +29,8 @@ from specplan.methods import METHODS
 from specplan.schema import Spec
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*=")
-_ARRAY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\($")
 _PLACEHOLDER_WORDS = {"$" + MODEL_PLACEHOLDER, "$" + DRAFT_PLACEHOLDER}
 __all__ = ["FlagRefused", "ImportProblem", "build", "parse_script", "read_launch"]
-
-
-def parse_script(text: str) -> tuple[dict[str, str], list[str]]:
-    """(env, argv) of a shell launch script: `export X=y` lines, `X=y cmd ...` prefixes,
-    `name=( ... )` arrays expanded where `"${name[@]}"` stands (specplan export's form), and
-    `\\`-continued command lines."""
-    env: dict[str, str] = {}
-    argv: list[str] = []
-    arrays: dict[str, list[str]] = {}
-    array: str | None = None
-    for number, line in _script_lines(text):
-        try:
-            tokens = shlex.split(line, comments=True)
-        except ValueError as exc:  # an unclosed quote, a backslash before the end
-            raise ImportProblem(f"line {number} of the script: {str(exc).lower()} (an unclosed "
-                                "quote or a trailing backslash); expected a shell command line") from None
-        if tokens[:1] == ["export"]:
-            tokens = tokens[1:]
-        if tokens and (m := _ARRAY.match(tokens[0])):
-            array, tokens = m.group(1), tokens[1:]
-            arrays[array] = []
-        if array is not None:
-            done = ")" in tokens
-            arrays[array].extend(tokens[:tokens.index(")")] if done else tokens)
-            array = None if done else array
-            continue
-        if line.lstrip().startswith("export "):
-            env.update(t.partition("=")[::2] for t in tokens if "=" in t)
-            continue
-        for token in tokens:
-            m = re.fullmatch(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\}", token)
-            argv.extend(arrays.get(m.group(1), []) if m else [token])
-    return env, argv
-
-
-def _script_lines(text: str) -> list[tuple[int, str]]:
-    """(first line number, text) of each logical line: `\\`-continued lines joined."""
-    out, start, parts = [], 1, []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not parts:
-            start = number
-        if line.endswith("\\"):  # as bash: a backslash ending the file continues into nothing
-            parts.append(line[:-1] + " ")
-            continue
-        out.append((start, "".join(parts) + line))
-        parts = []
-    if parts:
-        out.append((start, "".join(parts)))
-    return out
 
 
 def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], list[str]]:
@@ -100,21 +51,6 @@ def split_command(engine: str, argv: list[str]) -> tuple[list[str], list[str], l
     return env, [], rest
 
 
-_SHELL = re.compile(r"\$(\{|\(|[A-Za-z_])")
-
-
-def _no_shell_words(words: list[str]) -> None:
-    """A word still holding `${VAR}`, `$VAR` or `$(...)` is the shell's to expand: its value is
-    not on the line, so import refuses it rather than guess (specplan's own $MODEL_PATH
-    placeholders excepted)."""
-    for word in words:
-        if word in _PLACEHOLDER_WORDS or not _SHELL.search(word):
-            continue
-        raise ImportProblem(f"the launch line holds a shell expansion, {word!r}: its value is "
-                            "not on the line; substitute it (or let the shell expand it and "
-                            "pass the expanded line after `--`)")
-
-
 def read_launch(engine: str, env: dict[str, str], argv: list[str],
                 version: str | None = None) -> dict:
     """The spec data a launch line states (topology, model, moe, speculative, runtime,
@@ -127,12 +63,12 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str],
                             f"({' '.join(w.partition('=')[0] for w in env_words)}): there is no "
                             f"launch command in it; expected `{convention(engine).launch.program} "
                             "...` after them")
-    _no_shell_words(words)
     line_env = dict(w.partition("=")[::2] for w in env_words)
     env = {**env, **line_env}
     conv = convention(engine, version)
     table = conv.flag_table()
     notes: list[str] = []
+    shell_words(conv, table, words, notes)
     try:
         args, values = read_words(table, words)
         if values.get("config"):  # both engines: the file's keys first, the line overrides them
@@ -140,6 +76,7 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str],
         check_json_keys(table, values)
     except FlagProblem as exc:
         raise FlagRefused(str(exc)) from None
+    _accepted_values(conv, values)
     written = {a.dest: a.text for a in args if a.flag is not None}  # notes quote the user's words
     out = READERS[conv]({**values, "_written": written, "_conv": conv}, env, notes)
     out["_version"] = conv.version
@@ -161,6 +98,17 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str],
     out["_line"] = [*env_words, *([" ".join(program)] if program else []), *line]
     out["_notes"] = notes
     return out
+
+
+def _accepted_values(conv, values: dict) -> None:
+    """The values the engine checks once its parser is done (LaunchTable.accepted_values)."""
+    for dest, allowed in conv.launch.accepted_values.items():
+        value = values.get(dest)
+        if value is not None and value not in allowed:
+            flag = conv.flag_table().by_dest(dest).name
+            raise ImportProblem(f"{flag} {value}: {conv.title} refuses it at start-up (one of "
+                                f"{', '.join(sorted(allowed))}; a platform plugin's own methods "
+                                "are not modelled)")
 
 
 def config_words(path: str, notes: list[str]) -> list[str]:
@@ -339,7 +287,14 @@ def _speculative(engine: str, data: dict, launch: dict, base: Spec | None,
     spec = {k: v for k, v in data.get("speculative", {}).items()
             if k in convention(engine).launch.unstated}
     told = dict(launch["speculative"])
+    if told.pop("_detect", None) is not None:  # vLLM fills it in (import_line.detect_vllm_method)
+        if base is None:
+            raise ImportProblem("--speculative-config names no method: pass --draft-config, or "
+                                "name the method")
+        told["method"] = base.speculative.method  # re-reading an imported spec's own line
     auto = told.pop("_auto", None)
+    if auto is not None and auto.get("vllm_method") is None and "vllm_method" in auto:
+        auto["vllm_method"] = told["method"]
     if auto is not None:
         told.update(_engine_widths(auto, told["method"], base, config, launch["_notes"]))
     named = METHODS.get(told.get("method"))

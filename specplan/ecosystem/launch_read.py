@@ -253,8 +253,29 @@ def read_vllm(v: dict, env: dict, notes: list[str]) -> dict:
     model = _model(v, v.get("model_tag") or v.get("model"), notes)
     moe = _moe(v.get("all2all_backend"), "--all2all-backend", v.get("enable_eplb"), notes)
     return {"topology": topo, "model": model, "moe": moe, "runtime": runtime,
-            "speculative": _vllm_speculative(v.get("speculative_config"), notes, v["_conv"]),
+            "speculative": _vllm_speculative(_vllm_spec_config(v), notes, v["_conv"]),
             "_sync_slugs": None}
+
+
+def _vllm_spec_config(v: dict):
+    """--speculative-config as vLLM builds it (EngineArgs.create_speculative_config): the
+    --spec-method / --spec-model / --spec-tokens flags set its method / model /
+    num_speculative_tokens (each refused beside the same key in the JSON), then every key's
+    dashes become underscores."""
+    config = v.get("speculative_config")
+    for flag, key, dest in (("--spec-method", "method", "spec_method"),
+                            ("--spec-model", "model", "spec_model"),
+                            ("--spec-tokens", "num_speculative_tokens", "spec_tokens")):
+        if v.get(dest) is None:
+            continue
+        config = {} if config is None else config
+        if not isinstance(config, dict) or key in config:
+            raise ImportProblem(f"{flag} and --speculative-config['{key}'] are mutually exclusive "
+                                "(vLLM EngineArgs.create_speculative_config refuses both)")
+        config = {**config, key: v[dest]}
+    if isinstance(config, dict):
+        config = {k.replace("-", "_"): val for k, val in config.items()}
+    return config
 
 
 def _vllm_speculative(config, notes: list[str], conv) -> dict:

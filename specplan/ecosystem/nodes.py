@@ -131,7 +131,7 @@ def render_line(line: NodeLine) -> str:
 def render_nodes(launch: Launch, lines: list[NodeLine], options: NodeOptions) -> str:
     """The script: export's header and notes, then a comment and a line per node."""
     executor = executor_of(launch.engine, options)
-    out = [f"{MARK}{launch.title}: {PER_NODE} ({len(lines)} nodes, executor "
+    out = [f"{MARK}{launch.title}: {PER_NODE} ({len(lines)} node{'s' if len(lines) > 1 else ''}, executor "
            f"{executor})"]
     out += [f"# note: {n}" for n in launch.notes]
     if not options.head:

@@ -8,10 +8,12 @@ expected X (as LINE H, node 0), found Y`.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
-from specplan.ecosystem.launch_import import ImportProblem, _script_lines, split_command
+from specplan.ecosystem.launch_import import ImportProblem, split_command
+from specplan.ecosystem.shell import _script_lines, assigns_only
 from specplan.ecosystem.nodes import table
 
 PLAN = "SPECPLAN_PLAN"
@@ -43,13 +45,15 @@ def per_node(text: str) -> bool:
     from specplan.ecosystem.nodes import MARK, PER_NODE
 
     commands = [line for _, line in _script_lines(text) if _command(line)]
-    own = text.startswith(MARK) and PER_NODE in text.partition("\n")[0]
+    head = re.sub(r"\n#   ", " ", text).partition("\n")[0]  # its first comment, wrapped or not
+    own = head.startswith(MARK) and PER_NODE in head
     return "=(" not in text and (own or len(commands) > 1 or any("ray start" in c for c in commands))
 
 
 def _command(line: str) -> bool:
     words = line.strip()
-    return bool(words) and not words.startswith(("#", "export ")) and words != ")"
+    return (bool(words) and not words.startswith(("#", "export ")) and words != ")"
+            and not assigns_only(words))  # a shell variable set before the launch
 
 
 def read_nodes(engine: str, text: str, where: str, version: str | None = None,

@@ -38,7 +38,8 @@ def of(spec) -> Convention:
 def build_mesh(spec: Spec) -> Mesh:
     """The spec's Mesh: its engine's layout (families, widths, PP split) over its topology."""
     t, conv = spec.topology, of(spec)
-    fams = conv.families(t, is_moe=spec.model.moe is not None)
+    moe = spec.model.moe
+    fams = conv.families(t, is_moe=moe is not None, eplb=moe is not None and moe.eplb)
     world, worlds = conv.world_size(t), conv.num_worlds(t)
     parts = spec.model.pp_partition or conv.split_layers(spec.model.num_layers, t.pp)
     stages = build_stages(list(parts), spec.speculative.taps(spec.model.num_layers))

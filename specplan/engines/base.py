@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from specplan.engines.flag_table import FlagTable
     from specplan.mesh.family import Family
     from specplan.methods.base import Method
+    from specplan.methods.base import Site
 
 # engines/ sits below schema/ and plan/ (docs/architecture.md, Layers): the loader asks every
 # spec its engine's rules, and the plan's builder asks the engine for its collectives. So a
@@ -182,8 +183,9 @@ class Convention(ABC):
         """The widths the engine derives (attn_tp, moe_tp, pcp, ...)."""
 
     @abstractmethod
-    def families(self, t: Topology, is_moe: bool) -> tuple[Family, ...]:
-        """Every group family in the order the engine creates them."""
+    def families(self, t: Topology, is_moe: bool, eplb: bool = False) -> tuple[Family, ...]:
+        """Every group family in the order the engine creates them (`eplb`: the model's MoE
+        runs the expert-parallel load balancer)."""
 
     def extra_coords(self, t: Topology) -> dict[str, list[int]]:
         """Coordinates of axes that have no family of their own."""
@@ -211,6 +213,11 @@ class Convention(ABC):
         """The family a start-up MIN site agrees over in the engine's own plan: its sync
         group, unless the engine takes the start-up readings from more ranks."""
         return self.sync_family(group)
+
+    def engine_held(self, site: Site) -> str | None:
+        """Why the engine itself agrees `site` whatever specplan's sync policy says (a
+        collective of its own that no plan turns off), or None: the policy decides."""
+        return None
 
     @abstractmethod
     def dp_agreement(self, spec: Spec) -> DpAgreement | None:

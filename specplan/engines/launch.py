@@ -10,7 +10,7 @@ disaggregation flags both ways. ecosystem/ reads and writes launch lines by thes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -64,6 +64,9 @@ class LaunchTable:
     unstated: frozenset[str]  # spec keys a line cannot state, kept from a base spec
     env_defaults: frozenset[tuple[str, str]]  # (variable, value) the engine does when it is unset
     disaggregation: DisaggregationFlags
+    # argparse dest -> the values the engine accepts beyond its parser (checked once the
+    # arguments are parsed; e.g. vLLM's ModelConfig against QUANTIZATION_METHODS)
+    accepted_values: Mapping[str, frozenset[str]] = field(default_factory=dict)
     nodes: NodeFlags | None = None  # per-node launch lines (export --nodes, import of them)
     # The program on a CPU (topology.device: cpu) when the engine's CPU build cannot start
     # `program`, and why (a note export prints); None: `program` starts it there too.

@@ -40,5 +40,11 @@ def title(engine: str, version: str | None = None) -> str:
     return f"{NAMES[engine]} {version or newest(engine)}"
 
 
+def at_least(engine: str, version: str | None, since: str) -> bool:
+    """Whether `version` (the newest for None) is `since` or a later release of `engine`."""
+    order = RELEASES[engine]
+    return order.index(check(engine, version)) >= order.index(since)
+
+
 def newest_first(engine: str) -> tuple[str, ...]:
     return tuple(reversed(RELEASES[engine]))

@@ -10,23 +10,23 @@ from ._common import presets_for
 from .base import Decision, Method, Phase, Site
 
 _NEXT_TOKEN = Decision(
-    "next_token", ("bs",), "int64", "rng", "target", site="none_target",
+    "next_token_ids", ("bs",), "int64", "rng", "target", site="none_target",
     derives=("new_seq_lens", "out_tokens", "positions", "cache_locations"),
     doc="The sampled token; rng on the sampling path, float (argmax) when greedy.")
 
 NONE = Method(
     name="none",
-    # "target" names the prefill's and each decode step's forward, so next_token (phase
+    # "target" names the prefill's and each decode step's forward, so next_token_ids (phase
     # "target") is produced by both.
-    prefill=(Phase("target", ("next_token",), compute="target_prefill",
+    prefill=(Phase("target", ("next_token_ids",), compute="target_prefill",
                    tokens_per_request="1", forwards="1"),),
     decode=(
-        Phase("target", ("next_token",), compute="target_verify",
+        Phase("target", ("next_token_ids",), compute="target_verify",
               tokens_per_request="1", forwards="1"),
         Phase("commit"),
     ),
     decisions=(_NEXT_TOKEN,),
-    sites=(Site("none_target", "target", ("next_token",), presets=presets_for("rng"),
+    sites=(Site("none_target", "target", ("next_token_ids",), presets=presets_for("rng"),
                 doc="Generic sampler: all_reduce MIN only under SYNC_TOKEN_IDS_ACROSS_TP or "
                     "a grammar; unconverged by default."),),
     needs_taps=False, tree=False, drafter="none", round="plain", title="none",

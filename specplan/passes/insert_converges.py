@@ -13,6 +13,7 @@ collective, so such a converge is kept in the graph but marked trivial.
 
 from __future__ import annotations
 
+from specplan.engines import convention
 from specplan.errors import Diagnostic, PlanError
 from specplan.ir import Node
 from specplan.ir.draft import SiteDraft
@@ -35,6 +36,9 @@ def run(p: Planning) -> None:
 
 def _decide(p: Planning, entry: SiteDraft) -> tuple[bool, str]:
     name = entry.name
+    held = convention(p.spec.engine, p.spec.engine_version).engine_held(p.method.site(name))
+    if held is not None:
+        return True, held
     override = p.spec.sync.sites.get(name)
     if override is not None:
         return override == "on", f"sync.sites sets {name}: {override}"

@@ -11,7 +11,9 @@ groups hold every group of every selected collective), DESIGN.md §7 item 6:
   union here, before insert_converges sizes and fuses it;
 - a per-round gate rides the DP token-count exchange when that covers the union (its value
   is known before the round's first forward, as the engine's own exchange carries it);
-- else its carrier site, widened the same way.
+- a per-round gate the engine agrees by its own exchange (no carrier site, none a sync policy
+  turns off) over every group it selects keeps that agreement;
+- else its carrier site, widened the same way, or, without one, a converge of its own.
 A gate with none of these is a planner bug (IRError), not a plan that leaves it unagreed.
 """
 
@@ -55,6 +57,13 @@ def _specplan(p: Planning, use: GateUse, dp_family: str | None) -> Gate:
     if use.phase != "startup" and dp_family is not None and _inside(families, union, dp_family):
         return _record(use, dp_family, f"specplan: the DP token-count exchange over {dp_family} "
                        "carries it, before the round's first forward", None)
+    if use.carrier is None and use.family is not None and _inside(families, union, use.family):
+        # The engine agrees it by its own exchange (no site a sync policy turns off), over
+        # every group it selects: the plan keeps that agreement.
+        return _record(use, use.family, f"kept: {use.agreed_by}", None)
+    if use.carrier is None:  # no site carries it: a converge of its own
+        return _record(use, union, f"specplan: a converge of its own over {union}, before the "
+                       "collectives it selects", None)
     site = p.draft.sites.get(use.carrier or "")
     if site is None:
         raise IRError(f"pass {NAME}: gate {use.name} has no carrier in specplan's plan "

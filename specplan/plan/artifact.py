@@ -70,6 +70,10 @@ class Plan(JsonObject):
     # Why the spec's engine refuses to launch this topology (Convention.launch_refusal, the
     # refusal `export` prints); absent when it launches. `check` reports it as an ERROR.
     launch_refusal: str = ABSENT
+    # The engine release the plan was made for when the spec names one older than the newest
+    # (spec.engine_version); absent: the newest release specplan models. The plugins compare
+    # it with the release they run in (plugins/release.py).
+    engine_version: str = ABSENT
 
     def to_json(self) -> dict:
         return encode(self)

@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import replace
 from pathlib import Path
 
-from specplan.engines import of
+from specplan.engines import of, shown_version
 from specplan.engines.releases import newest
 from specplan.files import write_atomic
 from specplan.methods.base import nbytes
@@ -99,6 +99,7 @@ def build_plan(p: Planning) -> Plan:
         behaviour=_behaviour(p),
         source=_source(p),
         launch_refusal=refused or ABSENT,
+        engine_version=shown_version(spec) or ABSENT,  # the newest: unsaid, as in spec_sha256
     ))
     return replace(built, fingerprint=fingerprint(encode(built)))
 

@@ -98,6 +98,9 @@ def _stages(plan) -> Problems:
         start = s.end_layer
     if start != layers:
         return [("pipeline.stages", f"the stages end at layer {start}, the model has {layers}")]
+    if plan.in_flight != plan.pp:  # passes/schedule.py: one decode round in flight per stage
+        return [("in_flight", f"{plan.in_flight} decode rounds in flight, but widths.pp is "
+                              f"{plan.pp}: one per stage")]
     return []
 
 

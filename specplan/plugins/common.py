@@ -195,6 +195,20 @@ def startup_check(active: ActivePlan, engine_groups: dict[str, list[list[int]]],
                         f"({ENV_PLAN}={active.path}): {diffs}")
 
 
+def refuse_unreached_gates(active: ActivePlan, reached: frozenset[str]) -> None:
+    """Refuse a plan whose safety rests on a gate the plugin cannot reach: one specplan's plan
+    agrees itself ("specplan: ..." in plan.json `gates[].agreed_by`) that is not in `reached`,
+    the gates the plugin agrees on the plan's group or the engine agrees there on its own
+    (docs/engines.md, "Gates", lists both). Every rank reaches the same verdict, at start."""
+    missing = [g for g in active.plan.gates
+               if g.name not in reached and g.family is not None and g.agreed_by.startswith("specplan:")]
+    if missing:
+        names = "; ".join(f"{g.name} ({g.function}; the plan agrees it over {g.family})" for g in missing)
+        raise EngineRefused(f"{ENV_PLAN}={active.path}: plan {active.name!r} is safe only if the "
+                            f"{active.engine} plugin agrees gates it cannot reach: {names} "
+                            "(docs/engines.md, Gates); start without the option that takes them")
+
+
 def bind_engine(active: ActivePlan, *, rank: int, world_size: int, groups: dict, device=None,
                 hot_path: str | None = None):
     """Bind the plan's runtime on the engine's own process groups (family -> this rank's group).

@@ -40,22 +40,30 @@ def agree(fingerprint: str | None, name: str | None, rank: int, world: int, time
     except Exception:  # c10d's timeout (DistStoreError, a RuntimeError on older torch)
         pass
     held = {r: store.get(k).decode() for r, k in enumerate(keys) if store.check([k])}
-    _read_by_all(store, f"{_PREFIX}/{call}/read", len(held))
+    _read_by_all(store, f"{_PREFIX}/{call}", len(held), rank)
     why = refusal(held, world, fingerprint, timeout_s)
     if why:
         plan = f"plan {name!r}: " if name else ""
         raise EngineRefused(f"rank {rank}: {plan}{why}")
 
 
-def _read_by_all(store, key: str, ranks: int, bound_s: float = 30.0) -> None:
-    """Leave only once every rank that wrote has read the table: the store lives in rank 0's
-    process, which a refusal ends (a bounded wait: a peer that died reads nothing)."""
+def _read_by_all(store, prefix: str, ranks: int, rank: int, bound_s: float = 30.0) -> None:
+    """Leave only once every rank that wrote has read the table, rank 0 last: the store lives
+    in rank 0's process, which a refusal ends (bounded waits: a peer that died reads nothing)."""
     import time
 
-    store.add(key, 1)
     end = time.monotonic() + bound_s
-    while store.add(key, 0) < ranks and time.monotonic() < end:
-        time.sleep(0.01)
+
+    def wait(key: str) -> None:
+        store.add(key, 1)
+        while store.add(key, 0) < ranks and time.monotonic() < end:
+            time.sleep(0.01)
+
+    wait(f"{prefix}/read")
+    if rank == 0:
+        wait(f"{prefix}/left")
+    else:
+        store.add(f"{prefix}/left", 1)  # this rank's last word to the store
 
 
 def refusal(held: dict[int, str], world: int, fingerprint: str | None,

@@ -40,7 +40,8 @@ import time
 from dataclasses import dataclass, field
 
 from specplan.plugins.common import (ENV_PLAN, ActivePlan, EngineRefused, activate, bind_engine,
-                                     check_world, enabled, hooked, log_bound, startup_check)
+                                     check_world, enabled, hooked, log_bound,
+                                     refuse_unreached_gates, startup_check)
 from specplan.plugins.sglang_sites import SiteHooks
 from specplan.engines.sglang.hooks import table
 from specplan.plugins.roles import declared, serves
@@ -55,6 +56,14 @@ SPEC_FIELDS = {"method": "speculative_algorithm", "num_steps": "speculative_num_
                "topk": "speculative_eagle_topk", "num_draft_tokens": "speculative_num_draft_tokens"}
 
 
+# The gates (engines/sglang/gates.py) this plugin reaches: the start-up memory readings through
+# the SpecTpSync.available_memory_gb hook (a MIN over the plan's family), the DP-attention round
+# gates through SGLang's own token-count all-gather over tp, which is the plan's group for them.
+REACHED_GATES = frozenset({"dspark_draft_graph_mem", "dflash_draft_graph_mem", "dp_padding_mode",
+                           "dp_idle_forward", "target_graph", "eagle_draft_graph",
+                           "eagle_adaptive_steps"})
+
+
 def register() -> None:
     """SGLang's plugin entry point: nothing at all unless SPECPLAN_PLAN is set; idempotent."""
     if not enabled():
@@ -63,6 +72,7 @@ def register() -> None:
     if active.hooks:
         return
     refuse_stage_spanning_sites(active)
+    refuse_unreached_gates(active, REACHED_GATES)
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     state = active.state = SGLangState(active)
@@ -147,8 +157,11 @@ class SGLangState(SiteHooks):
             dist.barrier(group=ps.get_world_group().cpu_group)
             raise
         t1 = time.perf_counter()
+        # The runtime's device is SGLang's own (its TP coordinator's: cuda:<local rank> on a GPU,
+        # the CPU under gloo), not the plan's device name.
         bind_engine(self.active, rank=rank, world_size=world,
-                    groups={fam: c.device_group for fam, c in coordinators.items()})
+                    groups={fam: c.device_group for fam, c in coordinators.items()},
+                    device=_tp_device())
         self.active.startup_s = {"check": t1 - t0, "bind": time.perf_counter() - t1}
         log_bound(self.active, rank)
         return result
@@ -189,3 +202,10 @@ class SGLangState(SiteHooks):
         named = None if algo is None else ROWS.named(str(algo).upper(), aliases=False)
         spec["method"] = None if algo is None else named or str(algo).lower()
         return spec
+
+
+def _tp_device():
+    """The device SGLang's TP coordinator runs on (cuda:<local rank>, or the CPU under gloo)."""
+    import sglang.srt.distributed.parallel_state as ps
+
+    return ps.get_tp_group().device

@@ -62,6 +62,9 @@ DRAFT, DRAFT_EXTEND, TARGET = (TABLE.target(r) for r in ("eagle_draft", "eagle_d
                                                           "eagle_target"))
 NGRAM = "ngram_worker"
 NGRAM_DRAFT = TABLE.target("ngram_draft")
+# The decisions each hook hands, by the plan site's phase (the plan names them alike).
+HANDS = {"target": ("next_token_ids",), "draft": ("draft_tokens", "parent_list", "top_scores_index"),
+         "draft_extend": ("topk_index", "topk_p"), "ngram_draft": ("draft_tokens", "tree_mask")}
 
 
 def draft_hooks(state) -> list[tuple[str, object]]:
@@ -98,7 +101,7 @@ class DraftHooks:
                                  *args, **kwargs):
         """<method>_target: the prefill's first token, converged before the draft extend reads it."""
         if self.state.active.runtime is not None and not batch.forward_mode.is_idle():
-            self._converge("target", batch, {"next_token_ids": next_token_ids})
+            self._converge("target", batch, dict(zip(HANDS["target"], (next_token_ids,))))
         return original(worker, batch, target_hidden_states, next_token_ids, *args, **kwargs)
 
     @serves("eagle_draft")
@@ -106,8 +109,8 @@ class DraftHooks:
                                  draft_tokens, draft_probs=None, **kwargs):
         """<method>_draft: the draft tree converged before SGLang builds the verify input."""
         if self.state.active.runtime is not None and not batch.forward_mode.is_idle():
-            self._converge("draft", batch, {"draft_tokens": draft_tokens, "parent_list": parent_list,
-                                            "top_scores_index": top_scores_index})
+            self._converge("draft", batch, dict(zip(HANDS["draft"], (draft_tokens, parent_list,
+                                                                     top_scores_index))))
         return original(batch, draft_input, parent_list, top_scores_index, draft_tokens, draft_probs,
                         **kwargs)
 
@@ -117,7 +120,8 @@ class DraftHooks:
         result = original(worker, batch, batch_result, *args, **kwargs)
         nxt = getattr(batch_result, "next_draft_input", None)
         if self.state.active.runtime is not None and nxt is not None and not batch.forward_mode.is_idle():
-            self._converge("draft_extend", batch, {"topk_index": nxt.topk_index, "topk_p": nxt.topk_p})
+            values = (nxt.topk_index, nxt.topk_p)
+            self._converge("draft_extend", batch, dict(zip(HANDS["draft_extend"], values)))
         return result
 
     @serves("ngram_draft")
@@ -132,7 +136,7 @@ class DraftHooks:
         if rt is None or bs == 0:
             return req_drafts, mask
         ps = self.site("draft", NGRAM)
-        arrays = {"draft_tokens": req_drafts, "tree_mask": mask}
+        arrays = dict(zip(HANDS["ngram_draft"], (req_drafts, mask)))
         shapes = {f.decision: rt.plan.live_shape(f, bs) for f in rt.plan.boundary_of(ps.name).fields}
         fits = all(n in shapes and a.size == int(np.prod(shapes[n])) for n, a in arrays.items())
         mine = {n: torch.from_numpy(np.ascontiguousarray(a)).to(rt.device).reshape(shapes[n] if fits else -1)

@@ -154,7 +154,9 @@ def _write_back(phase: str, out: dict, tensors: dict) -> None:
         _put(tensors, "spec_next_parents", out.get("parent_list"))
         _put(tensors, "spec_next_top_scores", out.get("top_scores_index"))
     elif phase == "target":
-        _put(tensors, "next_token_ids", out["next_token_ids"])
+        from specplan.plugins.sglang_draft import HANDS
+
+        _put(tensors, "next_token_ids", out[HANDS["target"][0]])
 
 
 def _put(tensors: dict, key: str, value) -> None:

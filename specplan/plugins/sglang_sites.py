@@ -53,6 +53,11 @@ FRAME_BUDGET = "verify_budget"  # the decision `_schedule_verify_lens(budget=)` 
 EAGLE_ACCEPT = ("predict", "accept_index", "num_correct_drafts")  # eagle_sample's, plan order
 
 
+# What available_memory_gb is handed for this rank's own reading: a one-rank group, so SGLang's
+# get_available_gpu_memory reads locally and issues no collective.
+_ONE_RANK = type("OneRank", (), {"world_size": 1, "cpu_group": None})()
+
+
 def slug_of(site) -> str:
     return site.name.lower().replace("_", "-")
 
@@ -103,6 +108,24 @@ class SiteHooks:
         if ps is None or self.active.runtime is None:
             return original(sync, site)
         return ps.boundary is not None
+
+    @serves("available_memory")
+    def available_memory_gb(self, original, sync, site, device, gpu_id, *, group):
+        """A start-up free-memory reading (DSPARK_MEM, DFLASH_MEM) that gates the draft's graph
+        capture: this rank's own reading, then the plan's MIN over the site's family, which
+        specplan widens to the draft's graph group (passes/plan_gates.py), not the group
+        SpecTpSync was built on (attention TP under DP-attention, where it drops every site)."""
+        ps, rt = self.plan_site(site), self.active.runtime
+        if ps is None or rt is None:
+            return original(sync, site, device, gpu_id, group=group)
+        own = original(sync, site, device, gpu_id, group=_ONE_RANK)  # no collective: this rank's
+        if ps.boundary is None:
+            return own
+        import torch
+
+        out = rt.converge(ps.name, {"free_mem_gb": torch.tensor(own, dtype=torch.float32)},
+                          round=0, live_rows=1)
+        return float(out["free_mem_gb"])
 
     @serves("spec_tp_sync")
     def sync(self, original, sync, site, values):

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from specplan.engines.hooks import Hook
 from specplan.engines.vllm.hooks import PS, RUNNER, Release, nearest_release
 from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_engine, check_world,
-                                     enabled, hooked, log_bound, startup_check)
+                                     enabled, hooked, log_bound, refuse_unreached_gates, startup_check)
 from specplan.plugins import vllm_world
 from specplan.plugins.roles import body_for, serves
 from specplan.plugins.vllm_guard import check_signature, engine_call, guarded, locate
@@ -54,7 +54,17 @@ from specplan.plugins.vllm_pp import Entries, PPHooks, SentRows
 
 ENGINE = "vllm"
 # plan family -> the parallel_state global holding vLLM's coordinator (None: not built).
-COORDINATORS = {"tp": "_TP", "dcp": "_DCP", "pcp": "_PCP", "pp": "_PP", "dp": "_DP", "ep": "_EP"}
+COORDINATORS = {"tp": "_TP", "dcp": "_DCP", "pcp": "_PCP", "pp": "_PP", "dp": "_DP", "ep": "_EP",
+                "eplb": "_EPLB"}
+
+
+# The gates (engines/vllm/gates.py) this plugin reaches: vLLM agrees each on a group holding the
+# plan's (its one SchedulerOutput per replica, the DP-sync all-reduce over dp; BatchSharder's
+# owner rows from the replicated request slots), and the plan keeps that agreement; the plugin
+# checks at start that the engine runs what the plan has (_check_gates). Not reached: DSpark's
+# adaptive verify budget (each TP group's own cost curves), refused in _check_runner.
+REACHED_GATES = frozenset({"step_batch_descriptor", "dp_idle_dummy_batch", "skip_drafts",
+                           "draft_batch_descriptor", "batch_shard_owner"})
 
 
 def register() -> None:
@@ -69,8 +79,22 @@ def register() -> None:
     if active.hooks:
         return
     _check_sites(active)
+    _check_release(active, version)
     state = VllmState(active, nearest_release(version), version)
     state.install(state.release.hook("world"))
+
+
+def _check_release(active: ActivePlan, version: str) -> None:
+    """One log line when the plan was made for another vLLM release; refused where this
+    release's groups differ for the plan (plugins/release.py)."""
+    from specplan.plugins.common import log
+    from specplan.plugins.release import release_difference
+
+    line, refusal = release_difference(ENGINE, active.plan, version)
+    if line:
+        log().info("%s", line)
+    if refusal:
+        raise EngineRefused(refusal)
 
 
 def _check_sites(active: ActivePlan) -> None:
@@ -128,9 +152,30 @@ def wrap(owner, name: str, state, serves: str, target: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def independent_dp(active: ActivePlan, config, world: int, rank: int) -> None:
+    """vLLM 0.32+ runs each data-parallel rank of a dense model as an engine of its own, a world
+    of tp * pp ranks (vllm/v1/engine/core.py run_engine_core:
+    `reconfigure_for_independent_dp_rank`, "Non-MoE DP ranks are completely independent"). A
+    plan for dp > 1 in one world then cannot bind: refused, saying which plan binds. One for a
+    single replica does, in every DP engine; DP rank d > 0 (`data_parallel_index`) then writes
+    its trace under SPECPLAN_TRACE_DIR/dp<d>, beside DP rank 0's files of the same ranks."""
+    pc = config.parallel_config
+    moe = bool(getattr(getattr(config, "model_config", None), "is_moe", False))
+    dp = int(active.plan.widths.get("dp", 1))
+    if dp > 1 and not moe and world * dp == active.world_size:
+        raise EngineRefused(f"rank {rank}: plan {active.name!r} ({active.path}) is for dp {dp} in one "
+                            f"world of {active.world_size} ranks, but vLLM runs each data-parallel rank "
+                            f"of a dense model as an engine of its own ({world} ranks): compile the plan "
+                            f"with topology.dp 1 and start vLLM with --data-parallel-size {dp} on it")
+    index = int(getattr(pc, "data_parallel_index", 0) or 0)
+    trace = os.environ.get("SPECPLAN_TRACE_DIR")
+    if index > 0 and not moe and trace and not active.plan.runtime.trace_dir:
+        os.environ["SPECPLAN_TRACE_DIR"] = os.path.join(trace, f"dp{index}")
+
+
 def _used(family: str, config) -> bool:
     """vLLM builds EP without a model config too ("for safety"); only a MoE model uses it."""
-    if family != "ep":
+    if family not in ("ep", "eplb"):
         return True
     model = getattr(config, "model_config", None)
     return model is not None and bool(getattr(model, "is_moe", False))
@@ -208,9 +253,11 @@ class VllmState(PPHooks):
         groups = {fam: [list(g) for g in c.group_ranks] for fam, c in coordinators.items()}
         self.active.engine_groups = groups
         try:
+            independent_dp(self.active, config, world, rank)
             check_world(self.active, world, rank)
             startup_check(self.active, groups, engine_spec(config), rank=rank)
             self._check_runner(config, rank)
+            self._check_gates(config, rank)
             self.located = [(h, locate(h, self.version, self.release)) for h in self.release.hooks
                             if h.module != PS]
         except EngineRefused:
@@ -241,6 +288,21 @@ class VllmState(PPHooks):
             raise EngineRefused(f"rank {rank}: vLLM max_num_seqs {seqs} exceeds plan "
                                 f"{self.active.name!r} runtime.max_batch {cap} (the converge "
                                 "buffers hold max_batch rows)")
+
+    def _check_gates(self, config, rank: int) -> None:
+        """The gates the plan keeps as vLLM's own must be the ones this engine takes: batch-
+        sharded sampling's owner rows are planned iff the engine shards its sampling; then no
+        gate the plugin cannot reach may rest on specplan's agreement."""
+        sharded = bool(getattr(getattr(config, "parallel_config", None), "enable_batch_sharded_sampling", False))
+        planned = any(g.name == "batch_shard_owner" for g in self.active.plan.gates)
+        if sharded != planned:
+            raise EngineRefused(
+                f"rank {rank}: vLLM runs {'with' if sharded else 'without'} batch-sharded sampling "
+                f"but plan {self.active.name!r} was made {'without' if sharded else 'with'} it "
+                "(its owner rows select the sampler's all_to_all and all_gather over tp): put "
+                "--enable-batch-sharded-sampling in the spec's engine_args as the engine runs, "
+                "and compile again")
+        refuse_unreached_gates(self.active, REACHED_GATES)
 
     def _install_runner_hooks(self, rt, rank: int) -> None:
         from specplan.plugins.vllm_bridge import PlanMismatch, VllmBridge

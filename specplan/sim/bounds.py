@@ -48,7 +48,7 @@ class Fault:
     torchrun job runs it (else only simulate's own launcher)."""
 
     name: str
-    where: Literal["decisions", "rank", "plan", "deployment", "serving"]
+    where: Literal["decisions", "rank", "plan", "deployment", "serving", "gates"]
     torchrun: bool = False
 
 
@@ -56,7 +56,8 @@ class Fault:
 FAULTS = (Fault("noise", "decisions", True), Fault("draft-noise", "decisions", True),
           Fault("verify-noise", "decisions", True), Fault("tap-order", "decisions", True),
           Fault("kill", "rank"), Fault("foreign-plan", "plan", True),
-          Fault("layer-map", "deployment"), Fault("stale-slot", "serving"), Fault("early-stop", "serving"))
+          Fault("layer-map", "deployment"), Fault("stale-slot", "serving"), Fault("early-stop", "serving"),
+          Fault("gate", "gates", True))  # and gate:<name> (is_gate)
 
 
 def faults(*where: str) -> tuple[str, ...]:
@@ -69,8 +70,29 @@ NOT_UNDER_TORCHRUN = tuple(f.name for f in FAULTS if not f.torchrun)
 VERIFY_PLANS = tuple(name for name, m in METHODS.items() if m.round == "block")
 
 
-def refusal(method: str, sampling: str, inject: str, pp: int, taps: bool) -> str | None:
-    """Why `inject` cannot apply to `method`, or None."""
+def is_gate(inject: str | None) -> bool:
+    """`--inject gate` (every gate of the plan) or `gate:<name>` (one)."""
+    return inject is not None and (inject == "gate" or inject.startswith("gate:"))
+
+
+def gate_refusal(inject: str, gates: tuple[str, ...]) -> str | None:
+    """Why `--inject gate[:name]` cannot apply to a plan with these gates, or None."""
+    if not is_gate(inject):
+        return None
+    if not gates:
+        return ("--inject gate diverges the plan's gates, and this plan has none (engines/"
+                "<engine>/gates.py: none applies to this method and topology)")
+    name = inject.partition(":")[2]
+    if inject != "gate" and name not in gates:
+        return f"--inject {inject}: the plan has no gate {name!r}; its gates: {', '.join(gates)}"
+    return None
+
+
+def refusal(method: str, sampling: str, inject: str, pp: int, taps: bool,
+            gates: tuple[str, ...] = ()) -> str | None:
+    """Why `inject` cannot apply to `method` (and the plan's `gates`), or None."""
+    if is_gate(inject):
+        return gate_refusal(inject, gates)
     m = METHODS[method]
     if inject == "draft-noise" and not m.draft_model:
         return f"--inject draft-noise perturbs a drafter's logits; method {method} has no drafter model"

@@ -64,13 +64,13 @@ def eagle_tree(head: Head, topk_index, topk_p, hidden, steps: int, num_draft: in
     parents = [torch.arange(-1, k, dtype=torch.int64).expand(bs, k + 1)]
     tokens, hid = topk_index, hidden[:, None, :].expand(bs, k, hidden.shape[-1])
     for i in range(1, steps):
-        logits, h = head.step(tokens.reshape(-1), hid.reshape(bs * k, -1), first=False)
+        logits, h = head.step(tokens.reshape(-1), hid.reshape(bs * k, hid.shape[-1]), first=False)
         p = torch.softmax(logits, -1)
         step_p, step_i = p.topk(k, -1)
         expand = scores[:, :, None] * step_p.view(bs, k, k)
         scores, pick = expand.flatten(1).topk(k, -1)
         tokens = step_i.view(bs, k * k).gather(1, pick)
-        hid = h.view(bs, k, -1).gather(1, (pick // k)[:, :, None].expand(bs, k, h.shape[-1]))
+        hid = h.view(bs, k, h.shape[-1]).gather(1, (pick // k)[:, :, None].expand(bs, k, h.shape[-1]))
         score_list.append(expand)
         token_list.append(step_i.view(bs, k * k))
         parents.append(pick + (k * k * (i - 1) + k))

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specplan.sim.bounds import faults
+from specplan.sim.bounds import faults, is_gate
 from specplan.sim.forkserver import Child, ForkServer
 from specplan.sim.setup import Prepared, foreign, prepare
 
@@ -67,7 +67,7 @@ def write_config(sim_dir: Path, prep: Prepared, opt: Options, rendezvous_s: floa
     a loaded machine slow to start them is not cut off at the sim's short collective timeout."""
     world = prep.plan.world_size
     sim = {"rounds": opt.rounds, "requests": opt.requests, "seed": opt.seed,
-           "inject": opt.inject if opt.inject in faults("decisions", "rank") else "",
+           "inject": opt.inject if opt.inject in faults("decisions", "rank") or is_gate(opt.inject) else "",
            "kill_rank": world - 1, "kill_round": max(1, opt.rounds // 2),
            "spec": opt.spec, "unfused": opt.unfused, "progress": str(sim_dir / "progress")}
     plans = {}

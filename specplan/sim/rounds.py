@@ -81,8 +81,8 @@ def decode(e: Engine) -> None:
 
 
 def _target_decision(e: Engine) -> str:
-    """The target site's token, as the method names it (`next_token` for method none,
-    `next_token_ids` for the speculative methods' prefill)."""
+    """The target site's token (`next_token_ids` for every method: method none's decode
+    step and the speculative methods' prefill)."""
     return e.view.sites[f"{e.method}_target"].decisions[0].name
 
 
@@ -214,7 +214,8 @@ def _coins(e: Engine, n: int):
 
 def _tree_sample(e: Engine, candidates, tree, logits, width):
     bs, n = candidates.shape
-    probs = torch.softmax(logits / e.sim.temperature, -1).view(bs, n, -1).to(torch.float32)
+    probs = torch.softmax(logits / e.sim.temperature, -1).view(bs, n, logits.shape[-1])  # bs may be 0
+    probs = probs.to(torch.float32)
     u, final = _coins(e, n)
     return tree_sample_target_only(candidates, *tree, u, final, probs, torch.zeros_like(probs), width)
 

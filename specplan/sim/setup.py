@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from specplan.engines import convention
+from specplan.errors import Diagnostic, PlanError, UserError
 from specplan.plan import ABSENT, Plan
 
 SIM_VOCAB = 512
@@ -58,26 +59,46 @@ def _shrink_counts(counts: list[int], target: int) -> list[int]:
     return new
 
 
-def _remap_taps(taps, old: list[int], new: list[int]) -> list[int]:
-    """Keep each tap on the stage that owned it, at the same relative depth."""
-    out, o_start, n_start = [], 0, 0
-    bounds = []
+def _remap_taps(taps, old: list[int], new: list[int]) -> list[int] | None:
+    """Each tap on the stage that owned it, at the same relative depth, and apart from the others;
+    a tap below the model's end (an output the engine captures inside its layer loop) stays below
+    the shrunk model's end. None when the shrunk stages cannot hold them so."""
+    bounds, o_start, n_start = [], 0, 0
     for oc, nc in zip(old, new):
         bounds.append((o_start, o_start + oc, n_start, n_start + nc))
         o_start, n_start = o_start + oc, n_start + nc
-    for t in taps:
+    out: list[int] = []
+    for t in sorted(taps):
         if t == 0:
             out.append(0)
             continue
         os_, oe, ns, ne = next(b for b in bounds if b[0] < t <= b[1])
-        frac = (t - os_) / (oe - os_)
-        cand = ns + max(1, round(frac * (ne - ns)))
-        while cand in out and cand < ne:
+        top = ne - 1 if t < o_start and ne == n_start else ne  # the last stage's end stays out
+        cand = min(top, ns + max(1, round((t - os_) / (oe - os_) * (ne - ns))))
+        while cand in out and cand < top:
             cand += 1
         while cand in out and cand > ns + 1:
             cand -= 1
+        if cand <= ns or cand in out:
+            return None
         out.append(cand)
-    return sorted(set(out))
+    return sorted(out)
+
+
+def _shrunk_taps(spec, taps: list[int], counts: list[int], max_layers: int) -> tuple[list[int], list[int]]:
+    """The stage counts and taps of the model shrunk to `max_layers`; a PlanError at the spec's
+    model.num_layers, naming the option, when the shrunk model cannot hold the spec's taps apart
+    on their own stages (exit 2)."""
+    new = _shrink_counts(counts, max(max_layers, len(counts)))
+    placed = _remap_taps(taps, counts, new) if taps else []
+    if placed is not None:
+        return new, placed
+    fits = next((n for n in range(max_layers + 1, sum(counts))
+                 if _remap_taps(taps, counts, _shrink_counts(counts, n)) is not None), sum(counts))
+    raise PlanError.single(spec, ("model", "num_layers"), f"simulate --max-layers {max_layers}: a model of {sum(new)} layers cannot "
+                         f"hold the spec's {len(taps)} taps {list(taps)} apart, each on the stage "
+                         f"that owns it (layers per stage {counts} -> {new}); use --max-layers "
+                         f"{fits} or more")
 
 
 def sim_spec(spec, *, requests: int, max_layers: int,
@@ -101,13 +122,13 @@ def sim_spec(spec, *, requests: int, max_layers: int,
     counts = _partition(spec)
     taps = list(spec.speculative.taps(spec.model.num_layers))
     if spec.model.num_layers > max_layers:
-        new = _shrink_counts(counts, max(max_layers, len(counts)))
+        new, placed = _shrunk_taps(spec, taps, counts, max_layers)
         shrunk.append(f"layers {spec.model.num_layers} -> {sum(new)} (stages {counts} -> {new})")
         model["num_layers"] = sum(new)
         if len(counts) > 1:
             model["pp_partition"] = new
         if taps:
-            sp["aux_layers"] = _remap_taps(taps, counts, new)
+            sp["aux_layers"] = placed
             if sp["aux_layers"] != taps:
                 shrunk.append(f"taps {taps} -> {sp['aux_layers']}")
     if model.get("moe"):
@@ -126,21 +147,28 @@ def sim_spec(spec, *, requests: int, max_layers: int,
     return data, shrunk, replicas
 
 
-def compile_data(data: dict, where: Path) -> Plan:
-    """Load the sim spec (written as JSON, which YAML reads) and plan it."""
+def compile_data(data: dict, where: Path, source: str | None = None, shrunk: list[str] = ()) -> Plan:
+    """Load the sim spec (written as JSON, which YAML reads) and plan it. A spec the changes made
+    invalid is refused at `source` (the user's file), saying what the sim changed: no message
+    points into the sim's own temporary folder."""
     from specplan.plan.build import compile
     from specplan.schema import load_spec
 
     where.mkdir(parents=True, exist_ok=True)
     path = where / f"{data['name']}.sim.yaml"
     path.write_text(json.dumps(data, indent=1))
-    return compile(load_spec(path))
+    try:
+        return compile(load_spec(path))
+    except UserError as exc:
+        changed = f" (simulate's CPU model: {'; '.join(shrunk)})" if shrunk else " (simulate's CPU model)"
+        raise PlanError([Diagnostic(source or data["name"], None, None, d.path, d.message + changed)
+                         for d in exc.diagnostics]) from None
 
 
 def prepare(spec, where: Path, *, requests: int, max_layers: int, seed: int,
             timeout_s: float | None = None) -> Prepared:
     data, shrunk, replicas = sim_spec(spec, requests=requests, max_layers=max_layers, timeout_s=timeout_s)
-    plan = compile_data(data, where)
+    plan = compile_data(data, where, spec.where()[0], shrunk)
     m, sp = plan.model, plan.speculative
     heads = m.hidden_size // HEAD_DIM
     model = {"num_layers": m.num_layers, "hidden": m.hidden_size, "vocab": m.vocab_size,

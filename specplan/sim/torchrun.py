@@ -81,7 +81,8 @@ def _rank(spec_path, spec, opt, rank, world, sim_dir, *, allow_errors, as_json, 
         return EXIT_BAD_INPUT
     sp = prep.plan.speculative
     check_options(rounds=opt.rounds, requests=opt.requests, width=sp.num_draft_tokens)
-    if why := refusal(sp.method, sp.sampling, opt.inject, len(prep.plan.pipeline.stages), bool(sp.taps)):
+    if why := refusal(sp.method, sp.sampling, opt.inject, len(prep.plan.pipeline.stages), bool(sp.taps),
+                      tuple(g.name for g in prep.plan.gates)):
         raise click.UsageError(why)
     if _refused_by_check(spec, rank, allow_errors, as_json, reports):
         return EXIT_FOUND_PROBLEM

@@ -32,7 +32,7 @@ def run(sim_dir: Path, rank: int) -> dict:
     import torch
 
     from specplan.runtime import bind
-    from specplan.sim import rounds
+    from specplan.sim import gates, rounds
     from specplan.sim.engine import Engine
 
     torch.set_num_threads(1)
@@ -42,6 +42,8 @@ def run(sim_dir: Path, rank: int) -> dict:
     rt = bind(plan, device="cpu", rendezvous_s=raw.get("rendezvous_s"))  # the plan keeps the spec's device
     e = Engine(rt, sim)
     rounds.startup(e)
+    gates.run(e, "startup")
+    gates.run(e, "prefill")
     rounds.prefill(e)
     started, elapsed = decode_rounds(e, sim, rank)
     rt.close()
@@ -51,7 +53,7 @@ def run(sim_dir: Path, rank: int) -> dict:
 
 def decode_rounds(e, sim, rank: int) -> tuple[float, float]:
     """Run the decode rounds (the `kill` injection included); (start time, seconds taken)."""
-    from specplan.sim import rounds
+    from specplan.sim import gates, rounds
 
     e.timers.clear()  # the report's phases are the decode rounds'
     started = time.perf_counter()
@@ -59,6 +61,8 @@ def decode_rounds(e, sim, rank: int) -> tuple[float, float]:
         if sim.inject == "kill" and rank == sim.kill_rank and r == sim.kill_round:
             os.kill(os.getpid(), signal.SIGKILL)
         e.round = e.comm.round = r
+        if r == 1:
+            gates.run(e, "decode")
         rounds.decode(e)
         if sim.progress and rank == 0:
             Path(sim.progress).write_text(f"{r}\n")

@@ -9,6 +9,9 @@ finding of the same plan has the same id in every run, and moving lines of the s
 
 FILE may be what `--write-baseline` wrote, a `check --format json` output or a
 `check --format sarif` output: all three carry the findings (SARIF by its `fingerprints`).
+A deployment's baseline is what `--write-baseline` writes for it (or its `check --json` output
+against a baseline, which carries each finding's id): its findings' ids include where each is
+(prefill, decode, or across the instances), so the same finding in both instances is two.
 """
 
 from __future__ import annotations
@@ -22,44 +25,55 @@ from specplan.verify.findings import Finding
 
 ID_KEY = "specplan/v1"  # SARIF fingerprints key (and the version of `finding_id`)
 FORMAT = 1
+ACROSS = "across"  # a deployment's scope of the findings across its instances
 MAX_BASELINE_BYTES = 64 << 20
 _IDENTITY = ("severity", "site", "decision", "group", "round", "message")
+_CROSS_IDENTITY = ("severity", "kind", "message")
 
 
 @dataclass(frozen=True)
 class Baseline:
-    """The ids a baseline file holds, with what each finding said (for the absent ones)."""
+    """The ids a baseline file holds, with what each finding said (for the absent ones).
+    `scope`: where in a deployment a finding is (prefill, decode, across); "" for one spec."""
 
     path: str
     findings: dict[str, dict]  # id -> the finding as JSON, as far as the file gives it
 
-    def state(self, f: Finding) -> str:
+    def state(self, f, scope: str = "") -> str:
         """SARIF's baselineState of a current finding: unchanged (in the file) or new."""
-        return "unchanged" if finding_id(f) in self.findings else "new"
+        return "unchanged" if finding_id(f, scope) in self.findings else "new"
 
-    def new(self, findings: list[Finding]) -> list[Finding]:
-        return [f for f in findings if finding_id(f) not in self.findings]
+    def new(self, findings: list, scope: str = "") -> list:
+        return [f for f in findings if finding_id(f, scope) not in self.findings]
 
-    def absent(self, findings: list[Finding]) -> list[dict]:
-        """The baseline's findings no longer found (fixed, or the plan changed)."""
-        now = {finding_id(f) for f in findings}
+    def absent(self, findings: list, scope: str = "", *, seen: set[str] | None = None) -> list[dict]:
+        """The baseline's findings no longer found (fixed, or the plan changed); `seen`: the
+        ids found in a deployment's other scopes."""
+        now = {finding_id(f, scope) for f in findings} | (seen or set())
         return [{"id": k, **v} for k, v in self.findings.items() if k not in now]
 
 
-def finding_id(f: Finding | dict) -> str:
-    """The finding's identity: 16 hex digits of a SHA-256 over its identity fields."""
+def finding_id(f, scope: str = "") -> str:
+    """The finding's identity: 16 hex digits of a SHA-256 over its identity fields (a
+    deployment's cross-instance finding: severity, kind, message; its `where` holds lines),
+    and, in a deployment, its scope."""
     data = f if isinstance(f, dict) else f.to_dict()
-    text = json.dumps([data.get(k) for k in _IDENTITY], separators=(",", ":"))
+    keys = _CROSS_IDENTITY if "kind" in data else _IDENTITY
+    fields = [data.get(k) for k in keys]
+    text = json.dumps([scope, *fields] if scope else fields, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def baseline_json(findings: list[Finding], plan: str) -> str:
-    """What --write-baseline writes: the findings as `check --json` prints them, each with its id."""
-    rows = [{"id": finding_id(f), **f.to_dict()} for f in findings]
+def baseline_json(findings: list, plan: str) -> str:
+    """What --write-baseline writes: the findings as `check --json` prints them, each with its
+    id; `findings` holds Findings, or (scope, finding) pairs for a deployment."""
+    pairs = [f if isinstance(f, tuple) else ("", f) for f in findings]
+    rows = [{"id": finding_id(f, scope), **({"scope": scope} if scope else {}), **f.to_dict()}
+            for scope, f in pairs]
     return json.dumps({"specplan_baseline": FORMAT, "plan": plan, "findings": rows}, indent=1) + "\n"
 
 
-def write_baseline(path: str, findings: list[Finding], plan: str) -> None:
+def write_baseline(path: str, findings: list, plan: str) -> None:
     """Atomically (files.py `write_atomic`): a reader never sees half a baseline."""
     from specplan.files import write_atomic
 
@@ -89,7 +103,13 @@ def _json_rows(data) -> dict[str, dict] | None:
     if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
         return None
     rows = [r for r in data["findings"] if isinstance(r, dict)]
-    return {str(r.get("id") or finding_id(r)): {k: r.get(k) for k in _IDENTITY} for r in rows}
+    instances = data.get("instances")
+    if isinstance(instances, dict):  # a deployment's `check --json`: scope each finding
+        rows = [{"scope": ACROSS, **r} for r in rows]
+        rows += [{"scope": str(role), **r} for role, found in instances.items()
+                 if isinstance(found, list) for r in found if isinstance(r, dict)]
+    return {str(r.get("id") or finding_id(r, str(r.get("scope") or ""))):
+            {k: r.get(k) for k in ("scope", *_IDENTITY, "kind") if k in r} for r in rows}
 
 
 def _sarif_rows(data: dict) -> dict[str, dict] | None:

@@ -100,10 +100,10 @@ def render_text(subject: Subject, findings: list[Finding], *, width: int, verbos
     lines = _wrap(f"{subject.name}: {_counts(findings)}"
                   + (f" (of {shown_of} findings)" if shown_of else "") + note, width)
     for item in fold(findings) if verbose else _collapsed(fold(findings)):
-        if isinstance(item, Fold):
-            lines.extend(_one_line(item, width))
-        else:
+        if isinstance(item, Collapsed):
             lines.extend(_class_line(item, width))
+            continue
+        lines.extend(_one_line(item, width))
         if verbose:
             lines.extend(_explanation(item, subject, width))
     if findings and not verbose:
@@ -133,7 +133,7 @@ def to_sarif(subject: Subject, findings: list[Finding], baseline: Baseline | Non
         rid = rule_id(f)
         rules.setdefault(rid, {"id": rid, "shortDescription": {"text": _anonymous(f, short_reason(f))},
                                "defaultConfiguration": {"level": _SARIF_LEVEL[f.severity]}})
-        result = {"ruleId": rid, "level": _SARIF_LEVEL[f.severity],
+        result: dict = {"ruleId": rid, "level": _SARIF_LEVEL[f.severity],
                   "message": {"text": f"{f.message}. Fix: {f.fix}" if f.fix else f.message},
                   "fingerprints": {ID_KEY: finding_id(f)},
                   "properties": {k: v for k, v in f.to_dict().items() if k not in ("message", "fix")}}

@@ -27,9 +27,9 @@ def check_gates(view: PlanView) -> list[Finding]:
     out = []
     for gate in view.plan.gates:
         family = agreement(view, gate)
-        for sel in gate.selects:
-            if not _inside(view, digits, sel.family, family):
-                out.append(_finding(view, gate, family, sel))
+        narrow = [s for s in gate.selects if not _inside(view, digits, s.family, family)]
+        for group in dict.fromkeys(s.family for s in narrow):  # one finding per family
+            out.append(_finding(view, gate, family, [s for s in narrow if s.family == group]))
     return out
 
 
@@ -52,17 +52,21 @@ def _inside(view: PlanView, digits: Digits | None, inner: str, outer: str | None
     return all(any(set(g) <= o for o in groups) for g in view.groups(inner))
 
 
-def _finding(view: PlanView, gate: Gate, family: str | None, sel: GateCollective) -> Finding:
+def _finding(view: PlanView, gate: Gate, family: str | None,
+             sels: list[GateCollective]) -> Finding:
+    sel = sels[0]
     group = view.groups(sel.family)[0]
     size = view.plan.family[sel.family].group_size
+    ops = " and ".join(s.op for s in sels)
+    whats = "; ".join(s.what for s in sels)
     where = f"over {family} ({view.plan.family[family].group_size} rank(s))" if family else \
         "by no group: each rank decides alone"
     return Finding(
         severity="ERROR", gate=gate.name, group=sel.family, ranks=tuple(group[:SHOW]),
         round=gate.phase,
         message=(f"{gate.name} is agreed {where} ({gate.input.replace('_', '-')} input, "
-                 f"{gate.phase}), but selects {sel.op} over {sel.family} ({size} ranks, e.g. "
-                 f"{list(group[:SHOW])}): {sel.what}. Ranks on either side of it issue different "
+                 f"{gate.phase}), but selects {ops} over {sel.family} ({size} ranks, e.g. "
+                 f"{list(group[:SHOW])}): {whats}. Ranks on either side of it issue different "
                  f"collectives and wait on each other ({gate.function}; agreed: {gate.agreed_by})"),
         fix=(f"agree [{gate.name}] over {sel.family} or wider (behaviour: specplan plans it so; "
              "`specplan enforce` writes that plan and the launch line that runs it)"))

@@ -46,6 +46,7 @@ COMMANDS = [
     ["export", "specs/kimi-k3-dspark-tp8-pp2.yaml", "--nodes"],
     ["import", "--engine", "vllm", "--base", "specs/llama-3.2-1b-eagle3-pp2.yaml", "--", *LONG_LINE],
     ["enforce", SGLANG_ENGINE, "-o", "{tmp}/enforced"],
+    ["diff", "{tmp}/trace"],
 ]
 MARK = "=== specplan"
 # Runs each argv in this one process (click's main, not a new interpreter per command).
@@ -95,6 +96,17 @@ def _by_command(text: str) -> dict[str, list[str]]:
     return out
 
 
+def _traces(folder) -> None:
+    """Two ranks of one replica whose drafts differ at round 2 (long values: the report wraps)."""
+    folder.mkdir()
+    for rank in (0, 1):
+        records = [{"round": rnd, "request": "req-0", "site": "eagle3_draft", "decision": "draft_tokens",
+                    "hash": rnd if rnd < 2 else rnd + rank, "value": list(range(rank, rank + 40)),
+                    "seq_len": 12 + rnd, "positions": None, "rank": rank, "replica": 0}
+                   for rnd in (1, 2)]
+        (folder / f"rank{rank}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
 def _names(tmp_path) -> set[str]:
     """Identifiers the text must show whole: the group families and the check findings' sites."""
     data = json.loads(cli("explain", DEEPSEEK, "--json", code=0).stdout)
@@ -105,6 +117,7 @@ def _names(tmp_path) -> set[str]:
 
 @pytest.mark.parametrize("width", [80, 100])
 def test_every_command_fits_the_terminal(width, tmp_path):
+    _traces(tmp_path / "trace")
     commands = [[a.replace("{tmp}", str(tmp_path)) for a in argv] for argv in COMMANDS]
     shown = _by_command(_on_a_terminal(width, commands))
     assert len(shown) == len(commands), sorted(shown)

@@ -203,7 +203,8 @@ def test_vllm_nixl_prefill_context_parallel(vllm, connector, prefill, decode, at
         raised = None
     except NotImplementedError as exc:
         raised = str(exc)
-    engine_refusals = [r for r in h.refusals if OURS not in r.message]
+    # NixlPushConnector.__init__'s own DCP refusal: test_vllm_push_refuses_dcp
+    engine_refusals = [r for r in h.refusals if OURS not in r.message and r.kind != "dcp-refused"]
     assert bool(raised) == bool(engine_refusals), (raised, h.refusals)
     if raised:
         assert raised.split(".")[0] in engine_refusals[0].message
@@ -277,3 +278,50 @@ def test_vllm_nixl_refuses_replicated_kv_from_a_wider_prefill(vllm, prefill, dec
     assert asserts == ("replicated-kv" in [r.kind for r in h.refusals])
     source = (engine_root("vllm") / "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py").read_text()
     assert "tp_ratio < 0 and self.transfer_topo.is_kv_replicated(remote_engine_id)" in source
+
+
+# -- DCP across the handoff, issue 37 -----------------------------------------------------------
+
+@pytest.mark.parametrize("prefill,decode", [({"tp": 4, "dcp": 2}, {"tp": 2, "dcp": 2}),
+                                            ({"tp": 2, "dcp": 2}, {"tp": 4, "dcp": 2}),
+                                            ({"tp": 2, "dcp": 2}, {"tp": 2, "dcp": 2})])
+def test_sglang_equal_dcp_needs_equal_attention_tp(sglang, prefill, decode):
+    """Every prefill rank a decode rank connects to (SGLang's own _resolve_rank_mapping) checks
+    requires_dcp_relayout with both DCP ranks: equal DCP sizes at different attention TP meet a
+    prefill rank of another DCP rank ("PD peers must connect matching DCP ranks")."""
+    conn = engine_root("sglang") / "sglang/srt/disaggregation/common/conn.py"
+    ns = compile_defs(conn, ["requires_dcp_relayout"], {}, cls="CommonKVManager")
+    h, p, d = _planned("sglang", "mooncake", prefill, decode, "mla", 1)
+    raised = []
+    for t in range(d.attn_tp):
+        me = SimpleNamespace(attn_tp_size=d.attn_tp, is_mla_backend=True, is_hybrid_mla_backend=False,
+                             attn_cp_size=1, attn_cp_rank=0, enable_all_cp_ranks_for_transfer=False,
+                             pp_size=1, pp_rank=0, kv_args=SimpleNamespace(engine_rank=t))
+        info = sglang.PrefillServerInfo(attn_tp_size=p.attn_tp, attn_cp_size=1, dp_size=1, pp_size=1,
+                                        page_size=None, kv_cache_dtype=None, follow_bootstrap_room=True)
+        sglang._resolve_rank_mapping(me, info)
+        for r in info.target_tp_ranks:
+            src = SimpleNamespace(dcp_size=p.dcp, dcp_rank=r % p.dcp, is_mla_backend=True,
+                                  is_hybrid_mla_backend=False)
+            try:
+                ns["requires_dcp_relayout"](src, d.dcp, t % d.dcp)
+            except RuntimeError as exc:
+                raised.append(str(exc))
+    ours = [r.message for r in h.refusals]
+    assert bool(raised) == bool(ours) == (p.attn_tp != d.attn_tp), (raised, ours)
+    assert all("PD peers must connect matching DCP ranks" in m for m in ours + raised)
+
+
+def test_vllm_nixl_dcp_rules_quote_the_wheel():
+    """NixlPushConnector.__init__ refuses decode_context_parallel_size > 1 on either instance;
+    _validate_remote_agent_handshake asserts the two DCP sizes divide one another. The planned
+    refusals quote the wheel's words (tests/cli/test_engine_rules_cli.py runs them end to end)."""
+    nixl = engine_root("vllm") / "vllm/distributed/kv_transfer/kv_connector/v1/nixl"
+    push = plan_handoff(deployment("vllm", {"tp": 2}, {"tp": 2, "dcp": 2}, "nixl_push", attention="mla", kv_heads=1))
+    pull = plan_handoff(deployment("vllm", {"tp": 6, "dcp": 3}, {"tp": 2, "dcp": 2}, "nixl", attention="mla", kv_heads=1))
+    (pushed,), (pulled,) = push.refusals, pull.refusals
+    assert pushed.message.split('"')[1] in (nixl / "connector.py").read_text()
+    assert "DCP sizes must divide one another" in (nixl / "base_worker.py").read_text()
+    assert "DCP sizes must divide one another: local=2, remote=3" in pulled.message
+    assert not plan_handoff(deployment("vllm", {"tp": 4, "dcp": 4}, {"tp": 2, "dcp": 2}, "nixl",
+                                       attention="mla", kv_heads=1)).refusals

@@ -60,10 +60,15 @@ def _config(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("argv,message", [
+    # vLLM itself refuses this role (KVTransferConfig.__post_init__), and this connector
+    # (0.33.0 registers no P2pNcclConnector: kv_connector/factory.py)
     (["--", "vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector": "NixlConnector", "kv_role": "kv_sender"}'],
-     "--kv-transfer-config kv_role 'kv_sender': expected kv_producer (prefill) or kv_consumer (decode)"),
+     "--kv-transfer-config kv_role 'kv_sender': vLLM accepts kv_producer | kv_consumer | kv_both"),
     (["--", "vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector": "P2pNcclConnector", "kv_role": "kv_producer"}'],
-     "--kv-transfer-config kv_connector 'P2pNcclConnector': specplan plans NixlConnector, "
+     "--kv-transfer-config kv_connector 'P2pNcclConnector' is not a connector vLLM registers"),
+    # registered, but no spec states it
+    (["--", "vllm", "serve", "m", "--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_producer"}'],
+     "--kv-transfer-config kv_connector 'LMCacheConnectorV1': specplan plans NixlConnector, "
      "NixlPullConnector, NixlPushConnector, MooncakeConnector"),
 ])
 def test_import_refuses_what_no_spec_states(tmp_path, argv, message):

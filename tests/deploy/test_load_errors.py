@@ -103,3 +103,17 @@ def test_bad_deployment_exits_2(workdir, args, expected, monkeypatch):
     assert run.exit_code == 2, run.stdout + run.stderr
     assert run.stderr.splitlines() == expected
     assert not (workdir / "build").exists()
+
+
+@pytest.mark.parametrize("command", ["check", "explain", "export"])
+def test_disaggregation_null_is_a_plain_spec(tmp_path, command):
+    """`disaggregation: null` is the key left out, as the schema reads it (None): a plain spec,
+    planned alone. check and explain raised AttributeError 'NoneType' has no 'peer' (issue 37)."""
+    written = tmp_path / "a.yaml"
+    written.write_text("name: a\nengine: sglang\ndisaggregation: null\n" + BODY)
+    absent = tmp_path / "b.yaml"
+    absent.write_text("name: a\nengine: sglang\n" + BODY)
+    got, want = cli(command, str(written)), cli(command, str(absent))
+    assert got.exception is None or isinstance(got.exception, SystemExit), got.exception
+    assert got.exit_code == want.exit_code == 0, got.output
+    assert got.stdout.replace(str(written), "X") == want.stdout.replace(str(absent), "X")

@@ -162,3 +162,20 @@ def test_a_missing_node_is_refused(cli, tmp_path):
     run = _import(cli, "vllm", tmp_path / "nodes.sh", FLASH)
     assert run.returncode == 2 and not run.stdout
     assert f"{tmp_path / 'nodes.sh'}:6: node count: --nnodes 2, found 1 lines" in run.stderr
+
+
+@pytest.mark.parametrize("options", [(), ("--executor", "ray"), ("--engine", "sglang")])
+def test_fitted_to_a_terminal_the_lines_continue_and_still_import(cli, tmp_path, options):
+    """At 80 columns each node's line continues with ` \\` (the shell's and import's reading are
+    the line's); piped, with no width asked for, it is one physical line per node."""
+    engine = "sglang" if "sglang" in options else "vllm"
+    wrapped = cli("export", FLASH, "--nodes", *options, env={"COLUMNS": "80"}, code=0).stdout
+    assert max(len(line) for line in wrapped.splitlines()) <= 80
+    assert any(line.endswith(" \\") for line in wrapped.splitlines())
+    piped = cli("export", FLASH, "--nodes", *options, env={"COLUMNS": None}, code=0).stdout
+    assert len(_commands(piped)) == 2 and not any(line.endswith("\\") for line in _commands(piped))
+    (tmp_path / "wrapped.sh").write_text(wrapped)
+    (tmp_path / "piped.sh").write_text(piped)
+    back = [_import(cli, engine, tmp_path / f"{name}.sh", FLASH) for name in ("wrapped", "piped")]
+    assert [b.returncode for b in back] == [0, 0], back[0].stderr + back[1].stderr
+    assert back[0].stdout == back[1].stdout

@@ -82,3 +82,30 @@ def test_cross_engine_keeps_the_layer_split(cli):
     out = cli("export", "specs/deepseek-v4-flash-mtp-tp2-pp2.yaml", "--engine", "sglang").stdout
     assert "export SGLANG_PP_LAYER_PARTITION=22,21  #" in out
     assert "vllm gives remainder layers to the stages before the last ([22, 21])" in out
+
+
+ENGINE_ARGS = {  # entries the engine's parser refuses: every command exits 2 naming the entry
+    "unknown-flag": ('["--tp-size", "2", "--x"]', "engine_args[2]: unknown sglang flag --x"),
+    "stray-words": ('["--tp-size 2", "a b"]', "engine_args[1]: unrecognized arguments: a"),
+    "open-quote": ('["--tp-size 2", "--served-model-name \'x"]', "engine_args[1]: No closing quotation"),
+    # what export's re-reading refuses (the hostile sweep: ImportProblem tracebacks)
+    "bad-value": ('["--tp-size=abc"]', "engine_args[0]: --tp-size expects an integer, found 'abc'"),
+    "only-env": ('["X=1"]', "engine_args: the line holds only environment assignments (X)"),
+}
+
+
+@pytest.mark.parametrize("command", ["check", "export", "explain"])
+@pytest.mark.parametrize("case", sorted(ENGINE_ARGS))
+def test_engine_args_the_parser_refuses_are_exit_2_naming_the_entry(tmp_path, command, case):
+    """export raised FlagProblem as a traceback (exit 1) while check passed the same spec
+    (issue 37): each command now reads engine_args as export does."""
+    from tests.helpers import cli
+
+    args, shows = ENGINE_ARGS[case]
+    path = tmp_path / "x.yaml"
+    path.write_text(f"name: x\nengine: sglang\ntopology: {{tp: 2}}\n{MODEL}\nengine_args: {args}\n")
+    res = cli(command, str(path))
+    assert res.exit_code == 2, res.output
+    (line,) = res.stderr.splitlines()
+    assert line.startswith(f"{path}:5:") and shows in line
+    assert "SGLang 0.5.23's parser refuses the launch line engine_args hold" in line

@@ -118,3 +118,42 @@ def test_speculative_config_with_neither_method_nor_model_is_refused(cli, config
     result = _import(cli, config, "vllm", "serve", "m", "--speculative-config",
                      '{"num_speculative_tokens": 3}')
     assert result.exit_code == 2 and "neither method nor model" in result.stderr
+
+
+def test_vllm_spec_flags_are_read_into_the_speculative_config(cli, config, tmp_path):
+    out = tmp_path / "s.yaml"
+    result = _import(cli, config, "vllm", "serve", "m", "--spec-method", "eagle3", "--spec-model",
+                     "org/eagle3", "--spec-tokens", "3", extra=("-o", str(out)))
+    assert result.exit_code == 0, result.stderr
+    s = load_spec(out).speculative
+    assert (s.method, s.num_steps, s.draft_path) == ("eagle3", 3, "org/eagle3")
+    both = _import(cli, config, "vllm", "serve", "m", "--spec-tokens", "3", "--speculative-config",
+                   '{"method": "ngram", "num_speculative_tokens": 4}')
+    assert both.exit_code == 2 and "mutually exclusive" in both.stderr
+
+
+def test_a_speculative_config_key_with_dashes_is_read_as_vllm_reads_it(cli, config, tmp_path):
+    result = _import(cli, config, "vllm", "serve", "m", "--speculative-config",
+                     '{"method": "ngram", "num-speculative-tokens": 4, "prompt-lookup-max": 3}')
+    assert result.exit_code == 0, result.stderr
+
+
+def test_a_quantization_vllm_does_not_know_is_refused(cli, config):
+    result = _import(cli, config, "vllm", "serve", "m", "--quantization", "w8a8_int8")
+    assert result.exit_code == 2
+    assert "--quantization w8a8_int8: vLLM 0.33.0 refuses it at start-up" in result.stderr
+
+
+@pytest.mark.parametrize("quant,carried", [("modelopt", True), ("w8a8_int8", False)])
+def test_export_to_the_other_engine_says_what_it_cannot_carry(cli, config, tmp_path, quant, carried):
+    out = tmp_path / "s.yaml"
+    result = _import(cli, config, "python3", "-m", "sglang.launch_server", "--model-path", "m",
+                     "--tp", "2", "--quantization", quant, extra=("-o", str(out)))
+    assert result.exit_code == 0, result.stderr
+    exported = cli("export", str(out), "--engine", "vllm")
+    assert exported.exit_code == 0, exported.stderr
+    line = f"--quantization {quant}"
+    if carried:
+        assert line in exported.stdout and "not carried over" not in exported.stdout
+    else:
+        assert f"not carried over: {line}" in exported.stdout

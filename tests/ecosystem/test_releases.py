@@ -79,11 +79,14 @@ def test_import_picks_the_newest_release_that_accepts_the_line(cli, tmp_path, co
     assert older.exit_code == 0 and "engine_version: \"0.5.20\"" in older.stdout
 
 
-def test_import_of_a_line_no_release_accepts_names_them_all(cli, config):
-    result = cli("import", "--engine", "vllm", "--model-config", config, "--", "vllm", "serve",
-                 "m", "--rope-scaling", "{}")
+@pytest.mark.parametrize("flag,strict", [("--rope-scalling", ()), ("--rope-scaling", ("--strict",))])
+def test_import_of_a_line_no_release_accepts_names_them_all(cli, config, flag, strict):
+    """A flag no release ever had, or (--strict) one an older release had: today's refusal."""
+    result = cli("import", "--engine", "vllm", "--model-config", config, *strict, "--", "vllm",
+                 "serve", "m", flag, "{}")
     assert result.exit_code == 2
     assert "(no supported release accepts the line: vLLM 0.30.0 to vLLM 0.33.0)" in result.stderr
+    assert "written for" not in result.stderr
 
 
 def test_import_reads_a_flag_only_an_old_vllm_has(cli, config):

@@ -20,10 +20,26 @@ import os
 from wheels import VERSIONS, engine_root
 
 
-def sglang_parser(version: str | None = None) -> argparse.ArgumentParser:
+# Stubbed only for the older releases tools/retired_flags.py reads: native kernels and GPU
+# libraries their server_args imports at module level (none is called to build the parser).
+OLDER_STUBS = ("triton", "vllm", "flashinfer", "sgl_kernel", "outlines", "decord", "torchao",
+               "xformers", "cuda", "pynvml", "interegular", "lark", "modelscope", "numpy.typing")
+
+
+OLDER_VLLM_STUBS = ("gguf", "setproctitle", "blake3", "mistral_common", "msgspec", "zmq",
+                    "sentencepiece", "tokenizers", "ray", "lm_format_enforcer", "outlines",
+                    "compressed_tensors", "numba", "xformers", "vllm_flash_attn", "triton", "starlette",
+                    "uvicorn", "watchfiles", "prometheus_fastapi_instrumentator", "depyf",
+                    "diskcache", "pyzmq", "py_cpuinfo", "gptqmodel", "cv2")
+
+
+def sglang_parser(version: str | None = None, root: str | None = None) -> argparse.ArgumentParser:
+    """`root`: an unpacked wheel of any release (tools/retired_flags.py reads older ones)."""
     import sglang_harness
 
-    sglang_harness.install(engine_root("sglang", version))
+    if root and os.environ.get("SPECPLAN_OLDER_STUBS"):  # an older release imports modules
+        sglang_harness.STUBBED += OLDER_STUBS  # the supported ones no longer import at start
+    sglang_harness.install(root or engine_root("sglang", version))
     from sglang.srt.server_args import ServerArgs
 
     parser = argparse.ArgumentParser(prog="sglang serve")
@@ -31,12 +47,18 @@ def sglang_parser(version: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def vllm_parser(version: str | None = None) -> argparse.ArgumentParser:
+def vllm_parser(version: str | None = None, root: str | None = None) -> argparse.ArgumentParser:
     import vllm_harness
 
     # The parser's config defaults build a DeviceConfig, which asks the platform: a CPU here.
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    vllm_harness.install(engine_root("vllm", version))
+    if root and os.environ.get("SPECPLAN_OLDER_STUBS"):
+        vllm_harness.STUBBED += OLDER_VLLM_STUBS
+    vllm_harness.install(root or engine_root("vllm", version))
+    if root:  # an older release finds its CPU platform by its own version string ("+cpu")
+        import sys
+
+        sys.meta_path.insert(0, vllm_harness._StubMetadata({"vllm": f"{version}+cpu"}))
     # The modules moved between releases: take the first that this release has.
     make_arg_parser = _first("make_arg_parser", "vllm.entrypoints.common.cli_args",
                              "vllm.entrypoints.launchers.cli_args",
@@ -66,10 +88,24 @@ def _nargs(action: argparse.Action) -> str:
     return str(action.nargs)
 
 
+class Refused(Exception):
+    """A flag whose action refuses it when given (an older release's deprecated flag)."""
+
+
 def _bare_value(action: argparse.Action, option: str, parser) -> object:
-    """What `option` alone sets (a flag of nargs 0), as JSON data."""
+    """What `option` alone sets (a flag of nargs 0), as JSON data; Refused with the message
+    when the action refuses the flag (raises, or exits through parser.error)."""
+    import contextlib
+    import io
+
     namespace = argparse.Namespace()
-    action(parser, namespace, [], option)
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            action(parser, namespace, [], option)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the engine's own refusal
+        message = str(exc) if not isinstance(exc, SystemExit) else said.getvalue()
+        raise Refused(message.strip().splitlines()[-1] if message.strip() else option) from None
     value = getattr(namespace, action.dest, None)
     return value if isinstance(value, (bool, int, float, str, type(None))) else repr(value)
 
@@ -102,6 +138,7 @@ def _config_keys(action: argparse.Action, classes: dict) -> list[str] | None:
 def table_of(parser: argparse.ArgumentParser, engine: str, version: str, program: str,
              underscores: bool, json_dotted: bool, classes: dict | None = None) -> dict:
     """The flag table of `parser` as JSON-able data (see specplan/engines/flag_table.py)."""
+    with_help = bool(os.environ.get("SPECPLAN_FLAG_HELP"))
     by_action: dict[int, list[str]] = {}
     actions: dict[int, argparse.Action] = {}
     for option, action in parser._option_string_actions.items():
@@ -116,10 +153,15 @@ def table_of(parser: argparse.ArgumentParser, engine: str, version: str, program
         names += [o for o in options if o not in names]
         row: dict = {"names": names, "dest": action.dest, "nargs": _nargs(action)}
         if action.nargs == 0:
-            row["sets"] = {o: _bare_value(action, o, parser) for o in names}
+            try:
+                row["sets"] = {o: _bare_value(action, o, parser) for o in names}
+            except Refused as exc:  # the parser knows the flag only to refuse it
+                row["refuses"] = str(exc)
         if action.choices is not None and all(isinstance(c, (str, int)) for c in action.choices):
             ordered = isinstance(action.choices, (list, tuple))  # a set's order varies per run
             row["choices"] = list(action.choices) if ordered else sorted(action.choices, key=str)
+        if with_help and isinstance(action.help, str):  # tools/retired_flags.py: its meaning
+            row["help"] = " ".join(action.help.split())
         if _is_json(action):
             row["json"] = True
             keys = _config_keys(action, classes or {})
@@ -132,27 +174,30 @@ def table_of(parser: argparse.ArgumentParser, engine: str, version: str, program
             "json_dotted": json_dotted, "positional": positional, "flags": flags}
 
 
-def table(engine: str, version: str | None = None) -> dict:
+def table(engine: str, version: str | None = None, root: str | None = None) -> dict:
     """One release's table (each in its own process: the harnesses' stubs and the wheel on
-    sys.path differ)."""
+    sys.path differ). `root`: that release's unpacked wheel, for a release outside the
+    supported ones."""
     version = version or VERSIONS[engine]
     if engine == "sglang":
-        return table_of(sglang_parser(version), "sglang", version, "python -m sglang.launch_server",
-                        underscores=False, json_dotted=False)
+        return table_of(sglang_parser(version, root), "sglang", version,
+                        "python -m sglang.launch_server", underscores=False, json_dotted=False)
     # FlexibleArgumentParser.parse_args: `--a_b` reads as `--a-b`, `--x.y v` builds JSON
-    parser = vllm_parser(version)
+    parser = vllm_parser(version, root)
     spec_config = _first("SpeculativeConfig", "vllm.config.speculative", "vllm.config")
     return table_of(parser, "vllm", version, "vllm serve", underscores=True, json_dotted=True,
                     classes={"speculative_config": spec_config})
 
 
-def table_in_subprocess(engine: str, version: str | None = None) -> dict:
+def table_in_subprocess(engine: str, version: str | None = None, root: str | None = None,
+                        env: dict | None = None) -> dict:
     import subprocess
     import sys
 
     here = os.path.dirname(os.path.abspath(__file__))
     version = version or VERSIONS[engine]
-    proc = subprocess.run([sys.executable, os.path.join(here, "flag_tables.py"), engine, version],
+    proc = subprocess.run([sys.executable, os.path.join(here, "flag_tables.py"), engine, version,
+                           *([root] if root else [])], env={**os.environ, **(env or {})},
                           capture_output=True, text=True, timeout=900, cwd=here)
     if proc.returncode != 0:
         raise RuntimeError(f"building the {engine} {version} parser failed:\n{proc.stderr[-3000:]}")
@@ -171,6 +216,7 @@ if __name__ == "__main__":
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    result = table(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
+    result = table(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None,
+                   sys.argv[3] if len(sys.argv) > 3 else None)
     sys.stdout.flush()
     print(json.dumps(result))

@@ -17,14 +17,16 @@ from pathlib import Path
 from wheels import engine_root
 
 
-def source_of(engine: str, relpath: str) -> tuple[Path, ast.Module]:
-    path = engine_root(engine) / relpath
+def source_of(engine: str, relpath: str, version: str | None = None) -> tuple[Path, ast.Module]:
+    path = engine_root(engine, version) / relpath
     return path, ast.parse(path.read_text())
 
 
-def function(engine: str, relpath: str, qualname: str, namespace: dict) -> Callable:
-    """The function `qualname` ("f" or "Class.f") of the engine file, without decorators."""
-    path, tree = source_of(engine, relpath)
+def function(engine: str, relpath: str, qualname: str, namespace: dict,
+             version: str | None = None) -> Callable:
+    """The function `qualname` ("f" or "Class.f") of the engine file (of release `version`,
+    else the tests' release), without decorators."""
+    path, tree = source_of(engine, relpath, version)
     node = _find(tree, qualname.split("."))
     node.decorator_list = []
     module = ast.Module(body=[node], type_ignores=[])
@@ -33,10 +35,11 @@ def function(engine: str, relpath: str, qualname: str, namespace: dict) -> Calla
     return scope[node.name]
 
 
-def statements(engine: str, relpath: str, qualname: str, keep: Callable[[str], bool]) -> Callable:
+def statements(engine: str, relpath: str, qualname: str, keep: Callable[[str], bool],
+               version: str | None = None) -> Callable:
     """The top-level statements of function `qualname` whose source `keep` selects, as a
     function of one dict: the names they read, updated with the names they bind."""
-    path, tree = source_of(engine, relpath)
+    path, tree = source_of(engine, relpath, version)
     text = path.read_text()
     node = _find(tree, qualname.split("."))
     chosen = [s for s in node.body if keep(ast.get_source_segment(text, s) or "")]

@@ -24,6 +24,7 @@ import specplan
 from specplan.engines import convention
 from specplan.lower import build_plan
 from specplan.passes import plan as run_passes
+from specplan.schema.load import load_spec
 from specplan.schema.model import Spec
 from specplan.verify import has_errors, verify
 from tests.helpers import cli
@@ -213,3 +214,34 @@ def test_vllm_sizes_every_workers_kv_cache_by_the_smallest_reading_and_the_plan_
     [family] = [f for f in plan.families if f.name == site.family]
     assert site.family == "replica" and family.group_size == 4
     assert not has_errors(verify(plan))
+
+
+# -- vLLM: the start-up free-memory reading selects no collective (issue 37) ------------------
+
+VLLM_DFLASH_OFF = """name: vllm-dflash-off
+engine: vllm
+topology: {tp: 2, dp: 2}
+model: {num_layers: 7, hidden_size: 64, vocab_size: 512}
+speculative: {method: dflash, num_steps: 3, topk: 1, num_draft_tokens: 4, sampling: greedy,
+              draft_num_layers: 2}
+sync: {policy: off}
+"""
+
+
+def test_vllm_free_memory_is_the_engines_whatever_the_policy(tmp_path):
+    """vLLM 0.33.0's DFlash drafter captures by cudagraph_mode alone (no free-memory reading
+    chooses a draft graph) and the EngineCore cuts every worker's KV-cache reading to the
+    smallest over the replica (get_kv_cache_configs, run above): with sync.policy off the
+    plan keeps dflash_mem agreed by the engine, check finds nothing on it, and simulate,
+    whose ranks read different free memory, passes."""
+    dflash = source_of("vllm", "vllm/v1/worker/gpu/spec_decode/dflash/speculator.py")[0].read_text()
+    assert "mem_get_info" not in dflash and "get_memory_info" not in dflash
+    path = tmp_path / "vllm-dflash-off.yaml"
+    path.write_text(VLLM_DFLASH_OFF)
+    plan = build_plan(run_passes(load_spec(path)))
+    [site] = [x for x in plan.sites if x.name == "dflash_mem"]
+    assert site.converge and site.family == "replica" and "get_kv_cache_configs" in site.reason
+    checked = cli("check", path, "-v")
+    assert checked.exit_code == 0 and "dflash_mem" not in checked.output, checked.output
+    res = cli("simulate", path, "--rounds", "2", "--requests", "2")
+    assert res.exit_code == 0 and "PASS" in res.output, res.output[-2000:]

@@ -78,7 +78,7 @@ def start(world: int, name: str, tmp: Path, engine: dict | None = None, spec: di
 
 def test_set_installs_each_hook_once_however_often_registered(tmp_path):
     [out] = ok(run(1, "plugins", plan=plan_for(tmp_path, "tp2")))
-    assert len(out["hooks"]) == 12 and out["per_target"] == [1]
+    assert len(out["hooks"]) == 13 and out["per_target"] == [1]
 
 
 def test_unset_installs_no_hook_and_imports_no_runtime():
@@ -93,7 +93,7 @@ def test_unset_installs_no_hook_and_imports_no_runtime():
 def test_the_plans_topology_passes_and_binds_on_sglangs_groups(tmp_path, world, name):
     plan, results = start(world, name, tmp_path)
     outs = ok(results)
-    assert len(outs[0]["hooks"]) == 12
+    assert len(outs[0]["hooks"]) == 13
     view = json.loads(plan.read_text())
     replica = next(f for f in view["families"] if f["name"] == "replica")
     from specplan.mesh.family import from_rule

@@ -30,7 +30,7 @@ def test_the_plugin_runs_on_0_5_22_and_refuses_0_5_20_and_0_5_21():
 @pytest.mark.parametrize("version", OLDER)
 def test_installs_each_hook_once(tmp_path, version):
     [out] = ok(run(1, "plugins", plan=plan_for(tmp_path, "tp2"), version=version))
-    assert len(out["hooks"]) == 12 and out["per_target"] == [1]
+    assert len(out["hooks"]) == 13 and out["per_target"] == [1]
 
 
 @pytest.mark.parametrize("version", OLDER)

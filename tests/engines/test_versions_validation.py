@@ -2,9 +2,10 @@
 on the topology table: test_engine_validation.py rerun against that release's wheel
 (SPECPLAN_<ENGINE>_RELEASE, wheels.py). Marker `versions` (run by hand: pytest -m versions);
 the newest release runs in the `engines` step. Measured: SGLang 0.5.20-0.5.23 and vLLM
-0.30.0-0.33.0 refuse exactly the same topologies of the table and build the same DCP groups,
-so one rule per engine holds for all four releases (the functions' sources differ, not their
-verdicts on the table)."""
+0.30.0-0.33.0 refuse exactly the same topologies of the table and build the same DCP groups
+(the functions' sources differ, not their verdicts on the table); the SGLang rules that do
+differ by release (PP + speculative decoding, CP counting plain DP replicas) are measured per
+release in test_release_rules.py."""
 
 from __future__ import annotations
 

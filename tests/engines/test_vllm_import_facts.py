@@ -42,3 +42,12 @@ def test_detection_checks_the_names_in_specplans_order():
                                                      '"dspark" in',
                                                      "MTPModelTypes")]
     assert order == sorted(order)
+
+
+def test_quantization_methods_are_the_engines():
+    from specplan.engines.vllm.launch import QUANTIZATION_METHODS
+
+    _, tree = source_of("vllm", "vllm/model_executor/layers/quantization/__init__.py")
+    node = next(n for n in tree.body if isinstance(n, ast.Assign)
+                and getattr(n.targets[0], "id", None) == "QuantizationMethods")
+    assert {e.value for e in node.value.slice.elts} == QUANTIZATION_METHODS

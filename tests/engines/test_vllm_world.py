@@ -69,6 +69,19 @@ def _named(ranks: list[str]) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(ranks)
 
 
+def test_a_rank_without_specplan_is_named_when_the_plans_timeout_runs_out(tmp_path):
+    """A rank that never answers (no specplan there) cannot refuse itself; the plan's ranks
+    wait no longer than the plan's runtime.timeout_s and refuse naming it."""
+    plan = _plan(tmp_path, "{tp: 2}", timeout_s=5)
+    holder, silent = _run(2, "mixed", 2, 1, SPEC, "", "1", plan=plan)
+    assert silent.returncode == 0  # vLLM alone there: its executor ends it when the others do
+    assert holder.returncode == REFUSED, holder.stdout + holder.stderr[-3000:]
+    line = next(l for l in holder.stdout.splitlines() if l.startswith("REFUSED "))
+    assert line == ("REFUSED specplan: rank 0: plan 'world': no word within 5 s from rank 1 (no "
+                    "specplan plugin loaded there?): a world runs the same plan on every rank, "
+                    "or none")
+
+
 def test_every_rank_with_the_plan_starts(tmp_path):
     """The agreement's other side: the same world, every rank holding the plan, starts."""
     results = _run(2, "mixed", 2, 1, SPEC, "", plan=_plan(tmp_path, "{tp: 2}"))

@@ -32,12 +32,18 @@ def main(argv: list[str]) -> None:
     serve(WORKERS, [worker, *args])
 
 
-def mixed(tp: str, pp: str, speculative: str, without: str) -> dict:
+def mixed(tp: str, pp: str, speculative: str, without: str, silent: str = "") -> dict:
+    """Ranks in `without` start without SPECPLAN_PLAN; ranks in `silent` without specplan at
+    all (vLLM loads no general plugin there)."""
     import vllm_harness
 
     rank = int(os.environ["RANK"])
     if str(rank) in without.split(","):
         os.environ.pop("SPECPLAN_PLAN", None)
+    if str(rank) in silent.split(","):
+        import vllm.plugins
+
+        vllm.plugins.load_general_plugins = lambda: None
     ps = vllm_harness.start_engine(int(tp), int(pp), 1, json.loads(speculative))
     return {"rank": rank, "tp": ps._TP.group_ranks}
 

@@ -26,7 +26,7 @@ def _eagle_sites(m):
 
 
 SITES = {
-    "none": [("none_target", ("next_token",), R, False)],
+    "none": [("none_target", ("next_token_ids",), R, False)],
     **{m: _eagle_sites(m) for m in ("eagle", "eagle3", "mtp", "standalone")},
     "ngram": [
         ("ngram_target", ("next_token_ids",), R, False),
@@ -84,7 +84,7 @@ def _dspark_accept(suffix, path, nature):
 
 MEM = {"free_mem_gb": ((), "float32", "host", "any", "last_stage")}
 DECISIONS = {
-    "none": {"next_token": (BS, "int64", "rng", "any", "all_stages")},
+    "none": {"next_token_ids": (BS, "int64", "rng", "any", "all_stages")},
     **{m: _eagle_decisions() for m in ("eagle", "eagle3", "mtp", "standalone")},
     "ngram": {
         **TOKEN,

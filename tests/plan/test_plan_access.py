@@ -32,6 +32,10 @@ NOT_PLAN = {
     "round_view.py::_render_gates": "round_data output",
     "pictures/ranks.py::*": "explain view",
     "pictures/round.py::RoundPicture._edges": "IR edge data",
+    # a check baseline: findings as JSON (their ids), not plan.json
+    "verify/baseline.py::*": "baseline and check --format json findings",
+    "verify/formats.py::_absent_result": "a baseline's finding",
+    "commands/deployment.py::DeploymentTarget.print_check": "a deployment's check --format json findings (their ids)",
     # spec data (a topology as plain dicts), engine arguments
     "sim/setup.py::sim_spec": "spec data",
     "sim/setup.py::compile_data": "spec data",

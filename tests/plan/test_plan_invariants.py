@@ -51,6 +51,8 @@ EDITS = {
         "boundary", None), "sites["),
     "an op's sites": (lambda p: next(op for op in p["rank_classes"][0]["program"]["decode"]
                                      if "boundary" in op)["sites"].__setitem__(0, "x"), "of ['x']"),
+    # issue 37's hostile sweep: in_flight 2**40 ran the schedule check out of memory
+    "in_flight 2**40": (lambda p: p.__setitem__("in_flight", 2**40), "in_flight: 1099511627776 decode rounds"),
     "an op's bytes": (lambda p: next(op for op in p["rank_classes"][0]["program"]["decode"]
                                      if "boundary" in op).__setitem__("bytes", 8), "rank_classes[0].program.decode"),
 }

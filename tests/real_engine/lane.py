@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.helpers import cli
@@ -204,3 +205,32 @@ def compile_plan(body: dict, out: Path) -> Path:
     proc = specplan_cli("compile", str(path), "-o", str(out / "plan"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out / "plan" / "plan.json"
+
+
+def engine_error(lines: list[str]) -> str:
+    """vLLM's own error in a failed run's output: the last line naming an Error (else the last)."""
+    errors = [ln.strip() for ln in lines if ("Error" in ln or "error:" in ln)
+              and "See stack trace" not in ln and "See root cause" not in ln]  # pointers, not causes
+    return errors[-1] if errors else (lines[-1].strip() if lines else "no output")
+
+
+def skip_unless_served(tokens, lines: list[str], what: str) -> None:
+    """A run without the plugin that did not complete: vLLM's CPU build cannot run `what`;
+    the test skips with vLLM's own error."""
+    if not tokens:
+        pytest.skip(f"vLLM's CPU build does not run {what} without the plugin: {engine_error(lines)}")
+
+
+def assert_identical(tokens, base_tokens, lines: list[str], trace: Path, ranks: int) -> None:
+    """The run with the plugin completed with the tokens of the run without it, every rank
+    bound the plan (wrote its trace) and `specplan diff` reads the traces without divergence.
+    A refusal fails, naming the plugin's line."""
+    said = [ln.strip() for ln in lines if "specplan: " in ln]
+    assert tokens is not None, "the run with the plugin did not complete:\n" + "\n".join(
+        said[:10] or lines[-40:])
+    assert tokens == base_tokens, "the plugin changed tokens"
+    files = sorted(p.name for p in trace.glob("rank*.jsonl"))
+    assert files == [f"rank{r}.jsonl" for r in range(ranks)], f"traces {files}"
+    if ranks > 1:
+        diff = specplan_cli("diff", str(trace))
+        assert diff.returncode == 0, diff.stdout + diff.stderr

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, UNWRAPPED
 
 
 def _write(path, records):
@@ -22,8 +23,10 @@ def _diff(*paths):
     code = ("import sys; from specplan.cli import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
             "    assert 'torch' not in sys.modules, 'diff imported torch'\n    raise")
+    # unwrapped: the report's lines as written (tests/cli/test_width.py checks them at 80 columns)
+    env = {**os.environ, "COLUMNS": UNWRAPPED}
     return subprocess.run([sys.executable, "-c", code, "diff", *map(str, paths)],
-                          capture_output=True, text=True, cwd=ROOT)
+                          capture_output=True, text=True, cwd=ROOT, env=env)
 
 
 def test_diff_ignores_other_replicas_and_names_the_first_divergence(tmp_path):

@@ -23,6 +23,9 @@ SPECS = Path(__file__).resolve().parents[1] / "verify" / "specs"
 CASES = {  # class -> (variant of the spec text, simulate options, what the report must show)
     "error-dynamic-width": ({}, [], "CollectiveTimeout: collective for site eagle3_target"),
     "error-idle-dp-skips-moe": ({}, ["--requests", "1"], "CollectiveTimeout: sim all_gather on group tp"),
+    # Each rank reads its own free memory (--inject gate): the capture over tp meets ranks that
+    # chose differently, named by the gate.
+    "error-gate-unagreed": ({}, ["--inject", "gate"], "GateMismatch: gate dspark_draft_graph_mem"),
     "error-sampling-accept-unconverged": ({}, [], "ProbeMismatch: agreement probe: decision predict differs"),
     "error-cp-outside-group": ({}, [], "ProbeMismatch: agreement probe: decision next_token_ids differs"),
     # The replicas serve different requests, so batch identity names the rows the group mixes.

@@ -79,6 +79,39 @@ def test_a_clean_spec_simulates_to_pass(tmp_path, name):
     assert res.exit_code == 0 and "PASS" in res.output, res.output[-3000:]
 
 
+# An idle DP replica under sampling (issue 37): `--requests 1` over two replicas leaves one with
+# zero rows, which every sampler path runs: the chain (mtp), the tree (eagle topk 2), the block
+# (dspark mixed) and vLLM's n-gram chain.
+IDLE_SAMPLED = {
+    "mtp-sampling": "engine: sglang\ntopology: {tp: 2, dp: 2, dp_attention: true}\n"
+                    "model: {num_layers: 4, hidden_size: 64, vocab_size: 512, attention: mla}\n"
+                    "speculative: {method: mtp, num_steps: 3, topk: 1, num_draft_tokens: 4, "
+                    "sampling: sampling}\n",
+    "eagle-tree-mixed": "engine: sglang\ntopology: {tp: 2, dp: 2, dp_attention: true}\n"
+                        "speculative: {method: eagle, num_steps: 2, topk: 2, num_draft_tokens: 4, "
+                        "sampling: mixed}\n",
+    "dspark-mixed": "engine: sglang\ntopology: {tp: 2, dp: 2, dp_attention: true}\n"
+                    "speculative: {method: dspark, num_steps: 3, sampling: mixed}\n",
+    "ngram-vllm-sampling": "engine: vllm\ntopology: {tp: 1, dp: 2}\n"
+                           "speculative: {method: ngram, num_steps: 3, sampling: sampling}\n",
+}
+
+
+def test_an_idle_replica_under_sampling_simulates_to_pass(tmp_path):
+    """The issue's spec: exit 1 (a reshape of 0 elements in _tree_sample) before; PASS now."""
+    path = spec(tmp_path, IDLE_SAMPLED["mtp-sampling"])
+    res = simulate(path, requests=1)
+    assert res.exit_code == 0 and "PASS" in res.output, res.output[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(set(IDLE_SAMPLED) - {"mtp-sampling"}))
+def test_every_sampler_path_runs_an_idle_replica(tmp_path, name):
+    path = spec(tmp_path, IDLE_SAMPLED[name])
+    res = simulate(path, requests=1)
+    assert res.exit_code == 0 and "PASS" in res.output, res.output[-3000:]
+
+
 NAMED = {  # check ERROR -> simulate --allow-errors fails by name, exit 3 (never 1)
     "none-idle-skip": ("engine: sglang\ntopology: {tp: 2, dp: 2, dp_attention: true}\n"
                        "model: {num_layers: 4, hidden_size: 64, vocab_size: 512, "
@@ -102,7 +135,7 @@ NAMED = {  # check ERROR -> simulate --allow-errors fails by name, exit 3 (never
                            "CollectiveTimeout: collective for site none_target"),
     "none-policy-off": ("engine: sglang\ntopology: {tp: 2, pp: 2}\n"
                         "speculative: {method: none, sampling: sampling}\nsync: {policy: off}\n",
-                        [], "decision next_token differs at round 0"),
+                        [], "decision next_token_ids differs at round 0"),
     "drafts-not-relayed-tp2-pp3": ("engine: sglang\ntopology: {tp: 2, pp: 3}\n"
                                    "model: {num_layers: 6, hidden_size: 64, vocab_size: 512}\n"
                                    "speculative: {method: eagle, num_steps: 2}\n"

@@ -114,3 +114,56 @@ def test_an_engine_spec_simulates_the_engines_own_plan(tmp_path):
         assert prep.plan.behaviour.mode == "engine", path.name
         assert sites(prep.plan) == sites(own), path.name
         assert (prep.plan.device, prep.plan.backend) == (own.device, "gloo"), path.name
+
+
+DSPARK = """
+name: ds
+engine: sglang
+topology: {tp: 2}
+model: {num_layers: 16, hidden_size: 64, vocab_size: 512}
+speculative: {method: dspark, num_steps: 3, sampling: mixed}
+"""
+
+
+def test_shrinking_keeps_every_tap_inside_the_layer_loop(tmp_path):
+    """SGLang captures taps 0 .. num_layers - 1: the default DSpark taps [2, 8, 13] of 16 layers
+    stay below the shrunk model's end (4 layers: [1, 2, 3]), each apart (issue 37)."""
+    spec = _load(tmp_path, DSPARK)
+    data, shrunk, _ = sim_spec(spec, requests=4, max_layers=4)
+    assert data["speculative"]["aux_layers"] == [1, 2, 3]
+    assert "taps [2, 8, 13] -> [1, 2, 3]" in shrunk
+
+
+def test_max_layers_too_few_for_the_taps_is_refused_naming_the_option(tmp_path):
+    """`simulate --max-layers 2`: 3 taps cannot stay apart in 2 layers. Exit 2 at the user's
+    model.num_layers naming the option and the least that holds them, never the sim's own
+    temporary spec (the message pointed into <TMPDIR>/specplan-sim-*/ds.sim.yaml)."""
+    from tests.helpers import cli
+
+    path = tmp_path / "ds.yaml"
+    path.write_text(DSPARK)
+    res = cli("simulate", str(path), "--max-layers", 2, "--rounds", 1)
+    assert res.exit_code == 2, res.output
+    assert res.output.strip() == (
+        f"{path}:5:9: model.num_layers: simulate --max-layers 2: a model of 2 layers cannot hold "
+        "the spec's 3 taps [2, 8, 13] apart, each on the stage that owns it (layers per stage "
+        "[16] -> [2]); use --max-layers 4 or more")
+    assert "specplan-sim-" not in res.output and ".sim.yaml" not in res.output
+
+
+def test_a_sim_spec_the_changes_make_invalid_points_at_the_users_file(tmp_path):
+    """Whatever the sim's changes break is refused at the user's file, saying what changed."""
+    import pytest
+
+    from specplan.errors import PlanError
+    from specplan.sim.setup import compile_data
+
+    data = {"name": "bad", "engine": "sglang", "topology": {"tp": 1},
+            "model": {"num_layers": 2, "hidden_size": 64, "vocab_size": 512},
+            "speculative": {"method": "eagle3", "num_steps": 2, "aux_layers": [0, 1, 2]}}
+    with pytest.raises(PlanError) as err:
+        compile_data(data, tmp_path / "sim", "user.yaml", ["hidden 7168 -> 64"])
+    assert [(d.file, d.line, d.path) for d in err.value.diagnostics] == [
+        ("user.yaml", None, "speculative.aux_layers[2]")]
+    assert "(simulate's CPU model: hidden 7168 -> 64)" in str(err.value)
+    assert str(tmp_path) not in str(err.value)

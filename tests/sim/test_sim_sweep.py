@@ -4,8 +4,12 @@ Hypothesis draws specs over method (none included) x sampling x topology (tp, pp
 DP-attention, cp) x sync (policy, group, sites) x pipeline knobs, small enough for the CPU
 (at most 4 ranks). Each is checked through the CLI: exit 0 (clean or warnings), 3 (an ERROR)
 or 2 (a spec the schema or the planner refuses, with a message); never 1. A seeded sample is
-then simulated: a clean spec PASSes (exit 0), an ERROR spec run with --allow-errors ends as a
-named failure (exit 3, FAIL), never exit 1.
+then simulated with drawn options (sim_options, issue 37: --requests from 1 to one more than
+the replicas, so a replica serves none, under sampling too; --max-layers below the model's
+depth; --seed, --rounds, --json, --trace-dir, --timeout-s; now and then --inject or
+--chunked-prefill): a clean spec PASSes (exit 0), an ERROR spec run with --allow-errors ends
+as a named failure (exit 3, FAIL); a --max-layers the taps do not fit is exit 2 naming the
+option (never the sim's own files); a fault or the serving loop may end 0, 2 or 3; never 1.
 
 Default suite: a small budget; `-m slow`: a large one. `python tests/sim/test_sim_sweep.py N`
 runs N drawn specs and prints the counts.
@@ -57,7 +61,29 @@ def specs(draw) -> dict:
     if draw(st.integers(0, 5)) == 0:
         spec["behaviour"] = "engine"
         spec.pop("sync"), spec.pop("pipeline")
+    spec["_simulate"] = _sim_options(draw, spec)  # not YAML: the options simulate runs with
     return spec
+
+
+def _sim_options(draw, spec: dict) -> list[str]:
+    t = spec["topology"]
+    replicas = t["dp"] if spec["engine"] == "vllm" or t.get("dp_attention") else 1
+    opts = ["--rounds", str(draw(st.integers(1, 3))), "--requests", str(draw(st.integers(1, replicas + 1)))]
+    if draw(st.integers(0, 2)) == 0:
+        opts += ["--max-layers", str(draw(st.integers(1, spec["model"]["num_layers"])))]
+    if draw(st.integers(0, 3)) == 0:
+        opts += ["--seed", str(draw(st.sampled_from((1, 2**31, 2**63 - 1))))]
+    for flag in ("--json", "--trace-dir"):
+        if draw(st.integers(0, 4)) == 0:
+            opts.append(flag)
+    if draw(st.integers(0, 4)) == 0:
+        opts += ["--timeout-s", "60"]
+    if draw(st.integers(0, 7)) == 0:
+        opts += ["--inject", draw(st.sampled_from(("noise", "draft-noise", "verify-noise", "tap-order",
+                                                    "kill", "foreign-plan")))]
+    elif draw(st.integers(0, 7)) == 0:
+        opts += ["--chunked-prefill", str(draw(st.integers(1, 4)))]
+    return opts
 
 
 def _sync(draw, method: str) -> dict:
@@ -93,14 +119,24 @@ def check(path: Path) -> tuple[int, str]:
     return res.exit_code, res.output
 
 
-def simulate(path: Path, allow_errors: bool) -> tuple[int, str]:
-    args = ["simulate", str(path), "--rounds", "3", "--requests", "2"]
-    res = cli(*args, *(["--allow-errors"] if allow_errors else []))
+def simulate(path: Path, allow_errors: bool, opts: list[str]) -> tuple[int, str]:
+    res = cli("simulate", str(path), *_with_dirs(opts, path.parent),
+              *(["--allow-errors"] if allow_errors else []))
     return res.exit_code, res.output
+
+
+def _with_dirs(opts: list[str], where: Path) -> list[str]:
+    """--trace-dir drawn bare: a folder of the test's own."""
+    out = []
+    for o in opts:
+        out += [o, str(where / "traces")] if o == "--trace-dir" else [o]
+    return out
 
 
 def one(spec: dict, where: Path, counts: Counter, sim: bool) -> None:
     """Check `spec`; with `sim`, simulate it; assert they agree."""
+    spec = dict(spec)
+    opts = spec.pop("_simulate", ["--rounds", "3", "--requests", "2"])
     path = where / "drawn.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     code, out = check(path)
@@ -109,11 +145,19 @@ def one(spec: dict, where: Path, counts: Counter, sim: bool) -> None:
         return
     if code == 3 and "sample_discount" in out:  # seen by the serving loop (--chunked-prefill)
         return
-    got, text = simulate(path, allow_errors=code == 3)
+    got, text = simulate(path, code == 3, opts)
     counts[f"simulated: check {'ERROR' if code == 3 else 'clean'}, simulate exit {got}"] += 1
-    context = (path.read_text(), out[-2000:], text[-4000:])
-    assert got != 1, context
-    if code == 0:
+    counts.update(f"simulate option {o}" for o in opts if o.startswith("--") and o != "--rounds")
+    context = (path.read_text(), opts, out[-2000:], text[-4000:])
+    assert got != 1 and "Traceback" not in text, context
+    if "--inject" in opts or "--chunked-prefill" in opts:  # a fault, the serving loop
+        assert got in (0, 2, 3), context
+    elif got == 2 and "--max-layers" in opts:
+        assert "simulate --max-layers" in text and "specplan-sim-" not in text, context
+    elif "--json" in opts:
+        report = json.loads(next(line for line in text.splitlines() if line.startswith("{")))
+        assert got == (0 if code == 0 else 3) and report["exit_code"] == got, context
+    elif code == 0:
         assert got == 0 and "PASS" in text, context
     else:
         assert got == 3 and "FAIL" in text, context

@@ -112,5 +112,28 @@ def test_a_file_that_is_no_baseline_is_bad_input(tmp_path):
     run = cli("check", PRE_50514, "--baseline", bad, code=2)
     assert f"{bad}: expected a baseline (--write-baseline)" in run.stderr
     assert "no such file" in cli("check", PRE_50514, "--baseline", tmp_path / "none.json", code=2).stderr
-    deployment = cli("check", "specs/disagg/kimi-k3-dspark-pd.yaml", "--baseline", bad, code=2)
-    assert "a deployment's instances are each a spec" in deployment.output
+
+
+@pytest.mark.parametrize("kind", ["baseline", "json"])
+def test_a_deployment_round_trips_with_each_finding_scoped(tmp_path, kind):
+    case = ROOT / "tests" / "deploy" / "cases" / "error-model"  # two ERRORs across the instances
+    pair = [case / "prefill.yaml", case / "decode.yaml"]
+    saved = tmp_path / "base.json"
+    if kind == "baseline":
+        _check(*pair, "--write-baseline", saved, code=3)
+    else:
+        saved.write_text(_check(*pair, "--json", code=3).stdout)
+    text = _check(*pair, "--baseline", saved, code=0).stdout
+    assert "across the instances: 0 new, 2 in the baseline" in text
+    rows = json.loads(_check(*pair, "--baseline", saved, "--json", code=0).stdout)
+    assert [r["baseline"] for r in rows["findings"]] == ["unchanged", "unchanged"]
+    assert rows["absent"] == []
+    # the same findings, read as another deployment's instance findings, are new: ids are scoped
+    data = json.loads(saved.read_text())
+    if kind == "baseline":
+        for row in data["findings"]:
+            row.pop("id")
+            row["scope"] = "decode"
+        saved.write_text(json.dumps(data))
+        assert "across the instances: 2 new, 0 in the baseline" in _check(*pair, "--baseline", saved,
+                                                                          code=3).stdout

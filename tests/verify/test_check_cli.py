@@ -28,7 +28,7 @@ def _check(target: str) -> tuple[int, list[dict]]:
 
 def test_one_spec_per_class():
     names = {p.stem for p in CASES}
-    assert len([n for n in names if n.startswith("error-")]) == 9
+    assert len([n for n in names if n.startswith("error-")]) == 10
     assert len([n for n in names if n.startswith("warn-")]) == 6
 
 

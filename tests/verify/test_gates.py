@@ -157,3 +157,31 @@ def test_a_line_without_cuda_graphs_takes_no_capture_gate(cli, tmp_path):
     assert "dspark_draft_graph_mem" not in names and "target_graph" not in names
     assert {"dp_padding_mode", "dp_idle_forward"} <= names
     assert _gate_findings(cli, spec) == []
+
+
+def _ragged(*extra: str) -> str:
+    args = ", ".join(f'"{a}"' for a in ("SGLANG_RAGGED_VERIFY_MODE=compact",
+                                          "python -m sglang.launch_server", *extra))
+    return f"engine_args: [{args}]\n"
+
+
+def test_dspark_verify_budget_from_an_event_query_is_an_error(cli, tmp_path):
+    spec = _spec(tmp_path, "budget", topology="{tp: 4, device: cuda}", extra=_ragged())
+    found = _gate_findings(cli, spec)
+    assert [(f["gate"], f["group"], f["round"]) for f in found] == [
+        ("dspark_verify_budget", "tp", "decode")]
+    assert "broadcast and all_reduce over tp" in found[0]["message"]
+    assert "ConfidenceRelay.resolve" in found[0]["message"]
+
+
+def test_dspark_verify_budget_clean_where_it_is_not_rank_local(cli, tmp_path):
+    static = _spec(tmp_path, "static", topology="{tp: 4, device: cuda}")
+    assert "dspark_verify_budget" not in {g["name"] for g in _plan(cli, static, tmp_path)["gates"]}
+    in_step = _spec(tmp_path, "nooverlap", topology="{tp: 4, device: cuda}",
+                    extra=_ragged("--disable-overlap-schedule"))
+    assert _gate_findings(cli, in_step) == []
+    own = _spec(tmp_path, "own-budget", behaviour="specplan", topology="{tp: 4, device: cuda}",
+                extra=_ragged())
+    gate = next(g for g in _plan(cli, own, tmp_path)["gates"] if g["name"] == "dspark_verify_budget")
+    assert (gate["family"], gate["site"]) == ("replica", "dspark_plan_verify")
+    assert _gate_findings(cli, own) == []

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from specplan.engines.releases import title
-from specplan.engines.sglang import NAME
+from specplan.engines.releases import at_least, title
+from specplan.engines.sglang import CP_COUNTS_ATTN_DP_FROM, NAME, PP_SPEC_FROM
 from specplan.engines.gates import GateUse, resolve_gates
 from specplan.engines.sglang.gates import GATES
 from specplan.engines.sglang.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, SGLangRules
@@ -64,7 +64,7 @@ class SGLang(Convention):
         return {"attn_dp": attn_dp, "attn_cp": t.cp, "attn_tp": t.tp // attn_dp // t.cp,
                 "moe_ep": t.ep, "moe_dp": t.moe_dp, "moe_tp": t.tp // t.ep // t.moe_dp}
 
-    def families(self, t: Topology, is_moe: bool) -> tuple[Family, ...]:
+    def families(self, t: Topology, is_moe: bool, eplb: bool = False) -> tuple[Family, ...]:
         d, tp = self.derived(t), t.tp
         world = AxisLayout(("pp", t.pp), ("tp", tp))
         attn = _attention(t, d)
@@ -75,12 +75,16 @@ class SGLang(Convention):
         attn_cp = attn.family("attn_cp", group=("attn_cp",), alias=_tp_alias(d["attn_cp"], tp))
         if attn_cp.group_size > d["moe_dp"]:
             moe_dp = replace(attn_cp, name="moe_dp", alias="attn_cp")
-        elif d["moe_dp"] == tp and tp > 1:
+        elif d["moe_dp"] == tp:
             moe_dp = replace(tp_fam, name="moe_dp", alias="tp")
         else:
             moe_dp = moe.family("moe_dp", group=("moe_dp",), over=("pp", ("moe_ep", "moe_tp")))
+        # SGLang builds the dcp groups right after tp, and only when dcp > 1 (else none: the
+        # one-rank family stays last, where no engine group answers to it)
+        dcp = chunks.family("dcp", group=("dcp",))
         return (
             tp_fam,
+            *((dcp,) if t.dcp > 1 else ()),
             attn_cp,
             attn.family("attn_tp", group=("attn_tp",), over=("pp", ("attn_dp", "attn_cp")),
                         alias=_tp_alias(d["attn_tp"], tp)),
@@ -90,7 +94,7 @@ class SGLang(Convention):
             moe.family("moe_tp", group=("moe_tp",), over=("pp", ("moe_dp", "moe_ep")),
                        alias=_tp_alias(d["moe_tp"], tp)),
             world.family("pp", group=("pp",)),
-            chunks.family("dcp", group=("dcp",)),
+            *(() if t.dcp > 1 else (dcp,)),
             self.replica(t),
         )
 
@@ -166,7 +170,7 @@ class SGLang(Convention):
 
     def violations(self, spec: Spec) -> list[Violation]:
         t = spec.topology
-        out = [*_attention_rules(t, self.title), *_moe_rules(spec, self.title), *_tap_rules(spec)]
+        out = [*_attention_rules(t, self.title, at_least(NAME, self.version, CP_COUNTS_ATTN_DP_FROM)), *_moe_rules(spec, self.title), *_tap_rules(spec)]
         if t.tp % t.dcp:
             out.append(Violation(("topology", "dcp"), f"dcp={t.dcp} does not divide tp={t.tp}: "
                                  "DCP groups are contiguous chunks of dcp ranks of each TP group "
@@ -191,7 +195,14 @@ class SGLang(Convention):
         return resolve_gates(GATES, spec, choices)
 
     def launch_refusal(self, spec: Spec) -> str | None:
+        if not self.pp_spec:
+            return _pp_spec_refusal(spec, self.title)
         return _launch_refusal(spec, self.attention_tp(spec.topology))
+
+    @property
+    def pp_spec(self) -> bool:
+        """Whether this release runs speculative decoding under PP (and has SGLANG_ENABLE_PP_SPEC)."""
+        return at_least(NAME, self.version, PP_SPEC_FROM)
 
     def handoff(self, connector: str) -> SGLangRules:
         return SGLangRules(connector)  # every transfer backend maps ranks alike
@@ -219,10 +230,33 @@ def _attention(t: Topology, d: dict[str, int]) -> AxisLayout:
 
 
 def _tp_alias(width: int, tp: int) -> str | None:
-    return "tp" if width == tp and tp > 1 else None
+    """A family as wide as tp reuses the tp communicator, at tp 1 too (initialize_model_parallel:
+    `if attn_tp_size == tensor_model_parallel_size: _ATTN_TP = _TP`, and so for each)."""
+    return "tp" if width == tp else None
 
 
-def _attention_rules(t: Topology, T: str = T) -> list[Violation]:
+def _pp_spec_refusal(spec: Spec, T: str) -> str | None:
+    """Releases before PP_SPEC_FROM: no speculative algorithm under PP off NPU; on NPU EAGLE
+    (single-layer) on a PD prefill node only (arg_groups/validation_hook.py check_server_args)."""
+    t, s = spec.topology, spec.speculative
+    if t.pp == 1 or s.method == "none":
+        return None
+    if t.device != "npu":
+        return (f"{T} runs no speculative decoding under pipeline parallel (pp={t.pp}) on "
+                f"{t.device}: check_server_args asserts speculative_algorithm is None when "
+                "pp_size > 1 (arg_groups/validation_hook.py; EAGLE under PP from "
+                f"{PP_SPEC_FROM})")
+    prefill = spec.disaggregation is not None and spec.disaggregation.role == "prefill"
+    if ROWS[s.method].pp == "gated" and prefill:  # EAGLE / NEXTN
+        return None
+    return (f"{T} runs speculative decoding under pipeline parallel on NPU only with EAGLE "
+            "(single-layer) on PD prefill nodes (--disaggregation-mode prefill), not "
+            f"{s.method}{'' if prefill else ' here'} (arg_groups/validation_hook.py check_server_args)")
+
+
+def _attention_rules(t: Topology, T: str = T, attn_dp_only: bool = True) -> list[Violation]:
+    """attn_dp_only: the release counts DP-attention's replicas in the CP rule (0.5.22 on);
+    older releases count every DP replica (dp_size), with or without DP-attention."""
     if t.dp_lm_head and not (t.dp_attention and t.dp > 1):
         return [Violation(("topology", "dp_lm_head"), "dp_lm_head needs DP-attention (dp > 1 with "
                           f"dp_attention): --enable-dp-lm-head requires attention DP ({T} "
@@ -235,6 +269,12 @@ def _attention_rules(t: Topology, T: str = T) -> list[Violation]:
         how = f"dp={t.dp} * cp={t.cp}" if t.dp_attention else f"cp={t.cp}"
         return [Violation(("topology", "cp"), f"tp={t.tp} is not divisible by {how} ({T} "
                           "handle_context_parallelism: tp % (attn_dp_size * attn_cp_size))")]
+    if not attn_dp_only and t.cp > 1 and t.tp % (t.dp * t.cp):
+        return [Violation(("topology", "cp"), f"tp={t.tp} is not divisible by dp={t.dp} * "
+                          f"cp={t.cp}: {T} counts every DP replica here, with or without "
+                          "DP-attention (arg_groups/parallel_hook.py handle_context_parallelism: "
+                          f"tp_size % (dp_size * attn_cp_size); attn_dp_size from "
+                          f"{CP_COUNTS_ATTN_DP_FROM})")]
     return []
 
 

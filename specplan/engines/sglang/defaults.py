@@ -40,18 +40,18 @@ def sglang_eagle(algorithm: str, architecture: str | None, topk: int | None,
         raise NoDefault(f"{given} without --speculative-num-steps: SGLang chooses the three "
                         "widths together or not at all (_handle_eagle_family asserts it)")
     if algorithm == "STANDALONE":
-        return SGLANG_STANDALONE, "SGLang's default for STANDALONE"
+        return SGLANG_STANDALONE, "SGLang's default for STANDALONE (_auto_choose_speculative_params)"
     if architecture is None:
         raise NoDefault("--speculative-num-steps is missing and SGLang picks it by the target's "
                         "architecture, which needs the model config: pass --model-config "
                         "config.json (or a local model path)")
     widths = SGLANG_BY_ARCH.get(architecture, SGLANG_OTHERWISE)
     which = architecture if architecture in SGLANG_BY_ARCH else f"{architecture} (not in its table)"
-    return widths, f"SGLang's default for {which}"
+    return widths, f"SGLang's default for {which} (_auto_choose_speculative_params)"
 
 
 def sglang_ngram(breadth: int | None, draft_tokens: int | None) -> tuple[tuple[int, int, int], str]:
     topk = breadth or SGLANG_NGRAM_BFS_BREADTH
     width = draft_tokens or SGLANG_NGRAM_DRAFT_TOKENS
     return (width // topk, topk, width), (f"SGLang's NGRAM default: num_draft_tokens {width} // "
-                                          f"max_bfs_breadth {topk}")
+                                          f"max_bfs_breadth {topk} (_handle_ngram)")

@@ -10,10 +10,9 @@ built on get_dp_tp_group() (attention TP under DP-attention, else TP) and drops 
 one-rank group (spec_tp_sync.py SpecTpSync.__init__); its MIN runs over the group the worker
 passes to available_memory_gb.
 
-Found in the code and not declared as a row, because no spec key says when it is taken
-(docs/gates.md lists it): DSpark's verify budget under a non-static SGLANG_RAGGED_VERIFY_MODE
-(managers/overlap_utils.py ConfidenceRelay.resolve: present only when this rank's CUDA event
-query succeeded; it decides whether DSPARK_PLAN broadcasts and which verify graph tier runs).
+Options the spec has no key for are read from the launch line the spec was imported from
+(engine_args: `--disable-cuda-graph`, `--speculative-adaptive`, `--disable-overlap-schedule`,
+SGLANG_RAGGED_VERIFY_MODE=...).
 The EAGLE draft's graph-or-eager choice for DSA IndexShare models (sglang#32527) is agreed in
 0.5.23: the DSA-seed readiness rides the draft graph bit the scheduler gathers over tp
 (scheduler_components/dp_attn.py _spec_input_cuda_graph_compatible), so eagle_draft_graph holds.
@@ -46,6 +45,36 @@ def _dp_tp_group(spec) -> tuple[str, int]:
 def _flag(spec, name: str) -> bool:
     """Whether the launch line the spec was imported from (engine_args) passes `name`."""
     return any(arg.split(" ", 1)[0] == name for arg in spec.engine_args or ())
+
+
+def _env(spec, name: str) -> str | None:
+    """The value the launch line (engine_args) gives environment variable `name`, if any."""
+    for arg in spec.engine_args or ():
+        key, eq, value = arg.partition("=")
+        if eq and key == name:
+            return value
+    return None
+
+
+def _ragged_budget(spec) -> bool:
+    """DSpark's host verify budget from the ConfidenceRelay ring: a non-static
+    SGLANG_RAGGED_VERIFY_MODE under the overlap scheduler (dspark_planner.py
+    DSparkVerifyPlanner.__init__; without overlap the budget is computed in step from the
+    broadcast confidence)."""
+    mode = _env(spec, "SGLANG_RAGGED_VERIFY_MODE")
+    return mode in ("cap-accept", "compact") and not _flag(spec, "--disable-overlap-schedule")
+
+
+def _budget_selects(spec) -> tuple[Selected, ...]:
+    sync, size = _dp_tp_group(spec)
+    out = (Selected("broadcast", sync, "DSPARK_PLAN's verify_lens broadcast, issued only when "
+                    "the budget is present (DSparkVerifyPlanner.schedule_verify_lens)"),) \
+        if size > 1 else ()
+    if not _dpa(spec):  # under DP-attention the tier is all-gathered over tp instead
+        out += (Selected("all_reduce", "tp", "the target verify forward at the graph tier the "
+                         "budget picks (dynamic graph tier): its token count sets every "
+                         "collective's shape"),)
+    return out
 
 
 def _captures(spec) -> bool:
@@ -181,4 +210,15 @@ GATES: tuple[GateRow, ...] = (
         doc="--speculative-adaptive switches the step count between captured tiers from the "
             "accept lengths it has seen; ranks on different tiers run different numbers of "
             "draft forwards."),
+    GateRow(
+        name="dspark_verify_budget", phase="decode", input="rank_local",
+        function="managers/overlap_utils.py ConfidenceRelay.resolve (dspark_planner.py "
+                 "DSparkVerifyPlanner.prepare_verify_budget)",
+        methods=("dspark",), when=_ragged_budget,
+        agreed=lambda spec, choices: (None, "the budget exists only on a rank whose CUDA event "
+                                      "query (copy_done[slot].query()) found the confidence "
+                                      "copy done; no collective agrees it"),
+        selects=_budget_selects, carrier="dspark_plan_verify",
+        doc="A rank with a budget plans ragged verify lengths, broadcasts them and picks a "
+            "verify graph tier; a rank without one verifies every draft at the full width."),
 )

@@ -58,7 +58,8 @@ class SGLangRules:
 def _sglang_dcp(p: Geometry, d: Geometry) -> list[Refusal]:
     """SGLang 0.5.23 disaggregation/common/conn.py: the decode side's checks on a prefill peer
     (CommonKVManager, "PD decode DCP ...") and the prefill side's requires_dcp_relayout. Equal
-    DCP sizes pair rank for rank; an unsharded MLA prefill relays out to a DCP-sharded decode;
+    DCP sizes pair rank for rank (at equal attention TP: otherwise a decode rank reaches a prefill rank
+of another DCP rank); an unsharded MLA prefill relays out to a DCP-sharded decode;
     everything else is refused. (The equal-attention-TP assert runs only with
     --enable-kv-cache-sharding, which specplan does not plan.)"""
     if d.dcp > 1 and not d.is_mla:
@@ -69,6 +70,12 @@ def _sglang_dcp(p: Geometry, d: Geometry) -> list[Refusal]:
         return [Refusal("decode-dcp", f"decode dcp={d.dcp} with prefill cp={p.cp}: SGLang raises "
                         "\"PD decode DCP currently requires prefill attention CP=1\" "
                         "(disaggregation/common/conn.py CommonKVManager.try_ensure_parallel_info)")]
+    if p.dcp == d.dcp > 1 and p.attn_tp != d.attn_tp:
+        return [Refusal("dcp-refused", f"prefill attention tp={p.attn_tp} dcp={p.dcp} -> decode "
+                        f"attention tp={d.attn_tp} dcp={d.dcp}: equal DCP sizes pair DCP rank with "
+                        "DCP rank, and ranks of a different attention TP connect across them: "
+                        "SGLang raises \"PD peers must connect matching DCP ranks\" "
+                        "(disaggregation/common/conn.py CommonKVManager.requires_dcp_relayout)")]
     if p.dcp != d.dcp and not (p.dcp == 1 and d.is_mla):
         return [Refusal("decode-dcp", f"prefill dcp={p.dcp} -> decode dcp={d.dcp}: SGLang raises "
                         f"\"Unsupported PD DCP topology: {p.dcp} -> {d.dcp}\" "

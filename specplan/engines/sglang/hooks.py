@@ -36,6 +36,8 @@ BASE = HookTable(NAME, newest(NAME), (
          '(self, site, values)'),
     Hook('spec_tp_sync_enabled', SRT + '.speculative.spec_tp_sync', 'SpecTpSync.enabled',
          '(self, site)'),
+    Hook('available_memory', SRT + '.speculative.spec_tp_sync', 'SpecTpSync.available_memory_gb',
+         '(self, site, device, gpu_id, group)'),
     Hook('accept', SRT + '.speculative.eagle_utils', 'eagle_sample',
          '(verify_input, batch, logits_output, grammar_mask, uno_target_max_top_k, watermark_state, watermark_full_mask)'),
     Hook('group_broadcast', SRT + '.distributed.parallel_state', 'GroupCoordinator.broadcast',

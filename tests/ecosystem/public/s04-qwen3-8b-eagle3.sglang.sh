@@ -1,5 +1,6 @@
 # source: https://github.com/SafeAILab/EAGLE/issues/298 (sglang 0.5.2rc2)
-# expect: refused: ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill
+# expect: imported: SGLang 0.5.23
+# modern: python3 -m sglang.launch_server --model /models/Qwen3-8B --speculative-algorithm EAGLE3 --speculative-draft-model-path engyunw/qwen3_8b_eagle3 --speculative-num-steps 6 --speculative-eagle-topk 10 --speculative-num-draft-tokens 32 --mem-fraction 0.9 --cuda-graph-max-bs-decode 2 --port 30000
 python3 -m sglang.launch_server \
     --model /models/Qwen3-8B \
     --speculative-algorithm EAGLE3 \

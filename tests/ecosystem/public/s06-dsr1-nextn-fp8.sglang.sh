@@ -1,3 +1,4 @@
 # source: https://github.com/sgl-project/sglang/pull/3582 (a user comment, 8*H20)
-# expect: refused: ambiguous option: --speculative-draft could match
+# expect: imported: SGLang 0.5.23
+# modern: python -m sglang.launch_server --model-path /ossfs/workspace/DeepSeek-R1 --served-model-name mozz --port 8188 --tensor-parallel-size 8 --mem-fraction-static 0.96 --max-running-requests 32 --trust-remote-code --enable-cache-report --quantization fp8 --context-length 32768 --chunked-prefill-size 2048 --speculative-algo NEXTN --speculative-draft-model-path /mntfn/open_model/deepseek/deepseek-nextn --speculative-num-steps 2 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2
 python -m sglang.launch_server --model-path /ossfs/workspace/DeepSeek-R1  --served-model-name mozz --port  8188  --tensor-parallel-size 8  --mem-fraction-static 0.96 --max-running-requests 32 --trust-remote-code --enable-cache-report --quantization fp8 --context-length 32768 --chunked-prefill-size 2048 --speculative-algo NEXTN --speculative-draft /mntfn/open_model/deepseek/deepseek-nextn --speculative-num-steps 2 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2

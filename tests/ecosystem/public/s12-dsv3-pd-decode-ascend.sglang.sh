@@ -1,3 +1,3 @@
 # source: https://github.com/sgl-project/sglang/pull/8664 (docs/backend/pd_disaggregation.md, decode 0; the "$ " prompt left out)
-# expect: refused: the launch line holds a shell expansion, '${local_ip}'
+# expect: refused: --disaggregation-transfer-backend ascend: specplan plans
 python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3-0324 --disaggregation-transfer-backend ascend --disaggregation-mode decode --host ${local_ip} --port 30001 --trust-remote-code --dist-init-addr ${decode_master_ip}:5000 --nnodes 1 --node-rank 0 --tp-size 16

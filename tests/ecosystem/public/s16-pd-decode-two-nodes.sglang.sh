@@ -1,5 +1,5 @@
 # source: https://github.com/sgl-project/sglang/issues/10001 (Node 0, decode)
-# expect: refused: the launch line holds a shell expansion, '${MODEL}'
+# expect: refused: '${MODE}' in --disaggregation-mode
 nohup python -m sglang.launch_server \
     --model-path ${MODEL} \
     --disaggregation-mode ${MODE} \

@@ -1,5 +1,5 @@
 # source: https://github.com/sgl-project/sglang/issues/11848 (decode nodes, EPLB)
-# expect: refused: the launch line holds a shell expansion, '${model_path}'
+# expect: refused: '${mode}' in --disaggregation-mode
     python3 -m sglang.launch_server \
       --model-path "${model_path}" \
       --disaggregation-mode "${mode}" \

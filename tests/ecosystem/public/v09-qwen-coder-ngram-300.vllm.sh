@@ -1,5 +1,5 @@
 # source: https://github.com/vllm-project/vllm/issues/16883 (ngram with VLLM_USE_V1, "use v0")
-# expect: refused: unknown vllm flag --rope-scaling
+# expect: refused: `--rope-scaling` was retired in 0.15.0 and no supported flag took its place
 export VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
 vllm serve /data/code/Qwen2.5-Coder-32B-Instruct \
   --host 0.0.0.0 \

@@ -1,5 +1,5 @@
 # source: https://github.com/vllm-project/vllm-ascend/issues/3278 (DeepSeek-V3.2-Exp DP2 + TP16, node0)
-# expect: refused: the launch line holds a shell expansion, '$local_ip'
+# expect: refused: nodes=2 puts 16 ranks on each node
 vllm serve /root/.cache/weights/dpsk-bf16 \
 --host 0.0.0.0 \
 --port 8000 \

@@ -150,3 +150,19 @@ def test_errors(monkeypatch):
         monkeypatch.delenv("TRITON_INTERPRET", raising=False)
         with pytest.raises((RuntimeError, ImportError), match="TRITON_INTERPRET=1|triton"):
             rejection_sample(*args, impl="triton")
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_recovered_token_scores_with_the_reciprocal_as_vllm_does(impl):
+    """vLLM 0.33.0 scores the recovered token ``prob * q.reciprocal()`` (v1/sample/
+    rejection_sampler.py sample_recovered_tokens). Target p = [0.31, 0.27, 0.42], an n-gram draft
+    of token 2 (rejected: u = 1): tokens 0 and 1 tie to the ulp. ``0.27 / e1`` rounds to
+    ``0.31 / 1.0`` (the quotient would keep token 0), ``0.27 * (1 / e1)`` rounds one ulp above it:
+    vLLM recovers token 1."""
+    e1 = 0.8709677457809448
+    noise = torch.tensor([[1.0, e1, 1.0]])
+    p = torch.tensor([[0.31, 0.27, 0.42]])
+    prob = torch.tensor([0.31, 0.27])
+    assert (prob / noise[0, :2]).argmax() == 0 and (prob * noise[0, :2].reciprocal()).argmax() == 1
+    out = rejection_sample(*_to(_fixed([2], p, None, [1.0], noise)), impl=impl).cpu()
+    assert out.tolist() == [[1, -1]]

@@ -101,3 +101,15 @@ def test_triton_matches_reference_on_many_rows():
     args = _random_case(gen, bs=64, n=6, vocab=8, num_spec=4)
     for e, g in zip(tree_sample_target_only_torch(*args), tree_sample_target_only(*_to(args), impl="triton")):
         assert torch.equal(e, g.cpu())
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("n", [1, 4])
+def test_zero_rows(impl, n):
+    """An idle DP replica samples no request: every output has zero rows (issue 37)."""
+    vocab = 8
+    long = torch.empty(0, n, dtype=torch.int64)
+    probs = torch.empty(0, n, vocab)
+    args = (long, long, long, long, torch.empty(0, n), torch.empty(0), probs, torch.zeros_like(probs), n)
+    predict, index, count = tree_sample_target_only(*_to(args), impl=impl)
+    assert predict.numel() == 0 and index.shape == (0, n) and count.shape == (0,)

@@ -1,0 +1,188 @@
+"""Shell variables in a launch script: expanded where their value is known, kept where the plan
+does not depend on them, refused (naming the variable) where they decide it.
+
+A script's own assignments (`MODEL=/models/x`, `export TP=8`, in order, each expanded with the
+ones before it) and the values `specplan import` is given (`--env NAME=VALUE`, the calling
+environment with `--use-env`) expand `$NAME`, `${NAME}` and `${NAME:-default}` in the words
+after them. A variable still unknown is kept verbatim where its flag is not planned (host,
+port, log paths) or is a checkpoint path (the shape then comes from --model-config or
+--base); in a planned flag (a width, a method, a count) import refuses it, naming it.
+Command substitution (`$(...)`, backquotes) and arithmetic are never run: refused.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, MODEL_PLACEHOLDER
+from specplan.ecosystem.launch_read import ImportProblem
+from specplan.engines.flag_table import FlagProblem
+
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+_RUN = re.compile(r"\$\(|`")
+_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_ARRAY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=\($")
+_ENGINE_ENV = ("SGLANG_", "VLLM_")
+_PLACEHOLDER_WORDS = {"$" + MODEL_PLACEHOLDER, "$" + DRAFT_PLACEHOLDER}  # specplan export's own
+# arguments whose value is a checkpoint path: the plan reads the shape elsewhere
+PATH_DESTS = frozenset({"model_path", "model", "model_tag", "speculative_draft_model_path"})
+
+
+def option_like(word: str) -> bool:
+    """Whether argparse reads `word` as an option (not a negative number, no space)."""
+    return word.startswith("-") and len(word) > 1 and not _NUMBER.match(word) and " " not in word
+
+
+def expand(word: str, variables: dict[str, str]) -> str:
+    """`word` with each known variable replaced (an unknown one with a default: the default)."""
+    def one(m: re.Match) -> str:
+        name = m.group(1) or m.group(3)
+        if name in variables:
+            return variables[name]
+        if m.group(2) is not None:
+            return expand(m.group(2), variables)
+        return m.group(0)
+    return word if _RUN.search(word) else _VAR.sub(one, word)
+
+
+def assignment(tokens: list[str], variables: dict[str, str]) -> bool:
+    """Record a line of only NAME=value words (after `export`, if any) in `variables`, each
+    value expanded by the ones known before it; whether the line was one."""
+    if not tokens or not all(_ASSIGN.match(t) for t in tokens):
+        return False
+    for token in tokens:
+        name, value = _ASSIGN.match(token).groups()
+        variables[name] = expand(value, variables)
+    return True
+
+
+def unresolved(word: str) -> str | None:
+    """The first variable (or command substitution) `word` still holds; None when none."""
+    if _RUN.search(word):
+        return word
+    found = _VAR.search(word)
+    return found.group(0) if found else None
+
+
+def ran(word: str) -> bool:
+    """Whether the word asks the shell to run something (`$(...)`, backquotes, `$((...))`)."""
+    return bool(_RUN.search(word))
+
+
+def quoted(word: str) -> str:
+    """A word holding a kept variable, quoted so the shell still expands it: "${MODEL}/x"."""
+    escaped = word.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def parse_script(text: str, supplied: dict[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """(env, argv) of a shell launch script: `export X=y` lines, `X=y cmd ...` prefixes,
+    `name=( ... )` arrays expanded where `"${name[@]}"` stands (specplan export's form), and
+    `\\`-continued command lines. Shell variables the script assigns (`MODEL=...`, `export
+    TP=8`) or `supplied` gives are expanded in the words after them (ecosystem/shell.py)."""
+    env: dict[str, str] = {}
+    argv: list[str] = []
+    arrays: dict[str, list[str]] = {}
+    variables = dict(supplied or {})
+    array: str | None = None
+    for number, line in _script_lines(text):
+        try:
+            tokens = shlex.split(line, comments=True)
+        except ValueError as exc:  # an unclosed quote, a backslash before the end
+            raise ImportProblem(f"line {number} of the script: {str(exc).lower()} (an unclosed "
+                                "quote or a trailing backslash); expected a shell command line") from None
+        exported = tokens[:1] == ["export"]
+        if exported:
+            tokens = tokens[1:]
+        if tokens and (m := _ARRAY.match(tokens[0])):
+            array, tokens = m.group(1), tokens[1:]
+            arrays[array] = []
+        if array is not None:
+            done = ")" in tokens
+            words = tokens[:tokens.index(")")] if done else tokens
+            arrays[array].extend(expand(w, variables) for w in words)
+            array = None if done else array
+            continue
+        if exported or _assigns_only(tokens):
+            names = [t.partition("=")[0] for t in tokens if "=" in t]
+            assignment([t for t in tokens if "=" in t], variables)
+            # exported, or an engine variable (SGLANG_*, VLLM_*) set before the launch
+            env.update((n, variables[n]) for n in names if exported or n.startswith(_ENGINE_ENV))
+            continue
+        for token in tokens:
+            m = re.fullmatch(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\}", token)
+            argv.extend(arrays.get(m.group(1), []) if m else [expand(token, variables)])
+    return env, argv
+
+
+def assigns_only(line: str) -> bool:
+    """Whether a script line only sets shell variables (`MODEL=/x`, `A=1 B=2`): no command."""
+    try:
+        return _assigns_only(shlex.split(line, comments=True))
+    except ValueError:
+        return False
+
+
+def _assigns_only(tokens: list[str]) -> bool:
+    return bool(tokens) and all(re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", t) for t in tokens)
+
+
+def _script_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, text) of each logical line: `\\`-continued lines joined."""
+    out, start, parts = [], 1, []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not parts:
+            start = number
+        if line.endswith("\\"):  # as bash: a backslash ending the file continues into nothing
+            parts.append(line[:-1] + " ")
+            continue
+        out.append((start, "".join(parts) + line))
+        parts = []
+    if parts:
+        out.append((start, "".join(parts)))
+    return out
+
+
+def shell_words(conv, table, words: list[str], notes: list[str]) -> None:
+    """A word still holding a shell variable after the script's own assignments and the given
+    values (ecosystem/shell.py): kept verbatim where the plan does not read it (a flag specplan
+    does not plan, a checkpoint path), refused where it decides the plan, naming the variable;
+    a command substitution or arithmetic is never run: refused."""
+    for i, word in enumerate(words):
+        var = None if word in _PLACEHOLDER_WORDS else unresolved(word)
+        if var is None:
+            continue
+        if ran(word):
+            raise ImportProblem(f"the launch line holds a shell expansion, {word!r}: specplan runs "
+                                "no command or arithmetic of the shell; give its value on the line")
+        dest, flag = _dest_of(table, words, i)
+        if dest is None or dest not in conv.launch.modelled or dest in PATH_DESTS:
+            notes.append(f"kept {var} as written ({flag or 'an argument'}): the plan does not "
+                         "depend on it")
+            continue
+        name = var.strip("${}").partition(":")[0]
+        raise ImportProblem(f"the launch line holds a shell expansion, {var!r} in {flag} "
+                            f"{word}: it decides the plan ({conv.launch.modelled[dest]}) and "
+                            f"its value is not known; assign it in the script, or give "
+                            f"--env {name}=VALUE (or --use-env)")
+
+
+def _dest_of(table, words: list[str], i: int) -> tuple[str | None, str | None]:
+    """(argparse dest, option) of the argument words[i] belongs to; (positional, None) or
+    (None, None) when it is none of the table's."""
+    word = words[i]
+    candidates = [word.partition("=")[0]] if option_like(word) and "=" in word else []
+    if i and option_like(words[i - 1]) and "=" not in words[i - 1]:
+        candidates.append(words[i - 1])
+    for option in candidates:
+        try:
+            match = table.match(option)
+        except FlagProblem:
+            continue
+        if match.flag.nargs != "0":
+            return match.flag.dest, match.option
+    if option_like(word):
+        return None, None
+    return (table.positional[0] if table.positional else None), None

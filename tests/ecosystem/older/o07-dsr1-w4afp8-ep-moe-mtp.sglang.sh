@@ -1,0 +1,6 @@
+# source: https://github.com/sgl-project/sglang/pull/7762 (the same, with MTP, Jul 2025)
+# env: MODEL_PATH=Barrrrry/DeepSeek-R1-W4AFP8
+# expect: imported: SGLang 0.5.23
+# note: kept ${DRAFT_MODEL_PATH} as written
+# modern: SGL_ENABLE_JIT_DEEPGEMM=1 python3 -m sglang.launch_server --model-path Barrrrry/DeepSeek-R1-W4AFP8 --context-length 8192 --tp 8 --trust-remote-code --host 0.0.0.0 --port 8000 --mem-fraction-static 0.8 --ep-size 8 --cuda-graph-max-bs-decode 256 --cuda-graph-bs-decode 1 2 4 8 16 32 64 128 256 --max-running-requests 256 --disable-radix-cache --speculative-algorithm NEXTN --speculative-draft-model-path "${DRAFT_MODEL_PATH}" --speculative-num-steps 3 --speculative-eagle-topk 2 --speculative-num-draft-tokens 4
+SGL_ENABLE_JIT_DEEPGEMM=1 python3 -m sglang.launch_server --model-path ${MODEL_PATH} --context-length 8192 --tp 8 --trust-remote-code --host 0.0.0.0 --port 8000 --mem-fraction-static 0.8 --enable-ep-moe --cuda-graph-max-bs 256 --cuda-graph-bs 1 2 4 8 16 32 64 128 256 --max-running-requests 256 --disable-radix-cache --speculative-algorithm NEXTN --speculative-draft ${DRAFT_MODEL_PATH} --speculative-num-steps 3 --speculative-eagle-topk 2 --speculative-num-draft-tokens 4

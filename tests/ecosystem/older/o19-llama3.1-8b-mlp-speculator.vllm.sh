@@ -1,0 +1,11 @@
+# source: https://github.com/southfreebird/vllm/blob/main/run_vllm.sh (a launch script of a vLLM fork, 2025)
+# expect: refused: unknown --speculative-config key 'disable_logprobs'
+vllm serve meta-llama/Meta-Llama-3.1-8B-Instruct \
+          --served-model-name meta-llama/Meta-Llama-3.1-8B-Instruct-fast \
+          --trust-remote-code \
+          --disable-log-requests \
+          --tensor-parallel-size 2 \
+          --gpu-memory-utilization 0.97 \
+          --enable-auto-tool-choice \
+          --tool-call-parser llama3_json \
+          --speculative-config '{"model": "./from_llama_v3.1_8b_instruct/mlp_based_lk/", "num_speculative_tokens": 3, "disable_logprobs": false, "disable_log_stats": false, "disable_by_batch_size": 30, "method": "mlp_speculator"}'

@@ -1,0 +1,46 @@
+"""Launch lines written for releases older than the supported ones (tests/ecosystem/older/: each
+from a public issue, pull request, script or tutorial, its source in a comment, never rewritten;
+`# env: NAME=VALUE` lines are what the test gives with `specplan import --env`). Every one
+imports in the supported spelling, with one note per retired flag, and its export is the
+`# modern:` line, which re-imports with no retired spelling left; or it is refused with the
+reason its `# expect:` comment gives (issue 38: old recipes, shell variables)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from test_public_lines import _expect, check_line
+
+OLDER = Path(__file__).resolve().parent / "older"
+CORPUS = sorted(OLDER.glob("*.sh"))
+
+
+@pytest.fixture(scope="module")
+def hf_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("hf")
+    for path, config in json.loads((OLDER / "configs.json").read_text()).items():
+        snap = home / "hub" / ("models--" + path.strip("/").replace("/", "--")) / "snapshots" / "a"
+        snap.mkdir(parents=True)
+        (snap / "config.json").write_text(json.dumps(config))
+    return str(home)
+
+
+def test_the_corpus_is_public_older_and_wide():
+    assert len(CORPUS) >= 20
+    for path in CORPUS:
+        assert re.search(r"^# source: https://\S+", path.read_text(), re.M), path.name
+    kinds = Counter((p.stem.rsplit(".", 1)[1], _expect(p)[0]) for p in CORPUS)
+    assert all(kinds[(e, "imported")] >= 3 for e in ("sglang", "vllm")), kinds
+    modern = [p for p in CORPUS if "# modern:" in p.read_text()]
+    assert len(modern) >= 6, [p.name for p in modern]  # read through the retired table
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_older_line_imports_modernised_or_is_refused_with_its_reason(cli, tmp_path, hf_home, path):
+    stderr = check_line(cli, tmp_path, hf_home, path)
+    for note in re.findall(r"^# note: (.+)$", path.read_text(), re.M):
+        assert note in stderr, stderr

@@ -1,0 +1,154 @@
+"""Spellings retired before the oldest supported release (issue 38 item 1): the generated
+tables (engines/<engine>/flags/retired.json, tools/retired_flags.py) and `specplan import`
+reading a line written for an older release in the supported spelling, through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specplan.engines.flag_table import FlagProblem, flag_table
+from specplan.engines.releases import RELEASES
+from specplan.engines.retired import retired_data
+from specplan.schema import load_spec
+
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 32,
+         "hidden_size": 4096, "vocab_size": 128256}
+DSV3 = {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 61, "hidden_size": 7168,
+        "vocab_size": 129280, "n_routed_experts": 256, "num_experts_per_tok": 8,
+        "num_nextn_predict_layers": 1, "kv_lora_rank": 512}
+
+
+@pytest.fixture
+def config(tmp_path):
+    def write(data, name="config.json"):
+        path = tmp_path / name
+        path.write_text(json.dumps(data))
+        return str(path)
+    return write
+
+
+def _refused_by_every_supported(engine: str, name: str) -> bool:
+    for version in RELEASES[engine]:
+        try:
+            flag_table(engine, version).match(name)
+            return False
+        except FlagProblem:
+            pass
+    return True
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_each_retired_spelling_is_one_no_supported_release_reads(engine):
+    data = retired_data(engine)
+    assert data["supported"] == RELEASES[engine][0] and len(data["releases"]) >= 7
+    assert set(data["names"]) == set(data["releases"])
+    order = [*data["releases"], data["supported"]]
+    for row in data["retired"]:
+        assert all(_refused_by_every_supported(engine, n) for n in row["names"] if n != "-O"), row
+        assert order.index(row["retired_in"]) == order.index(row["last"]) + 1, row
+        kind = (row.get("replacement") or {}).get("kind")
+        if kind in ("renamed", "sets", "code"):  # a supported flag: one the oldest reads
+            flag = row["replacement"].get("flag") or row["replacement"]["assign"][0][0]
+            flag_table(engine, data["supported"]).match(flag)
+
+
+def test_the_issue_s_spellings_are_in_the_tables():
+    sglang, vllm = retired_data("sglang"), retired_data("vllm")
+    names = {n: r for r in sglang["retired"] for n in r["names"]}
+    assert names["--enable-deepep-moe"]["replacement"] == {
+        "kind": "code", "assign": [["--moe-a2a-backend", "deepep"]]}
+    assert names["--disable-piecewise-cuda-graph"]["replacement"]["kind"] == "sets"
+    keys = {n: r["replacement"] for r in vllm["retired"] for n in r["names"]}
+    assert keys["--speculative-model"] == {"kind": "key", "flag": "--speculative-config", "key": "model"}
+    assert keys["--speculative-draft-tensor-parallel-size"]["key"] == "draft_tensor_parallel_size"
+
+
+def test_an_abbreviation_an_older_parser_read_is_modernised(cli, config, tmp_path):
+    out = tmp_path / "s.yaml"
+    result = cli("import", "--engine", "sglang", "--model-config", config(LLAMA), "-o", str(out),
+                 "--", "python3", "-m", "sglang.launch_server", "--model", "m",
+                 "--speculative-algo", "EAGLE", "--speculative-draft", "org/eagle",
+                 "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                 "--speculative-num-draft-tokens", "4")
+    assert result.exit_code == 0, result.stderr
+    assert ("written for SGLang <= 0.4.10: `--speculative-draft` is "
+            "`--speculative-draft-model-path` since 0.5.2") in result.stderr
+    spec = load_spec(out)
+    assert spec.speculative.draft_path == "org/eagle"
+    assert "--speculative-draft-model-path org/eagle" in spec.engine_args
+    exported = cli("export", str(out))
+    assert "--speculative-draft-model-path org/eagle" in exported.stdout
+    assert "--speculative-draft " not in exported.stdout
+
+
+def test_strict_keeps_the_supported_releases_refusal(cli, config):
+    result = cli("import", "--engine", "sglang", "--model-config", config(LLAMA), "--strict", "--",
+                 "python3", "-m", "sglang.launch_server", "--model", "m", "--speculative-draft", "x")
+    assert result.exit_code == 2
+    assert "ambiguous option: --speculative-draft could match" in result.stderr
+    assert "--strict" in result.stderr and "written for" not in result.stderr
+
+
+def test_vllm_speculative_flags_become_speculative_config_keys(cli, config, tmp_path):
+    out = tmp_path / "s.yaml"
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "-o", str(out),
+                 "--", "vllm", "serve", "m", "--speculative_model", "[ngram]",
+                 "--num_speculative_tokens", "5", "--ngram_prompt_lookup_max", "4")
+    assert result.exit_code == 0, result.stderr
+    assert "`--speculative_model` is `--speculative-config` key `model` since 0.8.5" in result.stderr
+    spec = load_spec(out)
+    assert (spec.speculative.method, spec.speculative.num_steps) == ("ngram", 5)
+    assert spec.engine_args[-1] == ("--speculative-config '{\"model\": \"[ngram]\", "
+                                    "\"num_speculative_tokens\": 5, \"prompt_lookup_max\": 4}'")
+
+
+def test_a_flag_its_release_set_through_post_init_is_written_as_that(cli, config, tmp_path):
+    out = tmp_path / "s.yaml"
+    result = cli("import", "--engine", "sglang", "--model-config", config(DSV3), "-o", str(out),
+                 "--", "python3", "-m", "sglang.launch_server", "--model-path", "m", "--tp", "8",
+                 "--enable-ep-moe")
+    assert result.exit_code == 0, result.stderr
+    assert "`--enable-ep-moe` is `--ep-size 8` since 0.5.5" in result.stderr
+    assert load_spec(out).topology.ep == 8
+
+
+def test_a_flag_whose_meaning_was_split_is_refused_with_both_meanings(cli, config, monkeypatch):
+    # The generated tables hold no such flag today (--cuda-graph-max-bs looks split into
+    # -decode / -prefill, but SGLang 0.5.15 to 0.5.19 kept it as the -decode alias): a table
+    # row of that kind, as tools/retired_flags.py writes one, with the SGLang 0.4.10 name list.
+    import specplan.ecosystem.retired as retired
+
+    real = retired_data("sglang")
+    row = {"names": ["--cuda-graph-max-bs"], "dest": "cuda_graph_max_bs", "nargs": "1",
+           "help": "Set the maximum batch size for cuda graph.", "first": "0.4.10",
+           "last": "0.4.10", "retired_in": "0.5.2",
+           "replacement": {"kind": "split", "flags": ["--cuda-graph-max-bs-decode",
+                                                        "--cuda-graph-max-bs-prefill"],
+                           "help": {"--cuda-graph-max-bs-decode": "decode graphs",
+                                    "--cuda-graph-max-bs-prefill": "prefill graphs"}}}
+    table = {**real, "releases": ["0.4.10"], "names": {"0.4.10": real["names"]["0.4.10"]},
+             "retired": [row]}
+    monkeypatch.setattr(retired, "retired_data", lambda engine: table)
+    result = cli("import", "--engine", "sglang", "--model-config", config(LLAMA), "--",
+                 "python3", "-m", "sglang.launch_server", "--model-path", "m",
+                 "--cuda-graph-max-bs", "8")
+    assert result.exit_code == 2
+    assert ("written for SGLang <= 0.4.10: `--cuda-graph-max-bs` changed meaning in 0.5.2: it "
+            "meant 'Set the maximum batch size for cuda graph.' (SGLang 0.4.10); its place is now "
+            "taken by `--cuda-graph-max-bs-decode`: decode graphs; `--cuda-graph-max-bs-prefill`: "
+            "prefill graphs") in result.stderr, result.stderr
+
+
+def test_an_older_release_alias_reads_as_the_flag_it_named(cli, config, tmp_path):
+    out = tmp_path / "s.yaml"
+    result = cli("import", "--engine", "sglang", "--model-config", config(LLAMA), "-o", str(out),
+                 "--", "python3", "-m", "sglang.launch_server", "--model-path", "m",
+                 "--cuda-graph-max-bs", "8", "--disable-piecewise-cuda-graph")
+    assert result.exit_code == 0, result.stderr
+    assert ("written for SGLang <= 0.5.19: `--cuda-graph-max-bs` is `--cuda-graph-max-bs-decode` "
+            "since 0.5.20") in result.stderr
+    assert ("`--disable-piecewise-cuda-graph` is `--cuda-graph-backend-prefill disabled` since "
+            "0.5.20") in result.stderr
+    assert load_spec(out).runtime.max_batch == 8
