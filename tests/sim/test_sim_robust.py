@@ -59,7 +59,7 @@ CLEAN = {  # check calls these clean; simulate crashed on each (issue 21)
                             "speculative: {method: ngram, num_steps: 3}\n",
     # Two requests over four DP replicas: two replicas serve none and still run the round (the
     # README's DeepSeek-V4 DSpark spec crashed so, with 4 requests over its 8 replicas).
-    "dspark-dpattn-idle-replicas": "engine: sglang\ntopology: {tp: 4, dp: 4, dp_attention: true, ep: 4}\n"
+    "dspark-dpattn-idle-replicas": "engine: sglang\ntopology: {tp: 4, dp: 4, dp_attention: true, dp_lm_head: true, ep: 4}\n"
                                    "model: {num_layers: 4, hidden_size: 64, vocab_size: 512, "
                                    "moe: {num_experts: 8, top_k: 2}}\n"
                                    "speculative: {method: dspark, num_steps: 3}\n",
@@ -90,7 +90,7 @@ IDLE_SAMPLED = {
     "eagle-tree-mixed": "engine: sglang\ntopology: {tp: 2, dp: 2, dp_attention: true}\n"
                         "speculative: {method: eagle, num_steps: 2, topk: 2, num_draft_tokens: 4, "
                         "sampling: mixed}\n",
-    "dspark-mixed": "engine: sglang\ntopology: {tp: 2, dp: 2, dp_attention: true}\n"
+    "dspark-mixed": "engine: sglang\ntopology: {tp: 2, dp: 2, dp_attention: true, dp_lm_head: true}\n"
                     "speculative: {method: dspark, num_steps: 3, sampling: mixed}\n",
     "ngram-vllm-sampling": "engine: vllm\ntopology: {tp: 1, dp: 2}\n"
                            "speculative: {method: ngram, num_steps: 3, sampling: sampling}\n",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -126,10 +127,11 @@ def simulate(path: Path, allow_errors: bool, opts: list[str]) -> tuple[int, str]
 
 
 def _with_dirs(opts: list[str], where: Path) -> list[str]:
-    """--trace-dir drawn bare: a folder of the test's own."""
+    """--trace-dir drawn bare: a new folder of the test's own (hypothesis runs every example in
+    one tmp_path, and simulate refuses a folder that already holds traces)."""
     out = []
     for o in opts:
-        out += [o, str(where / "traces")] if o == "--trace-dir" else [o]
+        out += [o, tempfile.mkdtemp(prefix="traces-", dir=where)] if o == "--trace-dir" else [o]
     return out
 
 
@@ -195,8 +197,6 @@ def test_a_seeded_sample_simulates_as_check_says_large(tmp_path, spec):
 
 
 if __name__ == "__main__":  # counts for a closing note: python tests/sim/test_sim_sweep.py N [SIM]
-    import tempfile
-
     n, every = int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 0
     drawn = []
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import UNWRAPPED
+
 ROOT = Path(__file__).resolve().parents[2]
 TP4 = """
 name: eagle-tp4
@@ -30,7 +32,7 @@ def _port() -> int:
 
 def _env() -> dict:
     path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
-    return dict(os.environ, PYTHONPATH=path, OMP_NUM_THREADS="1")
+    return dict(os.environ, PYTHONPATH=path, OMP_NUM_THREADS="1", COLUMNS=UNWRAPPED)
 
 
 def test_a_world_size_that_is_not_the_specs_exits_2_naming_both(tmp_path):
