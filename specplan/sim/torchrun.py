@@ -101,13 +101,17 @@ def _key() -> str:
 
 def _leave(code: int, rank: int, world: int, timeout_s: float = 30.0) -> None:
     """Every rank leaves at once with the same code: torchrun's agent ends a node's other
-    ranks (SIGTERM) as soon as one exits non-zero, and a late rank's code would read -15."""
+    ranks (SIGTERM) as soon as one exits non-zero, and a late rank's code would read -15. The
+    rank already knows its code, so it ignores that SIGTERM (the agent waits for it to exit, and
+    records the code it exits with) and leaves within `timeout_s` whatever the other ranks do."""
+    import signal
     import sys
 
     sys.stdout.flush()
     sys.stderr.flush()
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":  # no store outlives the ranks
         os._exit(code)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         store, key = _store(timeout_s), _key()
         store.set(f"{key}/exit{rank}", str(code))
