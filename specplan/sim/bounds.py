@@ -23,6 +23,31 @@ SIM_MAX_TIMEOUT_S = 86_400.0  # --timeout-s: runtime.timeout_s's own bound (a da
 SIM_MAX_WIDTH = 1_025
 
 
+# Each option's closed range, the one table: the CLI's IntRange / FloatRange and the API's
+# check (check_ranges) both read it; None: unbounded above.
+RANGES: dict[str, tuple[float, float | None]] = {
+    "rounds": (1, SIM_MAX_ROUNDS), "requests": (1, SIM_MAX_REQUESTS), "seed": (0, SIM_MAX_SEED),
+    "max_layers": (1, SIM_MAX_LAYERS), "chunk": (1, None), "timeout_s": (1, SIM_MAX_TIMEOUT_S)}
+
+
+def option_name(key: str) -> str:
+    """The CLI's spelling of a RANGES key (--chunked-prefill for chunk)."""
+    return "--chunked-prefill" if key == "chunk" else "--" + key.replace("_", "-")
+
+
+def check_ranges(**values: float | None) -> None:
+    """Refuse a value outside its RANGES entry (None: left out) as click's ranges refuse it
+    (click.BadParameter naming the option); nan is outside every range."""
+    import click
+
+    for key, value in values.items():
+        low, high = RANGES[key]
+        if value is not None and not (low <= value and (high is None or value <= high)):
+            span = f"{low}<=x<={high}" if high is not None else f"x>={low}"  # click's wording
+            raise click.BadParameter(f"{value} is not in the range {span}.",
+                                     param_hint=f"'{option_name(key)}'")
+
+
 def check_options(*, rounds: int, requests: int, width: int) -> None:
     """Refuse a run whose KV cache would not fit (click.UsageError, naming the options)."""
     import click
