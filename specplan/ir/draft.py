@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from specplan.ir.codec import ABSENT
+from specplan.ir.codec import ABSENT, Absent
 from specplan.ir.nodes import Round
 from specplan.ir.records import (DpAgreement, Drafter, Gate, Layout, MoeRows, RankClass, Routing,
                                  SampledRows, TapProducers, Unfused)
@@ -37,9 +37,9 @@ class SiteDraft:
     source_member: int
     readers: str
     startup: bool
-    converge: bool = ABSENT
-    reason: str = ABSENT
-    trivial: bool = ABSENT
+    converge: bool | Absent = ABSENT
+    reason: str | Absent = ABSENT
+    trivial: bool | Absent = ABSENT
     boundary: int | None = None
 
 
@@ -53,8 +53,8 @@ class BoundaryDraft:
     source_member: int
     op: str
     sites: list[str]
-    layout: Layout = ABSENT
-    buffer_bytes: int = ABSENT
+    layout: Layout | Absent = ABSENT
+    buffer_bytes: int | Absent = ABSENT
 
 
 @dataclass
@@ -70,7 +70,7 @@ class RelayDraft:
     width: str
     id: int
     layout: Layout
-    buffer_bytes: int = ABSENT
+    buffer_bytes: int | Absent = ABSENT
 
 
 @dataclass
@@ -100,18 +100,18 @@ class Draft:
     fields, in its order, and `pp`, which the IR checks read). Optional facts a pass decides
     against (no DP agreement, no MoE) are None, not ABSENT."""
 
-    pp: int = ABSENT
-    families: dict[str, Family] = ABSENT
-    sites: dict[str, SiteDraft] = ABSENT
-    gates: list[Gate] = ABSENT
-    boundaries: list[BoundaryDraft] = ABSENT
-    buffer_bytes: dict[str, int] = ABSENT
-    unfused: list[Unfused] = ABSENT
-    pipeline: PipelineDraft = ABSENT
-    dp_agreement: DpAgreement | None = ABSENT
-    moe: MoeRows | None = ABSENT
-    rank_classes: list[RankClass] = ABSENT
-    in_flight: int = ABSENT
+    pp: int | Absent = ABSENT
+    families: dict[str, Family] | Absent = ABSENT
+    sites: dict[str, SiteDraft] | Absent = ABSENT
+    gates: list[Gate] | Absent = ABSENT
+    boundaries: list[BoundaryDraft] | Absent = ABSENT
+    buffer_bytes: dict[str, int] | Absent = ABSENT
+    unfused: list[Unfused] | Absent = ABSENT
+    pipeline: PipelineDraft | Absent = ABSENT
+    dp_agreement: DpAgreement | None | Absent = ABSENT
+    moe: MoeRows | None | Absent = ABSENT
+    rank_classes: list[RankClass] | Absent = ABSENT
+    in_flight: int | Absent = ABSENT
 
     def filled(self) -> list[str]:
         """The names of the facts some pass has filled, in field order."""

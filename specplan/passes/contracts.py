@@ -20,6 +20,7 @@ import typing
 from typing import Any, Union
 
 from specplan.ir import IRError
+from specplan.ir.codec import Absent
 from specplan.ir.draft import ABSENT, Draft
 
 
@@ -104,6 +105,6 @@ def _holds(value, names: tuple[str, ...]) -> bool:
 
 def _strip_none(tp):
     if typing.get_origin(tp) in (Union, types.UnionType):
-        rest = [a for a in typing.get_args(tp) if a is not type(None)]
+        rest = [a for a in typing.get_args(tp) if a is not type(None) and a is not Absent]
         return rest[0] if len(rest) == 1 else tp
     return tp

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from specplan.mesh.family import Family
 from specplan.schema.model import Engine
-from specplan.plan.codec import ABSENT, JsonObject, encode
+from specplan.plan.codec import ABSENT, Absent, JsonObject, encode
 from specplan.plan.model import (Behaviour, Boundary, Bytes, Count, DpAgreement, FamilyRule, Gate, Model,
                                  MoeRows, Pipeline, RankClass, Relay, RuntimeSettings, Site,
                                  Source, Speculative, Sync, Unfused)
@@ -69,11 +69,11 @@ class Plan(JsonObject):
     source: Source
     # Why the spec's engine refuses to launch this topology (Convention.launch_refusal, the
     # refusal `export` prints); absent when it launches. `check` reports it as an ERROR.
-    launch_refusal: str = ABSENT
+    launch_refusal: str | Absent = ABSENT
     # The engine release the plan was made for when the spec names one older than the newest
     # (spec.engine_version); absent: the newest release specplan models. The plugins compare
     # it with the release they run in (plugins/release.py).
-    engine_version: str = ABSENT
+    engine_version: str | Absent = ABSENT
 
     def to_json(self) -> dict:
         return encode(self)
