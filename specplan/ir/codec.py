@@ -36,6 +36,8 @@ class Absent(enum.Enum):
     def __repr__(self) -> str:
         return "ABSENT"
 
+    __str__ = __repr__  # printed as it always was, not "Absent.ABSENT"
+
     def __bool__(self) -> Literal[False]:
         return False
 
