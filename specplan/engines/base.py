@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from specplan.engines.gates import GateUse
 from specplan.engines.handoff import Axes, Rules
@@ -52,7 +52,7 @@ class DpAgreement:
 
     family: str
     group_size: int
-    op: str
+    op: Literal["all_gather", "all_reduce_sum"]
     ints_per_rank: int
 
 
@@ -83,7 +83,7 @@ class Choices:
     relay: str  # broadcast | column | ring
     relay_drafts: bool
     payload_width: str  # pinned | agreed | dynamic
-    draft_layer_ids: str  # global | stage_local
+    draft_layer_ids: Literal["global", "stage_local"]
     tap_ids: str  # global | stage_local
     aux_routing: str  # chain | direct | dropped
     idle_ranks: str  # dummy | skip

@@ -14,6 +14,7 @@ site fires at start-up, and build.py turns the names into the plan's sized decis
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Literal
 
 from specplan.ir.codec import ABSENT, Absent
 from specplan.ir.nodes import Round
@@ -51,7 +52,7 @@ class BoundaryDraft:
     round: Round
     family: str
     source_member: int
-    op: str
+    op: Literal["broadcast", "all_reduce_min"]
     sites: list[str]
     layout: Layout | Absent = ABSENT
     buffer_bytes: int | Absent = ABSENT
