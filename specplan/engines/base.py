@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 # convention reads a spec, its topology and the plan's MoE rows by attribute; these names stand
 # for specplan.schema.model's Spec and Topology and specplan.plan.model's MoeRows.
 Spec = Topology = MoeRows = Any
+# How last-stage decisions reach earlier stages (schema/model.py Relay, plan.json's relay mode).
+RelayMode = Literal["broadcast", "column", "ring"]
 
 # Accelerators per machine, when `topology.nodes` is written: an 8-GPU HGX / MI300X board,
 # an Atlas 800T A3 (16 NPUs). Engines bind local rank r to device r, so a node with fewer
@@ -77,10 +79,10 @@ class LayerCollective:
 
 @dataclass(frozen=True, kw_only=True)  # eleven fields and more: every call names them
 class Choices:
-    behaviour: str
+    behaviour: Literal["specplan", "engine"]
     engine_sites: dict[str, bool] | None  # per-site convergence of the engine model, or None
-    group: str  # replica | attn_tp | tp
-    relay: str  # broadcast | column | ring
+    group: Literal["replica", "attn_tp", "tp"]
+    relay: RelayMode
     relay_drafts: bool
     payload_width: str  # pinned | agreed | dynamic
     draft_layer_ids: Literal["global", "stage_local"]
@@ -105,7 +107,7 @@ class Convention(ABC):
     # relay specplan's own plan (`behaviour: specplan`) runs there under PP: `broadcast`
     # when the earlier stages can join the last stage's converge, or the engine's own
     # stage-to-stage transport (`ring`) when they cannot.
-    pipeline_relay: ClassVar[str] = "broadcast"
+    pipeline_relay: ClassVar[RelayMode] = "broadcast"
     # <engine>/methods.py: one row per speculative method (engines/method_row.py)
     methods: ClassVar[MethodRows]
 

@@ -124,7 +124,7 @@ def _keys(cls: type) -> tuple[str, ...]:
     return keys
 
 
-def decode(cls, data: Any, path: str = ""):
+def decode(cls: type[T], data: Any, path: str = "") -> T:
     """`data` (parsed JSON) as an instance of dataclass `cls`; raises Problem naming every bad key."""
     problems: list[tuple[str, str]] = []
     value = _decode(cls, data, path, problems)

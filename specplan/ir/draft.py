@@ -22,6 +22,7 @@ from specplan.ir.records import (DpAgreement, Drafter, Gate, Layout, MoeRows, Ra
                                  SampledRows, TapProducers, Unfused)
 from specplan.mesh import Family
 from specplan.mesh.pipeline import Stage
+from specplan.methods.base import SiteKind
 
 
 @dataclass
@@ -32,11 +33,11 @@ class SiteDraft:
     name: str
     round: Round
     phase: str
-    kind: str
+    kind: SiteKind
     decisions: tuple[str, ...]
     family: str
     source_member: int
-    readers: str
+    readers: Literal["all_stages", "last_stage"]  # a site's: its decisions' widest readers
     startup: bool
     converge: bool | Absent = ABSENT
     reason: str | Absent = ABSENT

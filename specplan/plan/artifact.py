@@ -28,7 +28,7 @@ def canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
 
-def fingerprint(plan: Mapping) -> str:
+def fingerprint(plan: Mapping[str, Any]) -> str:
     """sha256 of the plan's JSON without its fingerprint and without YAML line numbers: a
     comment that moves `sync.policy` down a line changes where findings point, not the plan."""
     body = {k: v for k, v in plan.items() if k not in ("fingerprint", "source")}
@@ -75,8 +75,9 @@ class Plan(JsonObject):
     # it with the release they run in (plugins/release.py).
     engine_version: str | Absent = ABSENT
 
-    def to_json(self) -> dict:
-        return encode(self)
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = encode(self)
+        return out
 
     def dumps(self) -> str:
         """plan.json's text: one key per line (indent 1), keys in build order, a final newline."""
@@ -158,7 +159,7 @@ class Plan(JsonObject):
         return None
 
 
-class _LazyGroups(dict):
+class _LazyGroups(dict[str, list[list[int]]]):
     def __init__(self, families: dict[str, Family]):
         super().__init__()
         self._families = families

@@ -17,7 +17,7 @@ from specplan.mesh.family import Family
 from specplan.methods.base import eval_dim
 from specplan.plan.artifact import Plan
 from specplan.plan.codec import ABSENT
-from specplan.plan.load import load_plan
+from specplan.plan.load import PlanSource, load_plan
 from specplan.plan.model import Field, Layout, Op, Site
 
 HEADER_FIELDS = tuple(name for name, _, _ in GUARD_HEADER)
@@ -64,7 +64,7 @@ def _collective(id_: int, round_: str, family: str, op: str, source_member: int,
 class PlanView:
     """The plan with its lookups: `plan` (the typed Plan) plus the runtime's reading of it."""
 
-    def __init__(self, plan):
+    def __init__(self, plan: PlanSource) -> None:
         self.plan: Plan = load_plan(plan)
         p = self.plan
         self.name, self.fingerprint = p.name, p.fingerprint
@@ -133,7 +133,7 @@ class PlanView:
             sizes[b.family] = max(sizes.get(b.family, 0), b.buffer_bytes)
         return sizes
 
-    def boundary_of(self, target) -> GuardedCollective:
+    def boundary_of(self, target: int | str) -> GuardedCollective:
         """A boundary by id, or by the name of a site it carries."""
         if isinstance(target, int):
             return self.boundaries[target]
