@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specplan.engines import Choices, convention
+from specplan.engines.base import RelayMode
 from specplan.methods.base import Method
 from specplan.schema import Spec
 
@@ -26,7 +27,7 @@ def resolve(spec: Spec, method: Method) -> Choices:
     return _apply_knobs(spec, engine.behaviour(spec, method))
 
 
-def _specplan(spec: Spec, relay: str) -> Choices:
+def _specplan(spec: Spec, relay: RelayMode) -> Choices:
     """specplan's own plan; `relay` is the one the engine's plugin can run under PP."""
     greedy = "greedy decoding draws no random numbers" if spec.speculative.sampling == "greedy" else None
     return Choices(behaviour="specplan", engine_sites=None, group="replica", relay=relay,

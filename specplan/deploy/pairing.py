@@ -113,11 +113,11 @@ def _place(named: tuple, message: str) -> Diagnostic:
 
 
 def _diag(spec: Spec, path: tuple, message: str) -> Diagnostic:
-    return spec._source.diag(tuple(path), message)
+    return spec.yaml_source().diag(tuple(path), message)
 
 
 def _where(spec: Spec, path: tuple) -> str:
-    src = spec._source
+    src = spec.yaml_source()
     line, col = src.loc(tuple(path)) or (None, None)
     file = src.file_of(tuple(path))
     return f"{file}:{line}:{col}" if line else file

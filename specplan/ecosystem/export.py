@@ -23,6 +23,7 @@ from specplan.engines.sglang.convention import SGLang, accept_broadcast
 from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
 from specplan.engines.vllm.convention import VLLM
 from specplan.methods import get_method
+from specplan.plan import given
 from specplan.schema import Spec
 
 # each engine's launch line, written by its flags (engines/<engine>/launch.py)
@@ -68,7 +69,7 @@ def export(spec: Spec, engine: str | None = None, version: str | None = None,
         raise Refusal(f"{name} cannot run {spec.name}: {why}")
     from specplan.passes import plan
 
-    sites = plan(target).draft.sites
+    sites = given(plan(target).draft.sites)  # a whole plan's draft: every pass ran
     title = f"{spec.name} on {convention(engine, target.engine_version).title}"
     if target.engine != spec.engine:
         title += f" (translated from engine {spec.engine}; layouts differ where noted)"

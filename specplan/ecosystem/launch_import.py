@@ -26,6 +26,7 @@ from specplan.engines.sglang import spec_tp_sync
 from specplan.engines.flag_table import FlagProblem
 from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
 from specplan.methods import METHODS
+from specplan.plan import given
 from specplan.schema import Spec
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*=")
@@ -368,8 +369,8 @@ def _base_agrees(data: dict, slugs: frozenset[str]) -> bool:
     from specplan.ecosystem.yaml_out import reload
     from specplan.passes import plan
 
-    sites = plan(reload(data)).draft.sites
-    states = {n: e.converge for n, e in sites.items()}
+    sites = given(plan(reload(data)).draft.sites)  # a whole plan's draft: every pass ran
+    states = {n: given(e.converge) for n, e in sites.items()}
     care = spec_tp_sync.slugs_of(states, only_on=False)
     return spec_tp_sync.slugs_of(states) == slugs & care
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from specplan.engines.gates import GateUse
 from specplan.engines.handoff import Axes, Rules
@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 # convention reads a spec, its topology and the plan's MoE rows by attribute; these names stand
 # for specplan.schema.model's Spec and Topology and specplan.plan.model's MoeRows.
 Spec = Topology = MoeRows = Any
+# How last-stage decisions reach earlier stages (schema/model.py Relay, plan.json's relay mode).
+RelayMode = Literal["broadcast", "column", "ring"]
 
 # Accelerators per machine, when `topology.nodes` is written: an 8-GPU HGX / MI300X board,
 # an Atlas 800T A3 (16 NPUs). Engines bind local rank r to device r, so a node with fewer
@@ -52,7 +54,7 @@ class DpAgreement:
 
     family: str
     group_size: int
-    op: str
+    op: Literal["all_gather", "all_reduce_sum"]
     ints_per_rank: int
 
 
@@ -77,13 +79,13 @@ class LayerCollective:
 
 @dataclass(frozen=True, kw_only=True)  # eleven fields and more: every call names them
 class Choices:
-    behaviour: str
+    behaviour: Literal["specplan", "engine"]
     engine_sites: dict[str, bool] | None  # per-site convergence of the engine model, or None
-    group: str  # replica | attn_tp | tp
-    relay: str  # broadcast | column | ring
+    group: Literal["replica", "attn_tp", "tp"]
+    relay: RelayMode
     relay_drafts: bool
     payload_width: str  # pinned | agreed | dynamic
-    draft_layer_ids: str  # global | stage_local
+    draft_layer_ids: Literal["global", "stage_local"]
     tap_ids: str  # global | stage_local
     aux_routing: str  # chain | direct | dropped
     idle_ranks: str  # dummy | skip
@@ -105,7 +107,7 @@ class Convention(ABC):
     # relay specplan's own plan (`behaviour: specplan`) runs there under PP: `broadcast`
     # when the earlier stages can join the last stage's converge, or the engine's own
     # stage-to-stage transport (`ring`) when they cannot.
-    pipeline_relay: ClassVar[str] = "broadcast"
+    pipeline_relay: ClassVar[RelayMode] = "broadcast"
     # <engine>/methods.py: one row per speculative method (engines/method_row.py)
     methods: ClassVar[MethodRows]
 

@@ -17,35 +17,42 @@ passes' draft to this reader, so a planner bug that drafts a malformed plan fail
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import math
 import types
 import typing
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Final, Literal, TypeVar, Union
 
 
-class _Absent:
-    """A value not given: a key plan.json leaves out (null is None), or one no pass filled yet."""
+class Absent(enum.Enum):
+    """A value not given: a key plan.json leaves out (null is None), or one no pass filled yet.
+    Its one member is `ABSENT`; a field that may lack its key is typed `X | Absent`, and
+    `x is not ABSENT` (or `if x:`, since ABSENT is false) narrows it to `X`."""
 
-    _instance = None
-
-    def __new__(cls):
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    ABSENT = "ABSENT"
 
     def __repr__(self) -> str:
         return "ABSENT"
 
-    def __bool__(self) -> bool:
+    __str__ = __repr__  # printed as it always was, not "Absent.ABSENT"
+
+    def __bool__(self) -> Literal[False]:
         return False
 
-    def __reduce__(self):
-        return (_Absent, ())
+
+ABSENT: Final = Absent.ABSENT
 
 
-ABSENT = _Absent()
+T = TypeVar("T")
+
+
+def given(value: T | Absent) -> T:
+    """`value`, whose key the plan (or a pass contract) guarantees here: a p2p op's peer, a
+    draft fact a pass before this one filled. An ABSENT one is a bug in specplan."""
+    assert value is not ABSENT, "a key that must be given here is absent"
+    return value
 
 
 def opt(value):
@@ -106,12 +113,18 @@ class JsonObject:
         return self  # frozen all the way down: a copy would be equal and immutable
 
 
-@functools.cache
-def _keys(cls) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+_KEYS: dict[type, tuple[str, ...]] = {}
 
 
-def decode(cls, data: Any, path: str = ""):
+def _keys(cls: type) -> tuple[str, ...]:
+    """The field names of dataclass `cls`, in order (read once per class)."""
+    keys = _KEYS.get(cls)
+    if keys is None:
+        keys = _KEYS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return keys
+
+
+def decode(cls: type[T], data: Any, path: str = "") -> T:
     """`data` (parsed JSON) as an instance of dataclass `cls`; raises Problem naming every bad key."""
     problems: list[tuple[str, str]] = []
     value = _decode(cls, data, path, problems)
@@ -171,7 +184,7 @@ def _scalar(tp, data, path: str, problems: list) -> Any:
 
 
 def _union(tp, data, path: str, problems: list) -> Any:
-    args = [a for a in typing.get_args(tp) if a is not _Absent]
+    args = [a for a in typing.get_args(tp) if a is not Absent]
     if data is None and type(None) in args:
         return None
     rest = [a for a in args if a is not type(None)]

@@ -14,13 +14,15 @@ site fires at start-up, and build.py turns the names into the plan's sized decis
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Literal
 
-from specplan.ir.codec import ABSENT
+from specplan.ir.codec import ABSENT, Absent
 from specplan.ir.nodes import Round
 from specplan.ir.records import (DpAgreement, Drafter, Gate, Layout, MoeRows, RankClass, Routing,
                                  SampledRows, TapProducers, Unfused)
 from specplan.mesh import Family
 from specplan.mesh.pipeline import Stage
+from specplan.methods.base import SiteKind
 
 
 @dataclass
@@ -31,15 +33,15 @@ class SiteDraft:
     name: str
     round: Round
     phase: str
-    kind: str
+    kind: SiteKind
     decisions: tuple[str, ...]
     family: str
     source_member: int
-    readers: str
+    readers: Literal["all_stages", "last_stage"]  # a site's: its decisions' widest readers
     startup: bool
-    converge: bool = ABSENT
-    reason: str = ABSENT
-    trivial: bool = ABSENT
+    converge: bool | Absent = ABSENT
+    reason: str | Absent = ABSENT
+    trivial: bool | Absent = ABSENT
     boundary: int | None = None
 
 
@@ -51,10 +53,10 @@ class BoundaryDraft:
     round: Round
     family: str
     source_member: int
-    op: str
+    op: Literal["broadcast", "all_reduce_min"]
     sites: list[str]
-    layout: Layout = ABSENT
-    buffer_bytes: int = ABSENT
+    layout: Layout | Absent = ABSENT
+    buffer_bytes: int | Absent = ABSENT
 
 
 @dataclass
@@ -70,7 +72,7 @@ class RelayDraft:
     width: str
     id: int
     layout: Layout
-    buffer_bytes: int = ABSENT
+    buffer_bytes: int | Absent = ABSENT
 
 
 @dataclass
@@ -100,18 +102,18 @@ class Draft:
     fields, in its order, and `pp`, which the IR checks read). Optional facts a pass decides
     against (no DP agreement, no MoE) are None, not ABSENT."""
 
-    pp: int = ABSENT
-    families: dict[str, Family] = ABSENT
-    sites: dict[str, SiteDraft] = ABSENT
-    gates: list[Gate] = ABSENT
-    boundaries: list[BoundaryDraft] = ABSENT
-    buffer_bytes: dict[str, int] = ABSENT
-    unfused: list[Unfused] = ABSENT
-    pipeline: PipelineDraft = ABSENT
-    dp_agreement: DpAgreement | None = ABSENT
-    moe: MoeRows | None = ABSENT
-    rank_classes: list[RankClass] = ABSENT
-    in_flight: int = ABSENT
+    pp: int | Absent = ABSENT
+    families: dict[str, Family] | Absent = ABSENT
+    sites: dict[str, SiteDraft] | Absent = ABSENT
+    gates: list[Gate] | Absent = ABSENT
+    boundaries: list[BoundaryDraft] | Absent = ABSENT
+    buffer_bytes: dict[str, int] | Absent = ABSENT
+    unfused: list[Unfused] | Absent = ABSENT
+    pipeline: PipelineDraft | Absent = ABSENT
+    dp_agreement: DpAgreement | None | Absent = ABSENT
+    moe: MoeRows | None | Absent = ABSENT
+    rank_classes: list[RankClass] | Absent = ABSENT
+    in_flight: int | Absent = ABSENT
 
     def filled(self) -> list[str]:
         """The names of the facts some pass has filled, in field order."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from specplan.methods.base import Dtype
+
 Kind = Literal["decision", "converge", "materialize", "compute", "commit"]
 KINDS: tuple[Kind, ...] = ("decision", "converge", "materialize", "compute", "commit")
 Round = Literal["startup", "prefill", "decode"]
@@ -20,8 +22,9 @@ RELAY_ID_BASE = 1 << 16
 # The guard header every guarded buffer starts with, (name, dtype, byte offset) in order: the
 # planner lays it out (passes/pin_widths.py), plan.json states it, the runtime writes and
 # checks it (runtime/guard.py). The one table.
-GUARD_HEADER = (("boundary", "int32", 0), ("live_rows", "int32", 4), ("round", "int64", 8),
-                ("fingerprint", "int64", 16), ("batch", "int64", 24))
+GUARD_HEADER: tuple[tuple[str, Dtype, int], ...] = (
+    ("boundary", "int32", 0), ("live_rows", "int32", 4), ("round", "int64", 8),
+    ("fingerprint", "int64", 16), ("batch", "int64", 24))
 GUARD_HEADER_BYTES = 32
 
 

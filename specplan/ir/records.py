@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from specplan.ir.codec import ABSENT, JsonObject, Min
+from specplan.ir.codec import ABSENT, Absent, JsonObject, Min
 from specplan.methods.base import Dtype
 
 Count = Annotated[int, Min(1)]
@@ -81,7 +81,7 @@ class Link(JsonObject):
     taps: Index
     bytes: Bytes
     messages: Index
-    note: str = ABSENT
+    note: str | Absent = ABSENT
 
 
 @dataclass(frozen=True)
@@ -170,20 +170,20 @@ class Op(JsonObject):
     """
 
     op: OpName
-    compute: str = ABSENT
-    family: str = ABSENT
-    count: Index = ABSENT
-    rows: Index = ABSENT
-    peer_member: Index = ABSENT
-    bytes: Bytes | None = ABSENT
-    boundary: Index = ABSENT
-    site: str = ABSENT
-    source_member: Index = ABSENT
-    sites: tuple[str, ...] = ABSENT
-    recv_from: Index | None = ABSENT
-    send_to: Index | None = ABSENT
-    what: str = ABSENT
-    per_layer: bool = ABSENT
+    compute: str | Absent = ABSENT
+    family: str | Absent = ABSENT
+    count: Index | Absent = ABSENT
+    rows: Index | Absent = ABSENT
+    peer_member: Index | Absent = ABSENT
+    bytes: Bytes | None | Absent = ABSENT
+    boundary: Index | Absent = ABSENT
+    site: str | Absent = ABSENT
+    source_member: Index | Absent = ABSENT
+    sites: tuple[str, ...] | Absent = ABSENT
+    recv_from: Index | None | Absent = ABSENT
+    send_to: Index | None | Absent = ABSENT
+    what: str | Absent = ABSENT
+    per_layer: bool | Absent = ABSENT
 
     @property
     def kind(self) -> str:
@@ -214,7 +214,7 @@ class RankClass(JsonObject):
     id: Index
     rule: Mapping[str, Index]
     program: Program
-    idle_program: Program = ABSENT
+    idle_program: Program | Absent = ABSENT
 
     @property
     def stage(self) -> int:

@@ -99,13 +99,15 @@ def build_graph(plan, stage: int, kind: str) -> torch.fx.GraphModule:
     bld.call(steps.check_plan, (bld.rt, view.fingerprint), {}, "plan_checked")
     ops = view.program(stage, kind)
     point, accepts = _accept_point(view, ops)
-    for i, (what, key) in enumerate(ops):
-        if what == "boundary":
-            b = view.boundaries[key]
+    for i, step in enumerate(ops):
+        if step[0] == "boundary":
+            b = view.boundaries[step[1]]
             bld.collective(steps.converge_boundary, b.id, b, f"b{b.id}_{b.sites[0]}")
-        elif what == "relay":
-            r = view.relay_of(key)
-            bld.collective(steps.relay_site, key, r, f"relay_{key}")
+        elif step[0] == "relay":
+            site = step[1]
+            r = view.relay_of(site)
+            assert r is not None, f"the program relays {site!r}, which the plan's relays lack"
+            bld.collective(steps.relay_site, site, r, f"relay_{site}")
         else:
             bld.token_counts()
         if i == point:

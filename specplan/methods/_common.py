@@ -11,7 +11,7 @@ from .base import Decision, Nature, Phase, Site
 # free-memory probes; "rng" = init | the sites whose values draw random numbers.
 INIT_PRESETS = frozenset({"init", "rng"})
 RNG_PRESETS = frozenset({"rng"})
-ALL_ONLY = frozenset()
+ALL_ONLY: frozenset[str] = frozenset()
 
 # What every rank rebuilds from an agreed accept result (the words DESIGN.md uses).
 COMMIT_DERIVES = ("commit_lens", "new_seq_lens", "out_tokens", "positions", "cache_locations")

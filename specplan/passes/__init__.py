@@ -7,6 +7,8 @@ Each pass module has a NAME, REQUIRES and ENSURES (its contract, passes/contract
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from specplan.ir import check_ir
 from specplan.engines import build_mesh, convention
 from specplan.passes import (assign_groups, build_round, contracts, dp_agreement, fuse_converges,
@@ -15,7 +17,23 @@ from specplan.passes import (assign_groups, build_round, contracts, dp_agreement
 from specplan.passes.context import Planning
 from specplan.schema import Spec
 
-PASSES = (
+
+class Pass(Protocol):
+    """A pass module: its name, its contract and its body."""
+
+    @property
+    def NAME(self) -> str: ...
+
+    @property
+    def REQUIRES(self) -> tuple[contracts.Condition, ...]: ...
+
+    @property
+    def ENSURES(self) -> tuple[contracts.Condition, ...]: ...
+
+    def run(self, p: Planning) -> None: ...
+
+
+PASSES: tuple[Pass, ...] = (
     build_round,
     assign_groups,
     plan_gates,
@@ -46,7 +64,7 @@ def plan(spec: Spec, upto: str | None = None) -> Planning:
     return p
 
 
-def run_pass(p: Planning, pass_) -> None:
+def run_pass(p: Planning, pass_: Pass) -> None:
     """One pass with its contract and the IR checks: what `plan` does per pass."""
     contracts.check(p, pass_.REQUIRES, pass_name=pass_.NAME, side="requires")
     pass_.run(p)
@@ -55,4 +73,4 @@ def run_pass(p: Planning, pass_) -> None:
     check_ir(p.graph, p.draft, after=pass_.NAME)
 
 
-__all__ = ["NAMES", "PASSES", "Planning", "plan", "run_pass"]
+__all__ = ["NAMES", "PASSES", "Pass", "Planning", "plan", "run_pass"]

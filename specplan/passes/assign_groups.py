@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from specplan.engines import convention
 from specplan.mesh import Family
-from specplan.passes.build_round import planned_rounds
+from specplan.ir.codec import given
 from specplan.ir.draft import SiteDraft
+from specplan.ir.nodes import Round
+from specplan.passes.build_round import planned_rounds
 from specplan.passes.context import Planning
 from specplan.passes.contracts import DRAFT, GRAPH
 
@@ -73,11 +75,11 @@ def _source_member(p: Planning, family: str) -> int:
     """Index, within each group, of the replica's first rank on the last stage."""
     if family != "replica":
         return 0  # stage-local groups: group rank 0 on the deciding (last) stage
-    per_stage = p.draft.families["replica"].group_size // p.pp
+    per_stage = given(p.draft.families)["replica"].group_size // p.pp
     return (p.pp - 1) * per_stage
 
 
-def _round_of(p: Planning, phase: str) -> str | None:
+def _round_of(p: Planning, phase: str) -> Round | None:
     """The round a site fires in: decode's when both have the phase (draft extend); None when
     the instance runs no round with it (a disaggregated instance's other role)."""
     if phase == "startup":

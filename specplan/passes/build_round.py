@@ -12,9 +12,13 @@ on the last stage to another stage is, so far, an unconverged read.
 from __future__ import annotations
 
 from specplan.ir import Node
+from specplan.ir.nodes import Round
 from specplan.methods.base import Decision, Phase
 from specplan.passes.context import Planning
 from specplan.passes.contracts import DRAFT, GRAPH
+from specplan.schema import Spec
+
+Last = dict[int, Node | None]  # the last node of each stage, which the next one follows
 
 NAME = "build_round"
 REQUIRES = ()
@@ -30,17 +34,18 @@ def run(p: Planning) -> None:
     p.draft.pp = p.pp
 
 
-def planned_rounds(spec) -> tuple[str, ...]:
+def planned_rounds(spec: Spec) -> tuple[Round, ...]:
     """The request rounds an instance runs: a prefill instance (disaggregation.role: prefill)
     the prefill round only, its drafter's prefill-time draft extend included, then it hands
     the request and its KV over; a decode instance the decode rounds only, from the KV it
     receives; a plain spec both."""
     role = spec.disaggregation.role if spec.disaggregation else None
-    return {"prefill": ("prefill",), "decode": ("decode",)}.get(role, ("prefill", "decode"))
+    only: dict[str | None, tuple[Round, ...]] = {"prefill": ("prefill",), "decode": ("decode",)}
+    return only.get(role, ("prefill", "decode"))
 
 
-def _round(p: Planning, rnd: str, phases: tuple[Phase, ...]) -> None:
-    last: dict[int, Node | None] = {s: None for s in range(p.pp)}
+def _round(p: Planning, rnd: Round, phases: tuple[Phase, ...]) -> None:
+    last: Last = {s: None for s in range(p.pp)}
     for i, phase in enumerate(phases):
         order = (i + 1) * 10
         for s, node in _compute(p, rnd, phase, order).items():
@@ -56,13 +61,13 @@ def _round(p: Planning, rnd: str, phases: tuple[Phase, ...]) -> None:
                                                     phase.name, s, attrs=(("order", order + 5),))))
 
 
-def _chain(p: Planning, last: dict, stage: int, node: Node) -> None:
-    if last[stage] is not None:
-        p.graph.connect(last[stage], node)
+def _chain(p: Planning, last: Last, stage: int, node: Node) -> None:
+    if (prev := last[stage]) is not None:
+        p.graph.connect(prev, node)
     last[stage] = node
 
 
-def _compute(p: Planning, rnd: str, phase: Phase, order: int) -> dict[int, Node]:
+def _compute(p: Planning, rnd: Round, phase: Phase, order: int) -> dict[int, Node]:
     if phase.compute is None:
         return {}
     stages = range(p.pp) if phase.stage == "all" else [p.last_stage]
@@ -77,7 +82,7 @@ def _compute(p: Planning, rnd: str, phase: Phase, order: int) -> dict[int, Node]
     return out
 
 
-def _decide(p: Planning, rnd: str, phase: Phase, d: Decision, order: int, last: dict) -> list[Node]:
+def _decide(p: Planning, rnd: Round, phase: Phase, d: Decision, order: int, last: Last) -> list[Node]:
     stages = _reader_stages(p, d) if d.nature == "deterministic" else [p.last_stage]
     nodes = []
     for s in stages:
@@ -85,14 +90,14 @@ def _decide(p: Planning, rnd: str, phase: Phase, d: Decision, order: int, last: 
             "decision", d.name, rnd, phase.name, s, line=p.line("speculative", "method"),
             attrs=(("dtype", d.dtype), ("nature", d.nature), ("order", order + 1),
                    ("readers", d.readers), ("shape", d.shape), ("site", d.site))))
-        if last[s] is not None:
-            p.graph.connect(last[s], node)
+        if (prev := last[s]) is not None:
+            p.graph.connect(prev, node)
         nodes.append(node)
     return nodes
 
 
-def _materialize(p: Planning, rnd: str, phase: Phase, decisions: list[Decision],
-                 made: dict[str, list[Node]], order: int, last: dict) -> None:
+def _materialize(p: Planning, rnd: Round, phase: Phase, decisions: list[Decision],
+                 made: dict[str, list[Node]], order: int, last: Last) -> None:
     for s in range(p.pp):
         readers = [d for d in decisions if s in _reader_stages(p, d)]
         if not readers:

@@ -20,7 +20,9 @@ import typing
 from typing import Any, Union
 
 from specplan.ir import IRError
+from specplan.ir.codec import Absent
 from specplan.ir.draft import ABSENT, Draft
+from specplan.passes.context import Planning
 
 
 class Attr:
@@ -38,13 +40,13 @@ class Attr:
             args = typing.get_args(tp)
             assert args, f"{self}: `each` of {tp!r}, which holds no items"
             return Attr(args[-1], self._names + (name,))
-        assert dataclasses.is_dataclass(tp), f"{self}.{name}: {tp!r} has no attributes"
+        assert isinstance(tp, type) and dataclasses.is_dataclass(tp), f"{self}.{name}: {tp!r} has no attributes"
         hints = typing.get_type_hints(tp)
         if name not in hints:
             raise AttributeError(f"{tp.__name__} has no attribute {name!r} (attributes: {', '.join(hints)})")
         return Attr(hints[name], self._names + (name,))
 
-    def holds(self, p) -> bool:
+    def holds(self, p: Planning) -> bool:
         return _holds(p.draft, self._names)
 
     def __str__(self) -> str:
@@ -62,7 +64,7 @@ class Attr:
 class _Graph:
     """The condition that the round graph has nodes."""
 
-    def holds(self, p) -> bool:
+    def holds(self, p: Planning) -> bool:
         return bool(p.graph.nodes())
 
     def __str__(self) -> str:
@@ -76,7 +78,7 @@ GRAPH = _Graph()
 Condition = Attr | _Graph
 
 
-def check(p, conditions: tuple[Condition, ...], *, pass_name: str, side: str) -> None:
+def check(p: Planning, conditions: tuple[Condition, ...], *, pass_name: str, side: str) -> None:
     """Raise IRError naming every condition the planning `p` (its draft, its graph) does not meet."""
     missing = [str(c) for c in conditions if not holds(p, c)]
     if missing:
@@ -84,11 +86,11 @@ def check(p, conditions: tuple[Condition, ...], *, pass_name: str, side: str) ->
                       f"({'a pass before it did not run' if side == 'requires' else 'it did not provide them'})")
 
 
-def holds(p, condition: Condition) -> bool:
+def holds(p: Planning, condition: Condition) -> bool:
     return condition.holds(p)
 
 
-def _holds(value, names: tuple[str, ...]) -> bool:
+def _holds(value: Any, names: tuple[str, ...]) -> bool:
     if not names:
         return True
     name, *rest = names
@@ -102,8 +104,8 @@ def _holds(value, names: tuple[str, ...]) -> bool:
     return value is None or _holds(value, tuple(rest))
 
 
-def _strip_none(tp):
+def _strip_none(tp: Any) -> Any:
     if typing.get_origin(tp) in (Union, types.UnionType):
-        rest = [a for a in typing.get_args(tp) if a is not type(None)]
+        rest = [a for a in typing.get_args(tp) if a is not type(None) and a is not Absent]
         return rest[0] if len(rest) == 1 else tp
     return tp

@@ -11,6 +11,7 @@ forces it (site A's converge reaches site B's decision through compute).
 from __future__ import annotations
 
 from specplan.ir import node_id
+from specplan.ir.codec import given
 from specplan.ir.draft import BoundaryDraft, SiteDraft
 from specplan.ir.records import Unfused
 from specplan.passes.context import Planning
@@ -22,7 +23,7 @@ ENSURES = (DRAFT.boundaries.each.sites, DRAFT.boundaries.each.source_member, DRA
 
 
 def run(p: Planning) -> None:
-    live = [e for e in p.draft.sites.values() if e.converge and not e.trivial]
+    live = [e for e in given(p.draft.sites).values() if e.converge and not e.trivial]
     live.sort(key=lambda e: (_round_rank(e.round), _order(p, e.name)))
     boundaries: list[BoundaryDraft] = []
     unfused: list[Unfused] = []
@@ -73,7 +74,8 @@ def _dependency(p: Planning, earlier: str, entry: SiteDraft) -> list[str] | None
 def _order(p: Planning, site: str) -> int:
     for n in p.graph.nodes("converge"):
         if n.name == site:
-            return n.attr("order")
+            order: int = n.attr("order")
+            return order
     return 0
 
 

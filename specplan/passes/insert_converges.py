@@ -16,6 +16,7 @@ from __future__ import annotations
 from specplan.engines import convention
 from specplan.errors import Diagnostic, PlanError
 from specplan.ir import Node
+from specplan.ir.codec import given
 from specplan.ir.draft import SiteDraft
 from specplan.passes.context import Planning
 from specplan.passes.contracts import DRAFT
@@ -27,9 +28,9 @@ ENSURES = (DRAFT.sites.each.converge, DRAFT.sites.each.reason, DRAFT.sites.each.
 
 def run(p: Planning) -> None:
     _check_overrides(p)
-    for site in p.draft.sites.values():
+    for site in given(p.draft.sites).values():
         site.converge, site.reason = _decide(p, site)
-        site.trivial = p.draft.families[site.family].group_size == 1
+        site.trivial = given(p.draft.families)[site.family].group_size == 1
         if site.converge:
             _splice(p, site)
 

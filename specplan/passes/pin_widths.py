@@ -11,7 +11,10 @@ relays pipeline_stages adds are laid out by the same `pack` and share buffers th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from specplan.errors import PlanError
+from specplan.ir.codec import given
 from specplan.ir.draft import ABSENT, BoundaryDraft, RelayDraft
 from specplan.ir.nodes import GUARD_HEADER, GUARD_HEADER_BYTES
 from specplan.ir.records import Field, Layout
@@ -27,9 +30,9 @@ ALIGN = 8
 
 
 def run(p: Planning) -> None:
-    for b in p.draft.boundaries:
+    for b in given(p.draft.boundaries):
         b.layout = pack(p, b.sites, guarded=b.op == "broadcast")
-    share_buffers(p, p.draft.boundaries)
+    share_buffers(p, given(p.draft.boundaries))
 
 
 def share_buffers(p: Planning, collectives: list[BoundaryDraft] | list[RelayDraft]) -> None:
@@ -41,13 +44,14 @@ def share_buffers(p: Planning, collectives: list[BoundaryDraft] | list[RelayDraf
     if p.draft.buffer_bytes is ABSENT:
         p.draft.buffer_bytes = {}
     sizes = p.draft.buffer_bytes
-    guarded = [c for c in collectives if c.layout.header_bytes]
+    guarded = [c for c in collectives if given(c.layout).header_bytes]
     for c in guarded:
-        sizes[c.family] = max(sizes.get(c.family, 0), c.layout.bytes)
+        sizes[c.family] = max(sizes.get(c.family, 0), given(c.layout).bytes)
     for c in collectives:
-        c.buffer_bytes = sizes[c.family] if c.layout.header_bytes else c.layout.bytes
-    for b in p.draft.boundaries:  # a family that gained relays grows its boundaries too
-        if b.layout.header_bytes and b.family in sizes:
+        layout = given(c.layout)
+        c.buffer_bytes = sizes[c.family] if layout.header_bytes else layout.bytes
+    for b in given(p.draft.boundaries):  # a family that gained relays grows its boundaries too
+        if given(b.layout).header_bytes and b.family in sizes:
             b.buffer_bytes = sizes[b.family]
 
 
@@ -60,13 +64,13 @@ def field_shape(p: Planning, shape: tuple[str, ...]) -> list[int]:
     return dims
 
 
-def pack(p: Planning, sites, *, guarded: bool) -> Layout:
+def pack(p: Planning, sites: Iterable[str], *, guarded: bool) -> Layout:
     """The packed layout of `sites`' decisions: the guard header if `guarded`, then fields."""
     header = guarded
     offset = HEADER_BYTES if header else 0
     fields = []
     for site in sites:
-        for name in p.draft.sites[site].decisions:
+        for name in given(p.draft.sites)[site].decisions:
             d = p.method.decision(name)
             dims = field_shape(p, d.shape)
             size = nbytes(dims, d.dtype)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from specplan.errors import PlanError
 from specplan.ir import Node, node_id
+from specplan.ir.codec import given
 from specplan.ir.draft import PipelineDraft, RelayDraft, RelaysDraft, SiteDraft
 from specplan.ir.records import Drafter, Link, Routing, SampledRows, TapProducers
 from specplan.ir.nodes import RELAY_ID_BASE
@@ -85,10 +86,12 @@ def _drafter(p: Planning) -> Drafter | None:
         raise PlanError.single(p.spec, ("speculative", "draft_tp"),
                                f"draft_tp={width} must be 1 or the attention TP width {attention_tp(p)}")
     n = 0 if p.method.drafter == "lookup" else p.spec.speculative.draft_num_layers or 1
+    kind = p.method.drafter
+    assert kind != "none", f"method {p.method.name} speculates without a drafter"
     return Drafter(stage=p.last_stage, pipeline_size=1, tp=width,
                         layer_ids=tuple(draft_layer_ids(p.mesh.stages, n, p.choices.draft_layer_ids)),
                         numbering=p.choices.draft_layer_ids,
-                        kind=p.method.drafter, target_layers=(0, p.spec.model.num_layers))
+                        kind=kind, target_layers=(0, p.spec.model.num_layers))
 
 
 def _tap_producers(p: Planning) -> tuple[TapProducers, ...]:
@@ -136,8 +139,8 @@ def _routing(p: Planning, mode: str) -> tuple[Link, ...]:
 def _relays(p: Planning) -> list[RelayDraft]:
     if p.pp == 1:
         return []
-    out = []
-    for entry in p.draft.sites.values():
+    out: list[RelayDraft] = []
+    for entry in given(p.draft.sites).values():
         if entry.readers != "all_stages" or entry.startup:
             continue
         if entry.converge and entry.family == "replica":

@@ -22,6 +22,7 @@ from __future__ import annotations
 from specplan.engines import convention
 from specplan.engines.gates import GateUse
 from specplan.ir import IRError
+from specplan.ir.codec import given
 from specplan.ir.records import Gate, GateCollective
 from specplan.mesh import Family
 from specplan.passes.context import Planning
@@ -46,13 +47,13 @@ def _engine_site(p: Planning, use: GateUse) -> str | None:
     """The engine's agreement of a start-up gate rides its carrier site (a SpecTpSync MIN
     site, which sync.sites may turn off) when it agrees the gate at all; a per-round gate's
     agreement is what its row states."""
-    if use.phase != "startup" or use.family is None or use.carrier not in p.draft.sites:
+    if use.phase != "startup" or use.family is None or use.carrier not in given(p.draft.sites):
         return None
     return use.carrier
 
 
 def _specplan(p: Planning, use: GateUse, dp_family: str | None) -> Gate:
-    families = p.draft.families
+    families = given(p.draft.families)
     union = union_family(families, [s.family for s in use.selects])
     if use.phase != "startup" and dp_family is not None and _inside(families, union, dp_family):
         return _record(use, dp_family, f"specplan: the DP token-count exchange over {dp_family} "
@@ -64,7 +65,7 @@ def _specplan(p: Planning, use: GateUse, dp_family: str | None) -> Gate:
     if use.carrier is None:  # no site carries it: a converge of its own
         return _record(use, union, f"specplan: a converge of its own over {union}, before the "
                        "collectives it selects", None)
-    site = p.draft.sites.get(use.carrier or "")
+    site = given(p.draft.sites).get(use.carrier or "")
     if site is None:
         raise IRError(f"pass {NAME}: gate {use.name} has no carrier in specplan's plan "
                       f"(site {use.carrier!r}, no DP token-count exchange over {union})")

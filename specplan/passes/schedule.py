@@ -9,7 +9,9 @@ bytes fixed at compile time, and the boundary or site they serve.
 
 from __future__ import annotations
 
+from specplan.ir.codec import Absent, given
 from specplan.ir.draft import ABSENT, BoundaryDraft
+from specplan.ir.nodes import Node, Round
 from specplan.ir.records import Op, Program, RankClass
 from specplan.methods.base import eval_dim
 from specplan.passes.context import Planning
@@ -23,12 +25,12 @@ IDLE_SKIPS = ("forward", "all_to_all", "all_gather")
 
 
 def run(p: Planning) -> None:
-    classes = []
+    classes: list[RankClass] = []
     order = p.graph.topological()  # once: every stage's program is a filter of this order
     for s in range(p.pp):
         mine = [n for n in order if n.stage == s]
         program = Program(*(_program(p, rnd, s, mine) for rnd in ("startup", "prefill", "decode")))
-        idle = ABSENT
+        idle: Program | Absent = ABSENT
         if p.draft.dp_agreement and p.choices.idle_ranks == "skip":
             # An idle DP rank that skips its forwards also skips every collective inside them.
             idle = Program(*(tuple(o for o in ops if o.op not in IDLE_SKIPS)
@@ -38,8 +40,8 @@ def run(p: Planning) -> None:
     p.draft.in_flight = p.pp
 
 
-def _program(p: Planning, rnd: str, stage: int, nodes: list) -> tuple[Op, ...]:
-    sites, boundaries = p.draft.sites, p.draft.boundaries
+def _program(p: Planning, rnd: Round, stage: int, nodes: list[Node]) -> tuple[Op, ...]:
+    sites, boundaries = given(p.draft.sites), given(p.draft.boundaries)
     ops: list[Op] = []
     seen: set[int] = set()
     for node in nodes:
@@ -48,7 +50,8 @@ def _program(p: Planning, rnd: str, stage: int, nodes: list) -> tuple[Op, ...]:
         if node.kind == "compute":
             ops.extend(_compute_ops(p, node))
         elif node.kind == "converge" and node.name == "dp_token_counts":
-            dp = p.draft.dp_agreement
+            dp = given(p.draft.dp_agreement)
+            assert dp is not None, "a dp_token_counts node without the draft's dp_agreement"
             ops.append(Op(op=dp.op, family=dp.family, bytes=dp.bytes, what="dp_token_counts"))
         elif node.kind == "converge" and node.name.startswith("relay_"):
             ops.append(_relay_op(p, node, stage))
@@ -72,23 +75,25 @@ def _dynamic_sender(p: Planning, boundary: BoundaryDraft, stage: int) -> bool:
             and boundary.op == "broadcast")
 
 
-def _relay_op(p: Planning, node, stage: int) -> Op:
-    relay = next(r for r in p.draft.pipeline.relay.sites if f"relay_{r.site}" == node.name)
+def _relay_op(p: Planning, node: Node, stage: int) -> Op:
+    relay = next(r for r in given(p.draft.pipeline).relay.sites if f"relay_{r.site}" == node.name)
     last = p.pp - 1
-    ring = {}
+    recv_from: int | None | Absent = ABSENT
+    send_to: int | None | Absent = ABSENT
     if relay.mode == "ring":
-        ring = {"recv_from": None if stage == last else (last if stage == 0 else stage - 1),
-                "send_to": None if stage == p.pp - 2 else (0 if stage == last else stage + 1)}
+        recv_from = None if stage == last else (last if stage == 0 else stage - 1)
+        send_to = None if stage == p.pp - 2 else (0 if stage == last else stage + 1)
     # The sender's actual width, known only at run time, where the width is dynamic.
     width = None if relay.width == "dynamic" and stage == last else relay.buffer_bytes
     return Op(op="broadcast" if relay.mode == "column" else "ring", family="pp", bytes=width,
-              site=relay.site, source_member=last, **ring)
+              site=relay.site, source_member=last, recv_from=recv_from, send_to=send_to)
 
 
-def _compute_ops(p: Planning, node) -> list[Op]:
+def _compute_ops(p: Planning, node: Node) -> list[Op]:
     kind = node.attr("compute")
     if kind == "moe_dispatch_combine":
-        moe = p.draft.moe
+        moe = given(p.draft.moe)
+        assert moe is not None, "a moe_dispatch_combine node without the draft's moe rows"
         return [Op(op="all_to_all", family=moe.dispatch_family, what="moe_dispatch_combine",
                         per_layer=True),
                 Op(op="all_gather", family="attn_tp", bytes=moe.gather_bytes_per_layer,
@@ -108,7 +113,7 @@ def _compute_ops(p: Planning, node) -> list[Op]:
         out_taps = _chain_tap_bytes(p, node.stage, rows) if kind == "target_verify" else 0
         ops.append(Op(op="send", family="pp", peer_member=node.stage + 1,
                            bytes=hand + out_taps, what=f"{node.name}_handoff"))
-    if kind == "target_verify" and p.draft.pipeline.aux_routing == "direct":
+    if kind == "target_verify" and given(p.draft.pipeline).aux_routing == "direct":
         ops.extend(_direct_tap_ops(p, node.stage, rows))
     return ops
 

@@ -12,9 +12,9 @@ Nothing outside this package indexes plan content by key (tests/plan/test_plan_a
 """
 
 from specplan.plan.artifact import SCHEMA_VERSION, Plan, canonical, fingerprint
-from specplan.plan.codec import ABSENT, opt
+from specplan.plan.codec import ABSENT, given, opt
 from specplan.plan.load import PlanFileError, from_json, load_plan
 from specplan.plan.view import PlanView
 
 __all__ = ["ABSENT", "SCHEMA_VERSION", "Plan", "PlanFileError", "PlanView", "canonical",
-           "fingerprint", "from_json", "load_plan", "opt"]
+           "fingerprint", "from_json", "given", "load_plan", "opt"]

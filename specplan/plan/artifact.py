@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from specplan.mesh.family import Family
 from specplan.schema.model import Engine
-from specplan.plan.codec import ABSENT, JsonObject, encode
+from specplan.plan.codec import ABSENT, Absent, JsonObject, encode
 from specplan.plan.model import (Behaviour, Boundary, Bytes, Count, DpAgreement, FamilyRule, Gate, Model,
                                  MoeRows, Pipeline, RankClass, Relay, RuntimeSettings, Site,
                                  Source, Speculative, Sync, Unfused)
@@ -28,7 +28,7 @@ def canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
 
-def fingerprint(plan: Mapping) -> str:
+def fingerprint(plan: Mapping[str, Any]) -> str:
     """sha256 of the plan's JSON without its fingerprint and without YAML line numbers: a
     comment that moves `sync.policy` down a line changes where findings point, not the plan."""
     body = {k: v for k, v in plan.items() if k not in ("fingerprint", "source")}
@@ -69,14 +69,15 @@ class Plan(JsonObject):
     source: Source
     # Why the spec's engine refuses to launch this topology (Convention.launch_refusal, the
     # refusal `export` prints); absent when it launches. `check` reports it as an ERROR.
-    launch_refusal: str = ABSENT
+    launch_refusal: str | Absent = ABSENT
     # The engine release the plan was made for when the spec names one older than the newest
     # (spec.engine_version); absent: the newest release specplan models. The plugins compare
     # it with the release they run in (plugins/release.py).
-    engine_version: str = ABSENT
+    engine_version: str | Absent = ABSENT
 
-    def to_json(self) -> dict:
-        return encode(self)
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = encode(self)
+        return out
 
     def dumps(self) -> str:
         """plan.json's text: one key per line (indent 1), keys in build order, a final newline."""
@@ -158,7 +159,7 @@ class Plan(JsonObject):
         return None
 
 
-class _LazyGroups(dict):
+class _LazyGroups(dict[str, list[list[int]]]):
     def __init__(self, families: dict[str, Family]):
         super().__init__()
         self._families = families

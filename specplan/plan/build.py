@@ -21,17 +21,18 @@ from pathlib import Path
 from specplan.engines import of, shown_version
 from specplan.engines.releases import newest
 from specplan.files import write_atomic
+from specplan.mesh import Family
 from specplan.methods.base import nbytes
 from specplan.ir.draft import SiteDraft
 from specplan import passes
 from specplan.passes import Planning
 from specplan.passes.pin_widths import field_shape
 from specplan.plan.artifact import SCHEMA_VERSION, Plan, canonical, fingerprint
-from specplan.plan.codec import ABSENT, decode, encode
+from specplan.plan.codec import ABSENT, decode, encode, given
 from specplan.plan.model import (Behaviour, Decision, FamilyRule, Model, MoeShape, Rule,
                                  RuntimeSettings, Site, Source, Speculative, Sync)
 from specplan.schema import Spec
-from specplan.schema.model import DEVICE_BACKENDS
+from specplan.schema.model import DEVICE_BACKENDS, Moe
 
 
 # Keys added after plans were first fingerprinted: left out while unset, so a spec that does
@@ -83,9 +84,9 @@ def build_plan(p: Planning) -> Plan:
         model=_model(p),
         speculative=_speculative(p),
         sync=Sync(policy=spec.sync.policy, sites=dict(sorted(spec.sync.sites.items()))),
-        families=tuple(_family(f) for f in d.families.values()),
-        sites=tuple(_site(p, site) for site in d.sites.values()),
-        gates=tuple(d.gates),
+        families=tuple(_family(f) for f in given(d.families).values()),
+        sites=tuple(_site(p, site) for site in given(d.sites).values()),
+        gates=tuple(given(d.gates)),
         boundaries=d.boundaries,
         buffer_bytes=d.buffer_bytes,
         unfused=d.unfused,
@@ -104,7 +105,7 @@ def build_plan(p: Planning) -> Plan:
     return replace(built, fingerprint=fingerprint(encode(built)))
 
 
-def _given(**fields) -> dict:
+def _given(**fields: object) -> dict[str, object]:
     """The Plan's fields but ABSENT ones: a fact no pass filled reads as a missing key."""
     return {k: v for k, v in fields.items() if v is not ABSENT}
 
@@ -120,7 +121,7 @@ def _model(p: Planning) -> Model:
                  dtype=m.dtype, moe=_moe(m.moe))
 
 
-def _moe(moe) -> MoeShape | None:
+def _moe(moe: Moe | None) -> MoeShape | None:
     if moe is None:
         return None
     # eplb: experts move at rebalance steps, every rank at the same step; left out when off
@@ -167,7 +168,7 @@ def _runtime(p: Planning) -> RuntimeSettings:
                            async_scheduling=ABSENT if r.async_scheduling is None else r.async_scheduling)
 
 
-def _family(f) -> FamilyRule:
+def _family(f: Family) -> FamilyRule:
     rule = Rule(shape=tuple(f.shape), strides=tuple(f.strides), group_ndim=f.group_ndim,
                 alias=f.alias or ABSENT)
     return FamilyRule(name=f.name, rule=rule, group_size=f.group_size, num_groups=f.num_groups)
@@ -182,6 +183,6 @@ def _site(p: Planning, site: SiteDraft) -> Site:
                                   nature=d.nature, bytes=nbytes(dims, d.dtype)))
     return Site(name=site.name, round=site.round, phase=site.phase, kind=site.kind,
                 decisions=tuple(decisions), family=site.family, source_member=site.source_member,
-                readers=site.readers, converge=site.converge, reason=site.reason,
-                trivial=site.trivial, boundary=site.boundary,
+                readers=site.readers, converge=given(site.converge), reason=given(site.reason),
+                trivial=given(site.trivial), boundary=site.boundary,
                 line=p.line("sync", "sites", site.name) or p.line("sync", "policy"))

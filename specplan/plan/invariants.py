@@ -23,7 +23,9 @@ import math
 from specplan.ir.nodes import ROUNDS
 from specplan.methods.base import DTYPE_BYTES, eval_dim
 from specplan.passes.pin_widths import ALIGN, HEADER, HEADER_BYTES
+from specplan.plan.artifact import Plan
 from specplan.plan.codec import ABSENT
+from specplan.plan.model import Boundary, FamilyRule, Field, Layout, Relay
 from specplan.engines import convention
 from specplan.schema.model import (MAX_BATCH, MAX_DRAFT_TOKENS, MAX_DRAFTS, MAX_RANKS, MAX_STEPS,
                                    MAX_TIMEOUT_S)
@@ -31,7 +33,7 @@ from specplan.schema.model import (MAX_BATCH, MAX_DRAFT_TOKENS, MAX_DRAFTS, MAX_
 Problems = list[tuple[str, str]]
 
 
-def invariants(plan) -> Problems:
+def invariants(plan: Plan) -> Problems:
     """Every broken invariant as (dotted path, message); [] for a plan compile could write."""
     out = _world(plan)
     if out:  # groups, stages and layouts are read through the families: stop here
@@ -40,7 +42,7 @@ def invariants(plan) -> Problems:
             + _layouts(plan) + _ops(plan))
 
 
-def _world(plan) -> Problems:
+def _world(plan: Plan) -> Problems:
     out: Problems = []
     world = plan.world_size
     if world * plan.num_worlds > MAX_RANKS:
@@ -60,7 +62,7 @@ def _world(plan) -> Problems:
     return out
 
 
-def _rule(path: str, f, world: int) -> Problems:
+def _rule(path: str, f: FamilyRule, world: int) -> Problems:
     """A family's rule numbers every rank of the world exactly once (8 ranks, tp 2 x pp 4:
     shape (4, 2), strides (2, 1): sorted by stride, each stride is the product of the sizes
     below it, 1 then 2, and the sizes multiply to 8)."""
@@ -86,7 +88,7 @@ def _rule(path: str, f, world: int) -> Problems:
     return []
 
 
-def _stages(plan) -> Problems:
+def _stages(plan: Plan) -> Problems:
     stages, layers = plan.pipeline.stages, plan.model.num_layers
     if len(stages) != plan.pp:
         return [("pipeline.stages", f"{len(stages)} stages, but widths.pp is {plan.pp}")]
@@ -104,7 +106,7 @@ def _stages(plan) -> Problems:
     return []
 
 
-def _taps(plan) -> Problems:
+def _taps(plan: Plan) -> Problems:
     """Every tap inside the model, each listed once with producers that are stages."""
     layers, taps = plan.model.num_layers, tuple(plan.speculative.taps)
     if any(not 0 <= t <= layers for t in taps) or list(taps) != sorted(set(taps)):
@@ -129,7 +131,7 @@ def _taps(plan) -> Problems:
     return []
 
 
-def _sites(plan) -> Problems:
+def _sites(plan: Plan) -> Problems:
     """Each site converges at the boundary that lists it, from that boundary's source; the
     unfused pairs name sites."""
     at = {name: b for b in plan.boundaries for name in b.sites}
@@ -148,7 +150,7 @@ def _sites(plan) -> Problems:
     return []
 
 
-def _speculative(plan) -> Problems:
+def _speculative(plan: Plan) -> Problems:
     sp = plan.speculative
     if not convention(plan.engine).method(sp.method).speculates:
         ok = sp.num_steps == 0 and sp.num_draft_tokens == 1
@@ -170,7 +172,7 @@ def _speculative(plan) -> Problems:
     return []
 
 
-def _runtime(plan) -> Problems:
+def _runtime(plan: Plan) -> Problems:
     rt = plan.runtime
     out: Problems = []
     if not 0 < rt.timeout_s <= MAX_TIMEOUT_S:  # nan fails both comparisons
@@ -180,10 +182,11 @@ def _runtime(plan) -> Problems:
     return out
 
 
-def _layouts(plan) -> Problems:
+def _layouts(plan: Plan) -> Problems:
     out: Problems = []
     largest: dict[str, int] = {}
-    collectives = [(f"boundaries[{i}]", b) for i, b in enumerate(plan.boundaries)]
+    collectives: list[tuple[str, Boundary | Relay]] = [
+        (f"boundaries[{i}]", b) for i, b in enumerate(plan.boundaries)]
     collectives += [(f"pipeline.relay.sites[{i}]", r) for i, r in enumerate(plan.relays)]
     for path, c in collectives:
         out += _layout(plan, f"{path}.layout", c.layout)
@@ -201,7 +204,7 @@ def _layouts(plan) -> Problems:
     return out + _decisions(plan)
 
 
-def _layout(plan, path: str, layout) -> Problems:
+def _layout(plan: Plan, path: str, layout: Layout) -> Problems:
     guarded = bool(layout.header_bytes)
     header = tuple(tuple(h) for h in layout.header)
     if (header, layout.header_bytes) not in ((HEADER, HEADER_BYTES), ((), 0)):
@@ -221,7 +224,7 @@ def _layout(plan, path: str, layout) -> Problems:
     return []
 
 
-def _field(plan, f, offset: int) -> str | None:
+def _field(plan: Plan, f: Field, offset: int) -> str | None:
     site = plan.site.get(f.site)
     decision = next((d for d in site.decisions if d.name == f.decision), None) if site else None
     if decision is None:
@@ -237,7 +240,7 @@ def _field(plan, f, offset: int) -> str | None:
     return None
 
 
-def _decisions(plan) -> Problems:
+def _decisions(plan: Plan) -> Problems:
     for i, s in enumerate(plan.sites):
         for j, d in enumerate(s.decisions):
             shape = _shape(plan, d.symbols)
@@ -247,7 +250,7 @@ def _decisions(plan) -> Problems:
     return []
 
 
-def _shape(plan, symbols) -> list[int] | None:
+def _shape(plan: Plan, symbols: tuple[str, ...]) -> list[int] | None:
     try:
         dims = [eval_dim(s, plan.symbols) for s in symbols]
     except Exception:  # a symbol the plan does not define, or an expression it cannot read
@@ -255,7 +258,7 @@ def _shape(plan, symbols) -> list[int] | None:
     return dims if all(d >= 0 for d in dims) else None
 
 
-def _ops(plan) -> Problems:
+def _ops(plan: Plan) -> Problems:
     for i, c in enumerate(plan.rank_classes):
         for kind in ROUNDS:
             for j, op in enumerate(c.program.round(kind)):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from specplan.errors import Diagnostic, UserError
 from specplan.files import not_readable, read_bounded
@@ -24,11 +25,15 @@ from specplan.plan.invariants import invariants
 MAX_PLAN_BYTES = 64 << 20  # plan.json: rank classes, not ranks, so far below this at any world
 
 
+# What load_plan reads: a Plan (as is), plan.json's path, or its parsed JSON.
+PlanSource = Plan | str | os.PathLike[str] | dict[str, Any]
+
+
 class PlanFileError(UserError):
     """plan.json is unreadable, malformed, of another version, or edited after compile."""
 
 
-def load_plan(source, *, name: str | None = None, trusted: bool = False) -> Plan:
+def load_plan(source: PlanSource, *, name: str | None = None, trusted: bool = False) -> Plan:
     """A Plan from a path to plan.json, its parsed content, or a Plan (returned as is).
 
     `trusted` skips the fingerprint comparison, for plans a test edits on purpose to show
@@ -38,11 +43,11 @@ def load_plan(source, *, name: str | None = None, trusted: bool = False) -> Plan
         return source
     if isinstance(source, (str, os.PathLike)):
         name = name or str(source)
-        source = _read_json(name)
+        return from_json(_read_json(name), name=name, trusted=trusted)
     return from_json(source, name=name or "plan.json", trusted=trusted)
 
 
-def from_json(data, *, name: str = "plan.json", trusted: bool = False) -> Plan:
+def from_json(data: object, *, name: str = "plan.json", trusted: bool = False) -> Plan:
     def fail(problems: list[tuple[str, str]]) -> PlanFileError:
         return PlanFileError([Diagnostic(name, None, None, p, m) for p, m in problems])
 
@@ -61,8 +66,8 @@ def from_json(data, *, name: str = "plan.json", trusted: bool = False) -> Plan:
     return plan
 
 
-def _read_json(path: str):
-    def fail(message: str, line=None, col=None) -> PlanFileError:
+def _read_json(path: str) -> object:
+    def fail(message: str, line: int | None = None, col: int | None = None) -> PlanFileError:
         return PlanFileError([Diagnostic(path, line, col, "", message)])
 
     why = not_readable(path, MAX_PLAN_BYTES)
@@ -87,7 +92,7 @@ def _read_json(path: str):
         raise fail("malformed JSON: nested too deeply") from None
 
 
-def _not_a_plan(data) -> str:
+def _not_a_plan(data: object) -> str:
     if not isinstance(data, dict):
         return f"not a specplan plan: expected a JSON object, found {type(data).__name__}"
     found = data.get("schema_version", "no schema_version")
@@ -97,7 +102,7 @@ def _not_a_plan(data) -> str:
     return f"not a specplan plan: expected schema_version {SCHEMA_VERSION}, found {found!r}"
 
 
-def _edited(data: dict) -> list[tuple[str, str]]:
+def _edited(data: dict[str, Any]) -> list[tuple[str, str]]:
     """The fingerprint recomputed from the content, compared with the one recorded."""
     recorded = data.get("fingerprint")
     try:

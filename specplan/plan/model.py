@@ -17,12 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from specplan.ir.codec import ABSENT, JsonObject
+from specplan.ir.codec import ABSENT, Absent, JsonObject
 from specplan.ir.nodes import Round
-from specplan.ir.records import (A2a, Bytes, Count, DpAgreement, Drafter, Field, Gate,  # noqa: F401
-                                 GateCollective, Index,
-                                 Layout, Link, MoeRows, Numbering, Op, OpName, Ops, Program,
-                                 RankClass, Routing, SampledRows, TapProducers, Unfused)
+from specplan.ir.records import (  # the plan's own, re-exported
+    A2a as A2a, Bytes as Bytes, Count as Count, DpAgreement as DpAgreement,
+    Drafter as Drafter, Field as Field, Gate as Gate, GateCollective as GateCollective,
+    Index as Index, Layout as Layout, Link as Link, MoeRows as MoeRows,
+    Numbering as Numbering, Op as Op, OpName as OpName, Ops as Ops, Program as Program,
+    RankClass as RankClass, Routing as Routing, SampledRows as SampledRows,
+    TapProducers as TapProducers, Unfused as Unfused)
 from specplan.methods.base import Dtype
 from specplan.schema.model import MethodName
 
@@ -36,7 +39,7 @@ class Rule(JsonObject):
     shape: tuple[Count, ...]
     strides: tuple[Index, ...]
     group_ndim: Count
-    alias: str = ABSENT
+    alias: str | Absent = ABSENT
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,7 @@ class MoeShape(JsonObject):
     num_experts: Count
     top_k: Count
     a2a: A2a
-    eplb: bool = ABSENT  # true: the expert-parallel load balancer moves experts
+    eplb: bool | Absent = ABSENT  # true: the expert-parallel load balancer moves experts
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,7 @@ class RuntimeSettings(JsonObject):
     trace_dir: str | None
     probe_every: Index
     batch_identity: bool
-    async_scheduling: bool = ABSENT  # round r's decisions are consumed in round r + 1
+    async_scheduling: bool | Absent = ABSENT  # round r's decisions are consumed in round r + 1
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,19 @@ live rows, which is a prefix of the capacity field because `bs` always leads.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from specplan.ir.nodes import GUARD_HEADER
 from specplan.mesh.family import Family
 from specplan.methods.base import eval_dim
 from specplan.plan.artifact import Plan
-from specplan.plan.load import load_plan
-from specplan.plan.model import Field, Layout, Site
+from specplan.plan.codec import ABSENT
+from specplan.plan.load import PlanSource, load_plan
+from specplan.plan.model import Field, Layout, Op, Site
 
 HEADER_FIELDS = tuple(name for name, _, _ in GUARD_HEADER)
+# One guarded collective of a program: a converge boundary by id, a relay by site, the DP op.
+Step = tuple[Literal["boundary"], int] | tuple[Literal["relay"], str] | tuple[Literal["dp"], Op]
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ def _collective(id_: int, round_: str, family: str, op: str, source_member: int,
 class PlanView:
     """The plan with its lookups: `plan` (the typed Plan) plus the runtime's reading of it."""
 
-    def __init__(self, plan):
+    def __init__(self, plan: PlanSource) -> None:
         self.plan: Plan = load_plan(plan)
         p = self.plan
         self.name, self.fingerprint = p.name, p.fingerprint
@@ -129,7 +133,7 @@ class PlanView:
             sizes[b.family] = max(sizes.get(b.family, 0), b.buffer_bytes)
         return sizes
 
-    def boundary_of(self, target) -> GuardedCollective:
+    def boundary_of(self, target: int | str) -> GuardedCollective:
         """A boundary by id, or by the name of a site it carries."""
         if isinstance(target, int):
             return self.boundaries[target]
@@ -153,14 +157,14 @@ class PlanView:
         """(site, decision) for every decision the plan names, converged or not, in plan order."""
         return [(s.name, d.name) for s in self.plan.sites for d in s.decisions]
 
-    def program(self, stage: int, round_: str) -> list[tuple[str, object]]:
+    def program(self, stage: int, round_: str) -> list[Step]:
         """The guarded collectives of a stage's round, in schedule order: ("boundary", id),
         ("relay", site) or ("dp", the dp_agreement op)."""
-        out: list[tuple[str, object]] = []
+        out: list[Step] = []
         for op in self.plan.rank_class(stage).program.round(round_):
-            if op.kind == "boundary":
+            if op.boundary is not ABSENT:  # op.kind "boundary"
                 out.append(("boundary", op.boundary))
-            elif op.kind == "relay":
+            elif op.site is not ABSENT:  # op.kind "relay"
                 out.append(("relay", op.site))
             elif op.kind == "dp":
                 out.append(("dp", op))

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import difflib
 import typing
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from specplan.errors import Diagnostic, SpecError
 from specplan.schema.checks import cross_checks
 from specplan.schema.limits import limit_checks
 from specplan.schema.model import Spec
-from specplan.schema.yaml_source import YamlSource, dotted, kind_of, read_source
+from specplan.schema.yaml_source import PathKey, YamlSource, dotted, kind_of, read_source
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -48,15 +50,15 @@ def _explained(diag: Diagnostic, source: YamlSource) -> bool:
                for p in source.problem_paths if p)
 
 
-def _dedupe(diags) -> list[Diagnostic]:
-    seen: dict[tuple, Diagnostic] = {}
+def _dedupe(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    seen: dict[tuple[int | None, int | None, str, str], Diagnostic] = {}
     for d in diags:
         # union branches repeat one error per branch; distinct missing keys all count
         seen.setdefault((d.line, d.col, d.path, d.message if "missing" in d.message else ""), d)
     return list(seen.values())
 
 
-def _translate(err: dict, source: YamlSource) -> Diagnostic:
+def _translate(err: ErrorDetails, source: YamlSource) -> Diagnostic:
     loc = tuple(p for p in err["loc"] if not _is_union_tag(p))
     kind, value = err["type"], err.get("input")
     if kind == "extra_forbidden":
@@ -71,7 +73,7 @@ def _is_union_tag(part: Any) -> bool:
     return isinstance(part, str) and ("[" in part or part.startswith("function-"))
 
 
-def _message(kind: str, err: dict, value: Any, parent: type | None, loc: tuple) -> str:
+def _message(kind: str, err: ErrorDetails, value: Any, parent: type | None, loc: PathKey) -> str:
     found = f"found {kind_of(value)}"
     expected = {
         "int_type": "expected an integer", "int_from_float": "expected an integer",
@@ -103,7 +105,7 @@ def _message(kind: str, err: dict, value: Any, parent: type | None, loc: tuple) 
     return f"{err['msg'].lower()}, {found}"
 
 
-def _did_you_mean(value: Any, loc: tuple) -> str:
+def _did_you_mean(value: Any, loc: PathKey) -> str:
     if not isinstance(value, str):
         return ""
     parent = _model_at(loc[:-1])
@@ -113,7 +115,7 @@ def _did_you_mean(value: Any, loc: tuple) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _unknown_key(loc: tuple) -> str:
+def _unknown_key(loc: PathKey) -> str:
     model = _model_at(loc[:-1])
     key = str(loc[-1])
     if model is None:
@@ -125,7 +127,7 @@ def _unknown_key(loc: tuple) -> str:
     return f"unknown key {key!r}; valid keys: {', '.join(valid)}"
 
 
-def _model_at(loc: tuple) -> type[BaseModel] | None:
+def _model_at(loc: PathKey) -> type[BaseModel] | None:
     """The model class that validates the mapping at `loc`, if any."""
     current: Any = Spec
     for part in loc:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from specplan.engines.releases import RELEASES
 from specplan.methods import METHODS
+from specplan.schema.yaml_source import YamlSource
 
 # Limits (documented in the JSON Schema and README): far past any deployment, low enough that
 # every size stays an exact machine integer and the planner never allocates by a typo.
@@ -278,7 +279,13 @@ class Spec(_Model):
                           "written (flags specplan plans are re-read and must agree with the "
                           "keys above; the others are kept, not planned).")
 
-    _source: object = PrivateAttr(default=None)
+    _source: YamlSource | None = PrivateAttr(default=None)
+
+    def yaml_source(self) -> YamlSource:
+        """The YAML document this spec was read from (a spec built in code has none)."""
+        if self._source is None:
+            raise ValueError(f"spec {self.name!r} was not read from YAML")
+        return self._source
 
     def line_of(self, *path: str | int) -> tuple[str, int | None]:
         """(file, line) where `path` was written, for pointing findings at the YAML."""

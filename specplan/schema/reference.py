@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -20,9 +21,10 @@ from specplan.schema import model as spec_model
 SCHEMA_ID = "urn:specplan:spec-schema"
 START, END = "<!-- yaml-reference:start -->", "<!-- yaml-reference:end -->"
 ROOT = Path(__file__).resolve().parents[2]
+JsonDict = dict[str, Any]  # a JSON Schema object, as pydantic writes it
 
 
-def json_schema() -> dict:
+def json_schema() -> JsonDict:
     """Spec.model_json_schema() with an id, a title, and the defaults pydantic leaves out
     (sections built by default_factory), and a description on every section."""
     schema = spec_model.Spec.model_json_schema()
@@ -35,17 +37,17 @@ def json_schema() -> dict:
     return {**head, **schema}
 
 
-def _fill(node: dict, cls: type[BaseModel], root: dict) -> None:
+def _fill(node: JsonDict, cls: type[BaseModel], root: JsonDict) -> None:
     for name, field in cls.model_fields.items():
         prop = node["properties"][name]
         if field.default_factory is not None:
-            value = field.default_factory()
+            value = field.get_default(call_default_factory=True)
             prop["default"] = {} if isinstance(value, BaseModel) else value
         if "description" not in prop:
             prop["description"] = field.description or _ref_description(prop, root)
 
 
-def _ref_description(prop: dict, root: dict) -> str:
+def _ref_description(prop: JsonDict, root: JsonDict) -> str:
     ref = prop.get("$ref") or next((a["$ref"] for a in prop.get("anyOf", []) if "$ref" in a), None)
     return root["$defs"][ref.rsplit("/", 1)[1]].get("description", "") if ref else ""
 
@@ -56,7 +58,7 @@ def schema_text() -> str:
 
 # -- the Markdown reference -----------------------------------------------------------------
 
-def reference_markdown(schema: dict | None = None) -> str:
+def reference_markdown(schema: JsonDict | None = None) -> str:
     """One table row per key: dotted path, type or choices, default, description."""
     schema = schema or json_schema()
     rows = ["| key | type | default | description |", "|---|---|---|---|"]
@@ -64,7 +66,7 @@ def reference_markdown(schema: dict | None = None) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _rows(node: dict, root: dict, prefix: str) -> list[str]:
+def _rows(node: JsonDict, root: JsonDict, prefix: str) -> list[str]:
     out = []
     required = set(node.get("required", ()))
     for name, prop in node["properties"].items():
@@ -78,23 +80,24 @@ def _rows(node: dict, root: dict, prefix: str) -> list[str]:
     return out
 
 
-def _section(prop: dict, root: dict) -> dict | None:
+def _section(prop: JsonDict, root: JsonDict) -> JsonDict | None:
     """The nested model a property holds (directly or as `X | null`), else None."""
     refs = [prop] + prop.get("anyOf", [])
     for r in refs:
         if "$ref" in r:
-            return root["$defs"][r["$ref"].rsplit("/", 1)[1]]
+            section: JsonDict = root["$defs"][r["$ref"].rsplit("/", 1)[1]]
+            return section
     return None
 
 
-def _type(prop: dict, root: dict) -> str:
+def _type(prop: JsonDict, root: JsonDict) -> str:
     if "anyOf" in prop:
         return " or ".join(_type(p, root) for p in prop["anyOf"])
     if "$ref" in prop:
         return "section"
     if "enum" in prop:
         return " | ".join(f"`{v}`" for v in prop["enum"])
-    kind = prop.get("type", "any")
+    kind: str = prop.get("type", "any")
     if kind == "array":
         most = f", at most {prop['maxItems']:,} items" if "maxItems" in prop else ""
         return f"list of {_type(prop['items'], root)}{most}"
@@ -107,7 +110,7 @@ def _type(prop: dict, root: dict) -> str:
     return kind + (f" ({', '.join(bounds)})" if bounds else "")
 
 
-def _default(prop: dict) -> str:
+def _default(prop: JsonDict) -> str:
     if "default" not in prop:
         return "-"
     return f"`{json.dumps(prop['default'])}`"

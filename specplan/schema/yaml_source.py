@@ -66,18 +66,19 @@ def dotted(path: PathKey) -> str:
     return out
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no type stubs
     """SafeLoader with YAML 1.2 core-schema scalars (we resolve scalars ourselves)."""
 
 
 _Loader.yaml_implicit_resolvers = {}
 
 
-def _resolve(self, kind, value, implicit):
+def _resolve(self: _Loader, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
     # Mark untagged plain scalars so that an explicit `!!str 5` stays the string "5".
     if kind is yaml.ScalarNode and implicit[0]:
         return _PLAIN
-    return yaml.SafeLoader.resolve(self, kind, value, implicit)
+    tag: str = yaml.SafeLoader.resolve(self, kind, value, implicit)
+    return tag
 
 
 _Loader.resolve = _resolve
@@ -172,7 +173,7 @@ class _Refused(Exception):
 
 
 def _build(node: yaml.Node, path: PathKey, src: YamlSource, errors: list[Diagnostic],
-           active: frozenset = frozenset()) -> Any:
+           active: frozenset[int] = frozenset()) -> Any:
     src.value_at[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if len(src.value_at) > _MAX_NODES:
         raise _Refused(src.diag(path, f"the document expands to more than {_MAX_NODES} values "
@@ -193,7 +194,7 @@ def _build(node: yaml.Node, path: PathKey, src: YamlSource, errors: list[Diagnos
 
 
 def _build_mapping(node: yaml.MappingNode, path: PathKey, src: YamlSource, errors: list[Diagnostic],
-                   active: frozenset) -> dict:
+                   active: frozenset[int]) -> dict[Any, Any]:
     _check_tag(node, _STD + "map", path, src, errors)
     out: dict[Any, Any] = {}
     for key_node, value_node in node.value:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import Field, asdict, dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 SEVERITIES = ("ERROR", "WARN", "INFO")
 
 
 class Record:
     """A frozen dataclass as JSON reads it: its fields in order, tuples as lists."""
+
+    if TYPE_CHECKING:  # every subclass is a dataclass
+        __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
 
     def to_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}

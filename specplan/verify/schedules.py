@@ -12,15 +12,24 @@ Which classes meet in a family's groups is read from the family rule (mesh/digit
 from __future__ import annotations
 
 from collections import deque
-
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from specplan.mesh.digits import Digits
-from specplan.plan import PlanView, opt
-from specplan.plan.model import Op, Relay
+from specplan.plan import ABSENT, PlanView, given, opt
+from specplan.plan.model import Boundary, Op, Program, Relay
 from specplan.verify.findings import Finding
 
 P2P = ("send", "recv")
+Cls = tuple[int, bool]  # a rank class as the simulation knows it: (stage, busy)
+Programs = dict[Cls, list[tuple[str, Op]]]  # each class's (round, op) sequence
+
+
+@dataclass
+class _Partners:
+    """The family rule as digits (None: no partition) and the partners found so far."""
+
+    digits: Digits | None
+    found: dict[tuple[Cls, str], list[Cls]] = field(default_factory=dict)
 
 
 def check_schedules(view: PlanView) -> list[Finding]:
@@ -63,11 +72,13 @@ def _buffers(view: PlanView) -> list[Finding]:
     for cls in view.plan.rank_classes:
         for rnd, ops in cls.program.items():
             for op in ops:
-                b = bounds.get(op.boundary) if op.kind == "boundary" else relays.get(op.site)
-                if b is not None and op.bytes is not None and op.bytes != b.buffer_bytes:
+                held: Boundary | Relay | None = (
+                    bounds.get(op.boundary) if op.boundary is not ABSENT
+                    else relays.get(op.site) if op.site is not ABSENT else None)
+                if held is not None and op.bytes is not None and op.bytes != held.buffer_bytes:
                     out.append(_buffer(view, rnd, op.family,
-                                       f"stage {cls.stage} sends {_what(b)} with {op.bytes} "
-                                       f"bytes, but its packed buffer is {b.buffer_bytes} bytes "
+                                       f"stage {cls.stage} sends {_what(held)} with {op.bytes} "
+                                       f"bytes, but its packed buffer is {held.buffer_bytes} bytes "
                                        f"(per round at max_batch={view.plan.max_batch})"))
     return out
 
@@ -105,14 +116,14 @@ def _dataflow(view: PlanView) -> list[Finding]:
     return out
 
 
-def _programs(view: PlanView) -> dict[tuple, list[tuple[str, dict]]]:
+def _programs(view: PlanView) -> Programs:
     """(stage, busy) -> the op sequence over the simulated rounds."""
     rounds = ["startup", "prefill"] + ["decode"] * max(1, view.plan.in_flight)
-    out = {}
+    out: Programs = {}
     for cls in view.plan.rank_classes:
         stage = cls.stage
-        for busy, program in ((True, cls.program), (False, cls.idle_program)):
-            program = program or (cls.program if not busy and _has_dp(view) else None)
+        for busy, given in ((True, cls.program), (False, cls.idle_program)):
+            program: Program | None = given or (cls.program if not busy and _has_dp(view) else None)
             if program is None:
                 continue
             out[(stage, busy)] = [(rnd, op) for rnd in rounds for op in _expand(program.round(rnd))]
@@ -123,16 +134,16 @@ def _has_dp(view: PlanView) -> bool:
     return view.plan.dp_agreement is not None
 
 
-def _expand(ops: list[Op]) -> list[Op]:
+def _expand(ops: tuple[Op, ...]) -> list[Op]:
     out = []
     for op in ops:
         if op.op != "ring":
             out.append(op)
             continue
-        if opt(op.recv_from) is not None:
-            out.append(replace(op, op="recv", peer_member=op.recv_from))
-        if opt(op.send_to) is not None:
-            out.append(replace(op, op="send", peer_member=op.send_to))
+        if (peer := opt(op.recv_from)) is not None:
+            out.append(replace(op, op="recv", peer_member=peer))
+        if (peer := opt(op.send_to)) is not None:
+            out.append(replace(op, op="send", peer_member=peer))
     return out
 
 
@@ -147,11 +158,12 @@ def _p2p_payload(op: Op) -> tuple:
     return opt(op.bytes), opt(op.site), opt(op.what)
 
 
-def _partners(view: PlanView, programs: Op, cls: tuple, family: str, cache: Op) -> list[tuple]:
+def _partners(view: PlanView, programs: Programs, cls: Cls, family: str,
+              cache: _Partners) -> list[Cls]:
     """Classes whose ranks share `family` groups with class `cls`."""
     key = (cls, family)
-    if key not in cache:
-        digits = cache[None]
+    if key not in cache.found:
+        digits = cache.digits
         stage, _ = cls
         if digits is None:  # a rule that is no partition (check_structure says so): list ranks
             groups = view.groups(family)
@@ -160,8 +172,8 @@ def _partners(view: PlanView, programs: Op, cls: tuple, family: str, cache: Op) 
         else:
             stages = _stages_sharing(view, digits, family, stage)
             cross = _has_dp(view) and bool(digits.group(family) - digits.group("replica"))
-        cache[key] = [c for c in programs if c[0] in stages and (cross or c[1] == cls[1])]
-    return cache[key]
+        cache.found[key] = [c for c in programs if c[0] in stages and (cross or c[1] == cls[1])]
+    return cache.found[key]
 
 
 def _stages_sharing(view: PlanView, digits: Digits, family: str, stage: int) -> set[int]:
@@ -173,7 +185,7 @@ def _stages_sharing(view: PlanView, digits: Digits, family: str, stage: int) -> 
     return {t for t, v in enumerate(values) if all(v[d] == mine[d] for d in v if d not in along)}
 
 
-def _simulate(view: PlanView, programs: Op) -> list[Finding]:
+def _simulate(view: PlanView, programs: Programs) -> list[Finding]:
     """Run every class until it blocks; a collective completes when all its partners wait on it.
 
     Event-driven: a class that blocks registers under its collective's key (family and the
@@ -181,8 +193,8 @@ def _simulate(view: PlanView, programs: Op) -> list[Finding]:
     signatures and releases everyone. Linear in ops times partners.
     """
     pos = {c: 0 for c in programs}
-    cache: Op = {None: Digits.of(view.families, view.world_size)}  # partners by (class, family)
-    waiting: dict[tuple, dict] = {}
+    cache = _Partners(Digits.of(view.families, view.world_size))  # partners by (class, family)
+    waiting: dict[tuple[object, ...], dict[Cls, Op]] = {}
     ready = deque(programs)
     while ready:
         cls = ready.popleft()
@@ -207,19 +219,20 @@ def _simulate(view: PlanView, programs: Op) -> list[Finding]:
     return [_deadlock(view, programs, pos)]
 
 
-def _meet(view: PlanView, programs: Op, cls: tuple, op: Op, cache: Op) -> tuple[tuple, list]:
+def _meet(view: PlanView, programs: Programs, cls: Cls, op: Op,
+          cache: _Partners) -> tuple[tuple[object, ...], list[Cls]]:
     """The key under which `op` meets its partners, and those partners (cls included)."""
     if op.op in P2P:
-        peer = (op.peer_member, cls[1])
+        peer = (given(op.peer_member), cls[1])
         if peer not in programs:
-            peer = (op.peer_member, True)
+            peer = (given(op.peer_member), True)
         pair = (cls, peer) if op.op == "send" else (peer, cls)
         return ("p2p",) + pair, [cls, peer]
-    partners = _partners(view, programs, cls, op.family, cache)
+    partners = _partners(view, programs, cls, given(op.family), cache)
     return ("coll", op.family, tuple(partners)), partners
 
 
-def _first_mismatch(arrived: Op) -> tuple[tuple, tuple] | None:
+def _first_mismatch(arrived: dict[Cls, Op]) -> tuple[Cls, Cls] | None:
     """(reference class, differing class), the reference being the lowest class, or None."""
     ref, *others = sorted(arrived)
     op = arrived[ref]
@@ -236,24 +249,24 @@ def _first_mismatch(arrived: Op) -> tuple[tuple, tuple] | None:
     return None
 
 
-def _describe(cls: tuple, op: Op) -> str:
+def _describe(cls: Cls, op: Op) -> str:
     who = f"stage {cls[0]}" + ("" if cls[1] else " (idle DP rank)")
     what = op_site(op) or op.what or op.compute or ""
     size = f" ({op.bytes} bytes)" if opt(op.bytes) is not None else ""
     return f"{who} at {op.op} on {op.family} [{what}]{size}"
 
 
-def _mismatch(view: PlanView, rnd: str, a: tuple, op: Op, b: tuple, other: Op) -> Finding:
+def _mismatch(view: PlanView, rnd: str, a: Cls, op: Op, b: Cls, other: Op) -> Finding:
     idle = not a[1] or not b[1]
     fix = ("idle DP ranks must run every forward and collective as dummy passes (sync.idle_ranks: dummy)"
            if idle else "give every member of the group the same ops in the same order")
-    return Finding(severity="ERROR", site=op_site(op), group=op.family, round=rnd,
+    return Finding(severity="ERROR", site=op_site(op), group=opt(op.family), round=rnd,
                    line=view.line("sync.idle_ranks") if idle else view.line("pipeline.relay"),
                    message=f"members of one {op.family} group disagree: {_describe(a, op)} while "
                    f"{_describe(b, other)}; the collective mismatches and hangs", fix=fix)
 
 
-def _deadlock(view: PlanView, programs: Op, pos: Op) -> Finding:
+def _deadlock(view: PlanView, programs: Programs, pos: dict[Cls, int]) -> Finding:
     waiting = [_describe(c, programs[c][pos[c]][1]) for c in programs if pos[c] < len(programs[c])]
     rnd = next(programs[c][pos[c]][0] for c in programs if pos[c] < len(programs[c]))
     return Finding(severity="ERROR", round=rnd,

@@ -16,6 +16,7 @@ Worked example, 8 ranks: tp=8, dp=2, dp_attention, ep=8 (attn_tp=4, moe_tp=1):
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Literal
 
 from specplan.engines.releases import at_least, title
 from specplan.engines.sglang import CP_COUNTS_ATTN_DP_FROM, NAME, PP_SPEC_FROM
@@ -366,7 +367,8 @@ def _behaviour(spec: Spec, method: Method, T: str = T) -> Choices:
             sites[site.name] = on and accept_broadcast(device, sampling)
     # SpecTpSync is built on get_dp_tp_group() for DSpark and DFlash alike (dflash_worker_v2.py
     # DFlashWorkerV2.__init__: "spec broadcasts must stay within the attn-TP group").
-    group = "attn_tp" if row.group == "attn_tp_or_tp" and spec.topology.dp_attention else "tp"
+    group: Literal["attn_tp", "tp"] = ("attn_tp" if row.group == "attn_tp_or_tp"
+                                      and spec.topology.dp_attention else "tp")
     greedy = None
     if sampling == "greedy":
         greedy = "greedy decoding draws no random numbers"
