@@ -305,13 +305,13 @@ class InjectChoice(click.Choice):
 
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--rounds", default=16, show_default=True, type=click.IntRange(*RANGES["rounds"]),
+@click.option("--rounds", default=16, show_default=True, type=click.IntRange(*RANGES.rounds),
               help=f"Decode rounds after the prefill (at most {SIM_MAX_ROUNDS}).")
-@click.option("--requests", default=4, show_default=True, type=click.IntRange(*RANGES["requests"]),
+@click.option("--requests", default=4, show_default=True, type=click.IntRange(*RANGES.requests),
               help=f"Requests, spread over the replicas (at most {SIM_MAX_REQUESTS}).")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(*RANGES["seed"]),
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(*RANGES.seed),
               help="Seed of the weights, the prompts and the sampling coins (0 .. 2**63 - 1).")
-@click.option("--max-layers", default=16, show_default=True, type=click.IntRange(*RANGES["max_layers"]),
+@click.option("--max-layers", default=16, show_default=True, type=click.IntRange(*RANGES.max_layers),
               help=f"Shrink deeper models to this many layers (stages and tap owners kept; at "
                    f"most {SIM_MAX_LAYERS}).")
 @click.option("--inject", type=InjectChoice(faults()),
@@ -321,7 +321,7 @@ class InjectChoice(click.Choice):
                    "killed, a foreign plan; layer-map (deployments); stale-slot, early-stop "
                    "(--chunked-prefill); gate or gate:NAME (each rank reads its own value at every "
                    "gate of the plan, or at the one named: explain lists them).")
-@click.option("--chunked-prefill", "chunk", type=click.IntRange(*RANGES["chunk"]), metavar="CHUNK", help="Serve prompts in "
+@click.option("--chunked-prefill", "chunk", type=click.IntRange(*RANGES.chunk), metavar="CHUNK", help="Serve prompts in "
               "chunks of CHUNK tokens beside decoding requests; state rows reused while pp entries are in flight.")
 @click.option("--allow-errors", is_flag=True,
               help="Run a spec `check` rejects, to watch the predicted failure happen.")
@@ -330,7 +330,7 @@ class InjectChoice(click.Choice):
 @click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
               help="Write each rank's runtime trace (converges, accepted lengths) to "
                    "DIR/rank<R>.jsonl, for `specplan diff` and `diff --acceptance`.")
-@click.option("--timeout-s", type=click.FloatRange(*RANGES["timeout_s"]), default=None, metavar="S",
+@click.option("--timeout-s", type=click.FloatRange(*RANGES.timeout_s), default=None, metavar="S",
               callback=lambda ctx, param, value: _finite(param, value),
               help="Seconds a rank waits on a collective before the run fails by that collective "
                    "(default 20, and 2.5 a rank from 8 ranks up; raise it on a loaded machine).")

@@ -47,8 +47,9 @@ class DeploymentTarget:
         self.name = pair.name
         self.spec: Spec | None = None
         # an instance written inside the deployment file has no file of its own
-        self.instances = {i.role: SpecTarget(i.spec, None if i.file == pair.file else i.file)
-                          for i in pair.instances}
+        self.roles = Pair(*(SpecTarget(i.spec, None if i.file == pair.file else i.file)
+                            for i in pair.instances))
+        self.instances = dict(zip(Pair._fields, self.roles))
 
     @property
     def where(self) -> str:
@@ -56,11 +57,11 @@ class DeploymentTarget:
 
     @property
     def plan(self) -> Pair[Plan]:
-        return Pair(self.instances["prefill"].plan, self.instances["decode"].plan)
+        return Pair(self.roles.prefill.plan, self.roles.decode.plan)
 
     @property
     def planning(self) -> Pair[Planning]:
-        return Pair(self.instances["prefill"].planning, self.instances["decode"].planning)
+        return Pair(self.roles.prefill.planning, self.roles.decode.planning)
 
     @cached_property
     def handoff(self) -> Handoff:

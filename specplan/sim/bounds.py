@@ -23,11 +23,20 @@ SIM_MAX_TIMEOUT_S = 86_400.0  # --timeout-s: runtime.timeout_s's own bound (a da
 SIM_MAX_WIDTH = 1_025
 
 
-# Each option's closed range, the one table: the CLI's IntRange / FloatRange and the API's
-# check (check_ranges) both read it; None: unbounded above.
-RANGES: dict[str, tuple[float, float | None]] = {
-    "rounds": (1, SIM_MAX_ROUNDS), "requests": (1, SIM_MAX_REQUESTS), "seed": (0, SIM_MAX_SEED),
-    "max_layers": (1, SIM_MAX_LAYERS), "chunk": (1, None), "timeout_s": (1, SIM_MAX_TIMEOUT_S)}
+@dataclass(frozen=True)
+class Ranges:
+    """Each option's closed range (low, high; None: unbounded above), the one table: the CLI's
+    IntRange / FloatRange and the API's check (check_ranges) both read it."""
+
+    rounds: tuple[int, int] = (1, SIM_MAX_ROUNDS)
+    requests: tuple[int, int] = (1, SIM_MAX_REQUESTS)
+    seed: tuple[int, int] = (0, SIM_MAX_SEED)
+    max_layers: tuple[int, int] = (1, SIM_MAX_LAYERS)
+    chunk: tuple[int, None] = (1, None)
+    timeout_s: tuple[float, float] = (1, SIM_MAX_TIMEOUT_S)
+
+
+RANGES = Ranges()
 
 
 def option_name(key: str) -> str:
@@ -41,7 +50,7 @@ def check_ranges(**values: float | None) -> None:
     import click
 
     for key, value in values.items():
-        low, high = RANGES[key]
+        low, high = getattr(RANGES, key)
         if value is not None and not (low <= value and (high is None or value <= high)):
             span = f"{low}<=x<={high}" if high is not None else f"x>={low}"  # click's wording
             raise click.BadParameter(f"{value} is not in the range {span}.",
