@@ -103,9 +103,11 @@ class Deployment:
         self.spec = spec
         self.path = path
         self.pair = pair
-        loaded = pair or spec
-        assert target is not None or loaded is not None, "a spec, a pair or a target"
-        self._target = target or target_of(loaded, None if path is None else str(path))
+        if target is None:
+            loaded = pair or spec
+            assert loaded is not None, "a spec, a pair or a target"
+            target = target_of(loaded, None if path is None else str(path))
+        self._target = target
 
     @classmethod
     def _of(cls, target: Target, path: Path) -> Deployment:
@@ -167,7 +169,7 @@ class Deployment:
         with _options(self._target.where):
             found, _ = checked(self._target, baseline=_str(baseline),
                                write_baseline=_str(write_baseline))
-        return found
+        return list(found)
 
     def compile(self, out_dir: str | Path | None = None, *, runtime: bool = False) -> Any:
         """The plan; with `out_dir`, plan.json is written there as `specplan compile` writes it

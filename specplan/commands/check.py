@@ -3,7 +3,7 @@ against a baseline (verify/baseline.py), only what is new."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import click
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def checked(target: Target | PlanTarget, *, fmt: str = "json", baseline: str | None = None,
-            write_baseline: str | None = None) -> tuple[list[AnyFinding], Baseline | None]:
+            write_baseline: str | None = None) -> tuple[Sequence[AnyFinding], Baseline | None]:
     """Check for the CLI and the API alike: (the findings that decide the verdict: every one,
     or with `baseline` those it does not hold; the baseline read). `write_baseline`: record
     today's findings there first."""

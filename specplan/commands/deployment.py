@@ -10,7 +10,7 @@ import json
 import shlex
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import click
 
@@ -185,7 +185,7 @@ class DeploymentTarget:
 
     def _handoff_data(self) -> dict[str, Any]:
         dep, (_, own) = self._pair, self._checked
-        return {"name": dep.name, "connector": dep.connector, "rules": self.handoff.rules.function,
+        return {"name": dep.name, "connector": dep.connector, "rules": _rules(self.handoff),
                 "fingerprints": {role: built.fingerprint for role, (built, _) in own.items()},
                 "kv_handoff": self.handoff.entries}
 
@@ -207,7 +207,7 @@ class DeploymentTarget:
                              "engine; call export() without an engine")
         dep, parts = self._pair, []
         for inst in dep.instances:
-            dis = Disaggregation(role=inst.role, connector=dep.connector)
+            dis = Disaggregation.model_validate({"role": inst.role, "connector": dep.connector})
             spec = inst.spec.model_copy(update={"disaggregation": dis})
             plan_path = f"build/{dep.name}/{inst.role}/plan.json"
             how = f"specplan compile {shlex.quote(str(dep.file))} -o build/{dep.name}"
@@ -250,7 +250,7 @@ class DeploymentTarget:
         assert out.handoff is not None, "a deployment's run hands the KV off"
         console.print(f"handoff: {len(out.transfers)} point-to-point KV transfers from "
                       f"{out.handoff.prefill.num_ranks} prefill ranks to "
-                      f"{out.handoff.decode.num_ranks} decode ranks ({_rules(out)})"
+                      f"{out.handoff.decode.num_ranks} decode ranks ({_rules(out.handoff)})"
                       + (f", inject {sim.inject}" if sim.inject else ""), markup=False)
         render(out, v, console)
         if v.ok:
@@ -270,19 +270,20 @@ class DeploymentTarget:
                       len(out.prefill) + len(out.results), sim.rounds, out.wall_s)
 
 
-def _rules(out: DeployOutcome) -> str:
-    assert out.handoff is not None
-    return str(getattr(out.handoff.rules, "function", out.handoff.rules))
+def _rules(handoff: Handoff) -> str:
+    """The engine function whose rules the handoff follows (engines/handoff.py HandoffRules)."""
+    function: str = getattr(handoff.rules, "function")  # noqa: B009 (Handoff.rules is an object)
+    return function
 
 
-def _options(sim: Simulation):
+def _options(sim: Simulation) -> Options:
     from specplan.sim.launch import Options
 
     return Options(rounds=sim.rounds, requests=sim.requests, seed=sim.seed,
                    max_layers=sim.max_layers, inject=sim.inject or "", timeout_s=sim.timeout_s)
 
 
-def _per_node(spec, nodes, plan_path: str, how: str) -> str:
+def _per_node(spec: Spec, nodes: NodeOptions | None, plan_path: str, how: str) -> str:
     """An instance's lines, one per node (NodeOptions `nodes`, default: the engine's)."""
     from specplan.ecosystem.nodes import NodeOptions
     from specplan.ecosystem.nodes_export import export_nodes
@@ -290,18 +291,20 @@ def _per_node(spec, nodes, plan_path: str, how: str) -> str:
     return export_nodes(spec, None, None, nodes or NodeOptions(), plan_path, how)
 
 
-def _marked(baseline, cross: list, own: dict) -> tuple[list, dict]:
+def _marked(baseline: Baseline, cross: list[CrossFinding],
+            own: Own) -> tuple[list[_Marked], dict[str, tuple[Plan, list[_Marked]]]]:
     """Every finding as its JSON with its id and `baseline` state (new or unchanged)."""
     from specplan.verify.baseline import ACROSS, finding_id
 
-    def mark(scope: str, found: list) -> list:
+    def mark(scope: str, found: Sequence[AnyFinding]) -> list[_Marked]:
         return [_Marked({"id": finding_id(f, scope), **f.to_dict(), "baseline": baseline.state(f, scope)})
                 for f in found]
 
     return mark(ACROSS, cross), {role: (built, mark(role, found)) for role, (built, found) in own.items()}
 
 
-def _print_against(baseline, pair, cross: list, own: dict, verbose: bool) -> None:
+def _print_against(baseline: Baseline, pair: InstancePair, cross: list[CrossFinding], own: Own,
+                   verbose: bool) -> None:
     """Text against a baseline: each instance's new findings as `check SPEC --baseline` prints
     them, then the new ones across the instances, one wrapped line each."""
     from specplan.commands.fit import echo
@@ -321,12 +324,12 @@ def _print_against(baseline, pair, cross: list, own: dict, verbose: bool) -> Non
         echo(f"{f.severity:<5} {f.kind}  {f.message}; fix: {f.fix}")
 
 
-class _Marked(dict):
+class _Marked(dict[str, Any]):
     """A finding as JSON already (cross_report.as_json calls to_dict on each)."""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dict(self)
 
 
-def _rows(data: dict) -> list[dict]:
+def _rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     return [*data["findings"], *(r for found in data["instances"].values() for r in found)]

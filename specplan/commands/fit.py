@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import sys
 import textwrap
+from typing import Any
 
 from rich.console import Console, Group
 from rich.measure import Measurement
@@ -22,12 +23,12 @@ from rich.text import Text
 class FittingConsole(Console):
     """A rich Console whose tables fit its width (or turn vertical) instead of cutting cells."""
 
-    def print(self, *objects, **kwargs) -> None:  # type: ignore[override]
+    def print(self, *objects: Any, **kwargs: Any) -> None:
         kwargs.pop("soft_wrap", None)  # a soft-wrapped line would run past the width
         super().print(*(fitted(self, o) for o in objects), **kwargs)
 
 
-def fitted(console: Console, renderable):
+def fitted(console: Console, renderable: Any) -> Any:
     """`renderable`, or a table too wide for `console` as its vertical layout."""
     if not isinstance(renderable, Table):
         return renderable
@@ -50,7 +51,7 @@ def vertical(table: Table, width: int) -> Group:
     return Group(*lines)
 
 
-def _plain(cell) -> str:
+def _plain(cell: object) -> str:
     return cell.plain if isinstance(cell, Text) else str(cell or "")
 
 

@@ -12,6 +12,9 @@ from specplan.commands.fit import echo, echo_yaml
 from specplan.errors import EXIT_BAD_INPUT, EXIT_OK
 
 
+Line = tuple[dict[str, str], list[str], bool]  # (the SGLANG_* / VLLM_* env, the argv, own form)
+
+
 @dataclass(frozen=True)
 class LineOptions:
     """How import reads the line beside its release: `strict` refuses spellings of releases
@@ -93,7 +96,7 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
 
 
 def _line(line: list[str], environ: dict[str, str], script: str | None, options: LineOptions,
-          engine: str = ""):
+          engine: str = "") -> Line | str:
     """(the SGLANG_* / VLLM_* environment, the argv, whether it is export's own one-flag-per-line
     form), or the message that there is no line to read. Shell variables: the script's own
     assignments, then --env NAME=VALUE, then (with --use-env) the calling environment."""
@@ -136,7 +139,7 @@ def _supplied(environ: dict[str, str], options: LineOptions) -> dict[str, str] |
     return supplied
 
 
-def _nodes(engine: str, text: str, script: str, env: dict[str, str], argv: list[str]):
+def _nodes(engine: str, text: str, script: str, env: dict[str, str], argv: list[str]) -> Line | str:
     """(env, argv, own form) of per-node lines or a LeaderWorkerSet: the head's line once they
     agree (nodes_import.py, lws_import.py), or the message naming the line (the template) and
     the field where they do not."""

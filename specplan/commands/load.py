@@ -3,13 +3,20 @@ deployment (`target_of`), and that names a plan.json given where a spec was expe
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from specplan.commands.common import as_plan, is_plan_file
 from specplan.commands.target import Target
 
+if TYPE_CHECKING:
+    from specplan.commands.spec_target import PlanTarget
+    from specplan.deploy import InstancePair
+    from specplan.schema.model import Spec
 
-def target_of(loaded, path: str | None) -> Target:
+
+def target_of(loaded: Spec | InstancePair, path: str | None) -> Target:
     """The Target of a Spec or an InstancePair (what deploy.load_target or load_pair read from
     `path`; None: a spec made from a dict)."""
     from specplan.commands.deployment import DeploymentTarget
@@ -23,7 +30,7 @@ def target_of(loaded, path: str | None) -> Target:
     return SpecTarget(loaded, path)
 
 
-def _check_engine_args(specs) -> None:
+def _check_engine_args(specs: list[Spec]) -> None:
     """engine_args every command reads as export does: a refused entry is exit 2 (issue 37)."""
     from specplan.ecosystem.faithful import engine_args_problems
     from specplan.errors import SpecError
@@ -63,7 +70,7 @@ def load_spec_arg(path: str) -> Target:
                                     f"(the YAML this plan was compiled from: {spec_file})")]) from None
 
 
-def load_checked(targets: tuple[str, ...]):
+def load_checked(targets: tuple[str, ...]) -> Target | PlanTarget:
     """What `check` takes: a plan.json (a PlanTarget), a spec or deployment, or two instance specs."""
     if len(targets) == 2:
         return load_pair(*targets)

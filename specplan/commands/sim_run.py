@@ -163,8 +163,8 @@ def print_not_simulated(plan: Plan, findings: Sequence[Finding], as_json: bool) 
     from specplan.verify import formats
     from specplan.verify.report import subject_of
 
-    sys.stdout.write(formats.to_json(findings) if as_json else formats.render_text(
-        subject_of(plan), findings, width=formats.terminal_width(), verbose=False))
+    sys.stdout.write(formats.to_json(list(findings)) if as_json else formats.render_text(
+        subject_of(plan), list(findings), width=formats.terminal_width(), verbose=False))
     click.echo("not simulated: `specplan check` predicts the failures above; run with "
                "--allow-errors to watch them happen", err=True)
 

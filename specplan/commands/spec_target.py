@@ -17,6 +17,7 @@ from specplan.verify.findings import Finding
 
 if TYPE_CHECKING:
     from specplan.commands.fit import FittingConsole
+    from specplan.deploy import InstancePair
     from specplan.ecosystem.nodes import NodeOptions
     from specplan.passes import Planning
     from specplan.plan import Plan
@@ -89,7 +90,7 @@ class SpecTarget(PlanTarget):
         self._spec = spec
         self.path = path
         self.name = spec.name
-        self.pair = None
+        self.pair: InstancePair | None = None
 
     @property
     def where(self) -> str:
@@ -220,7 +221,7 @@ class SpecTarget(PlanTarget):
                             console: FittingConsole) -> None:
         from specplan.commands.sim_run import print_not_simulated
 
-        print_not_simulated(self.plan, refused.findings, as_json)
+        print_not_simulated(self.plan, self.findings(), as_json)  # what refused it
 
     def simulate(self, sim: Simulation, console: FittingConsole) -> int:
         from specplan.commands import sim_run

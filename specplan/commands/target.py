@@ -84,7 +84,7 @@ class Refused(PlanError):
 def refuse_errors(where: str, findings: Sequence[AnyFinding]) -> None:
     """The one ERROR gate (compile, simulate, enforce): raise Refused when `findings` hold an
     ERROR."""
-    if has_errors(list(findings)):
+    if has_errors(findings):
         raise Refused(where, findings)
 
 
@@ -132,10 +132,10 @@ class Target(Protocol):
     def write_baseline(self, path: str) -> None:
         """Record today's findings as the baseline at `path` (verify/baseline.py)."""
 
-    def new_findings(self, baseline: Baseline) -> list[AnyFinding]:
+    def new_findings(self, baseline: Baseline) -> Sequence[AnyFinding]:
         """The findings `baseline` (verify/baseline.py) does not hold."""
 
-    def findings(self) -> list[AnyFinding]:
+    def findings(self) -> Sequence[AnyFinding]:
         """Every finding, worst first per plan (a deployment: across the instances, then prefill's,
         then decode's)."""
 

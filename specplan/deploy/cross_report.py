@@ -6,6 +6,8 @@ with each instance's findings as `specplan check SPEC --json` prints them.
 
 from __future__ import annotations
 
+from typing import Any, Mapping, Sequence
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -13,19 +15,8 @@ from rich.table import Table
 from specplan.deploy.cross_checks import CrossFinding
 
 
-def check_instances(dep) -> dict[str, tuple[dict, list]]:
-    """role -> (plan, its own findings)."""
-    from specplan.plan.build import compile
-    from specplan.verify import verify
-
-    out = {}
-    for inst in dep.instances:
-        built = compile(inst.spec)
-        out[inst.role] = (built, verify(built))
-    return out
-
-
-def as_json(cross: list[CrossFinding], own: dict[str, tuple[dict, list]]) -> dict:
+def as_json(cross: Sequence[Any], own: Mapping[str, tuple[object, Sequence[Any]]]) -> dict[str, Any]:
+    """`own`: role -> (its plan, its findings); a finding: anything with to_dict()."""
     return {"findings": [f.to_dict() for f in cross],
             "instances": {role: [f.to_dict() for f in found] for role, (_, found) in own.items()}}
 

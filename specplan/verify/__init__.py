@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Protocol, Sequence, TypeVar
+
 from specplan.plan import Plan, PlanView
 from specplan.verify.agreement import check_agreement
 from specplan.verify.engine_notes import check_engine
@@ -23,12 +25,22 @@ def verify(plan: Plan) -> list[Finding]:
     return sort_findings(engine_fixes(plan, findings) + check_gates(view))
 
 
-def errors(findings: list[Finding]) -> list[Finding]:
+class Severe(Protocol):
+    """A finding of any kind (a plan's Finding, a deployment's CrossFinding): its severity."""
+
+    @property
+    def severity(self) -> str: ...
+
+
+S = TypeVar("S", bound=Severe)
+
+
+def errors(findings: Sequence[S]) -> list[S]:
     """The findings that refuse a plan: the one place "is there an ERROR" is written."""
     return [f for f in findings if f.severity == "ERROR"]
 
 
-def has_errors(findings: list[Finding]) -> bool:
+def has_errors(findings: Sequence[Severe]) -> bool:
     return bool(errors(findings))
 
 
