@@ -9,11 +9,13 @@ def __getattr__(name: str):
         from specplan.plan.build import compile
 
         return compile
-    if name in ("load", "Deployment", "Report"):
+    if name in ("load", "Deployment", "Report", "Pair", "Refused", "Said", "InputRefused",
+                "spec_schema", "import_line", "enforce", "diff"):
         from specplan import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'specplan' has no attribute {name!r}")
 
 
-__all__ = ["Deployment", "Report", "compile", "load", "__version__"]
+__all__ = ["Deployment", "InputRefused", "Pair", "Refused", "Report", "Said", "compile", "diff",
+           "enforce", "import_line", "load", "spec_schema", "__version__"]

@@ -11,10 +11,11 @@ import sys
 import click
 
 from specplan import __version__
-from specplan.commands.common import EXIT_BAD_INPUT
+from specplan.commands.common import THRESHOLD
+from specplan.errors import EXIT_BAD_INPUT
 from specplan.engines.releases import RELEASES
-from specplan.sim.bounds import (SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUNDS, SIM_MAX_SEED,
-                                  SIM_MAX_TIMEOUT_S, faults)
+from specplan.sim.bounds import (RANGES, SIM_MAX_LAYERS, SIM_MAX_REQUESTS, SIM_MAX_ROUNDS,
+                                  faults)
 
 ENGINE_NAMES = list(RELEASES)  # engines/<engine>/ packages (engines/releases.py)
 
@@ -132,7 +133,7 @@ def _finite(param, value: float | None) -> float | None:
               help="Compare two runs (RUN_A RUN_B, their trace dirs): exit 3 when B's mean "
                    "accepted length per request and round falls short of A's by more than "
                    "--threshold.")
-@click.option("--threshold", type=click.FloatRange(min=0, max=100), default=5.0, show_default=True,
+@click.option("--threshold", type=click.FloatRange(*THRESHOLD), default=5.0, show_default=True,
               callback=lambda ctx, param, value: _finite(param, value),
               help="--acceptance: the shortfall of B against A, in percent (0 .. 100), that fails.")
 def diff_(traces: tuple[str, ...], acceptance: bool, threshold: float) -> None:
@@ -304,13 +305,13 @@ class InjectChoice(click.Choice):
 
 @main.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--rounds", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_ROUNDS),
+@click.option("--rounds", default=16, show_default=True, type=click.IntRange(*RANGES.rounds),
               help=f"Decode rounds after the prefill (at most {SIM_MAX_ROUNDS}).")
-@click.option("--requests", default=4, show_default=True, type=click.IntRange(1, SIM_MAX_REQUESTS),
+@click.option("--requests", default=4, show_default=True, type=click.IntRange(*RANGES.requests),
               help=f"Requests, spread over the replicas (at most {SIM_MAX_REQUESTS}).")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, SIM_MAX_SEED),
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(*RANGES.seed),
               help="Seed of the weights, the prompts and the sampling coins (0 .. 2**63 - 1).")
-@click.option("--max-layers", default=16, show_default=True, type=click.IntRange(1, SIM_MAX_LAYERS),
+@click.option("--max-layers", default=16, show_default=True, type=click.IntRange(*RANGES.max_layers),
               help=f"Shrink deeper models to this many layers (stages and tap owners kept; at "
                    f"most {SIM_MAX_LAYERS}).")
 @click.option("--inject", type=InjectChoice(faults()),
@@ -320,7 +321,7 @@ class InjectChoice(click.Choice):
                    "killed, a foreign plan; layer-map (deployments); stale-slot, early-stop "
                    "(--chunked-prefill); gate or gate:NAME (each rank reads its own value at every "
                    "gate of the plan, or at the one named: explain lists them).")
-@click.option("--chunked-prefill", "chunk", type=click.IntRange(1), metavar="CHUNK", help="Serve prompts in "
+@click.option("--chunked-prefill", "chunk", type=click.IntRange(*RANGES.chunk), metavar="CHUNK", help="Serve prompts in "
               "chunks of CHUNK tokens beside decoding requests; state rows reused while pp entries are in flight.")
 @click.option("--allow-errors", is_flag=True,
               help="Run a spec `check` rejects, to watch the predicted failure happen.")
@@ -329,7 +330,7 @@ class InjectChoice(click.Choice):
 @click.option("--trace-dir", type=click.Path(file_okay=False), default=None,
               help="Write each rank's runtime trace (converges, accepted lengths) to "
                    "DIR/rank<R>.jsonl, for `specplan diff` and `diff --acceptance`.")
-@click.option("--timeout-s", type=click.FloatRange(1, SIM_MAX_TIMEOUT_S), default=None, metavar="S",
+@click.option("--timeout-s", type=click.FloatRange(*RANGES.timeout_s), default=None, metavar="S",
               callback=lambda ctx, param, value: _finite(param, value),
               help="Seconds a rank waits on a collective before the run fails by that collective "
                    "(default 20, and 2.5 a rank from 8 ranks up; raise it on a loaded machine).")
@@ -351,10 +352,12 @@ def simulate(spec: str, rounds: int, requests: int, seed: int, max_layers: int,
     --master-port 29500 -m specplan simulate SPEC --rounds 8
     """
     from specplan.commands.simulate import run
+    from specplan.commands.target import Simulation
 
-    sys.exit(run(spec, rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
-                 inject=inject, chunk=chunk, allow_errors=allow_errors, as_json=as_json,
-                 trace_dir=trace_dir, timeout_s=timeout_s))
+    sys.exit(run(spec, Simulation(rounds=rounds, requests=requests, seed=seed,
+                                  max_layers=max_layers, inject=inject, chunk=chunk,
+                                  allow_errors=allow_errors, as_json=as_json,
+                                  trace_dir=trace_dir, timeout_s=timeout_s)))
 
 
 if __name__ == "__main__":

@@ -40,6 +40,11 @@ class SpecError(UserError):
     """The topology YAML is malformed, mistyped or inconsistent."""
 
 
+class OptionError(UserError):
+    """An option out of its bounds, or of no use to what it was given: the CLI's usage error
+    (exit 2), as the Python API raises it."""
+
+
 class PlanError(UserError):
     """The spec is well-formed but cannot be planned as asked."""
 

@@ -124,14 +124,23 @@ def terminate_as_exit() -> Iterator[None]:
 
 def _publish(stage: Path, out: Path, what: str, replaces: str | None) -> None:
     try:
-        out.mkdir(exist_ok=True)
-        moved = sorted(stage.iterdir())
-        for item in moved:
-            os.replace(item, out / item.name)
-        if replaces:
-            remove_stale(out, replaces, keep={item.name for item in moved})
+        _move_into(stage, out, replaces)
     except OSError as exc:
         raise output_error(out, exc, what) from None
+
+
+def _move_into(stage: Path, out: Path, replaces: str | None) -> None:
+    """Move the stage's files into `out`; a staged folder `out` already has is merged (a
+    deployment's prefill/ and decode/), `replaces` applying in each folder written into."""
+    out.mkdir(exist_ok=True)
+    moved = sorted(stage.iterdir())
+    for item in moved:
+        if item.is_dir() and (out / item.name).is_dir():
+            _move_into(item, out / item.name, replaces)
+        else:
+            os.replace(item, out / item.name)
+    if replaces:
+        remove_stale(out, replaces, keep={item.name for item in moved})
 
 
 def remove_stale(folder: str | Path, pattern: str, keep: set[str]) -> None:

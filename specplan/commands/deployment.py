@@ -10,57 +10,90 @@ import json
 import shlex
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
-from specplan.commands.common import EXIT_FOUND_PROBLEM, dump_json
-from specplan.commands.target import Report, Simulation
-from specplan.deploy.handoff import plan_handoff
+from specplan.commands.common import dump_json
+from specplan.commands.spec_target import SpecTarget
+from specplan.commands.target import Pair, Refused, Report, Simulation
+from specplan.deploy.handoff import Handoff, plan_handoff
 from specplan.deploy.load import InstancePair
-from specplan.errors import Diagnostic, SpecError
-from specplan.verify import has_errors
+from specplan.errors import EXIT_FOUND_PROBLEM, Diagnostic, SpecError
+
+if TYPE_CHECKING:
+    from specplan.commands.fit import FittingConsole
+    from specplan.commands.target import AnyFinding
+    from specplan.deploy.cross_checks import CrossFinding
+    from specplan.deploy.simulate import DeployOutcome
+    from specplan.ecosystem.nodes import NodeOptions
+    from specplan.passes import Planning
+    from specplan.plan import Plan
+    from specplan.schema.model import Spec
+    from specplan.sim.launch import Options
+    from specplan.verify.baseline import Baseline
+    from specplan.verify.findings import Finding
+
+Own = dict[str, tuple["Plan", list["Finding"]]]  # role -> (its plan, its own findings)
 
 
 class DeploymentTarget:
-    """`pair`: the deployment as deploy/load.py reads it."""
+    """`pair`: the deployment as deploy/load.py reads it; each instance a SpecTarget of its own
+    (`instances`, by role), so its plan is made once for every command."""
 
     def __init__(self, pair: InstancePair):
-        self.pair = pair
+        self.pair: InstancePair | None = pair
+        self._pair = pair
         self.name = pair.name
-        self.spec = None
+        self.spec: Spec | None = None
+        # an instance written inside the deployment file has no file of its own
+        self.roles = Pair(*(SpecTarget(i.spec, None if i.file == pair.file else i.file)
+                            for i in pair.instances))
+        self.instances = dict(zip(Pair._fields, self.roles))
+
+    @property
+    def where(self) -> str:
+        return self._pair.file
+
+    @property
+    def plan(self) -> Pair[Plan]:
+        return Pair(self.roles.prefill.plan, self.roles.decode.plan)
+
+    @property
+    def planning(self) -> Pair[Planning]:
+        return Pair(self.roles.prefill.planning, self.roles.decode.planning)
 
     @cached_property
-    def handoff(self):
-        return plan_handoff(self.pair)
+    def handoff(self) -> Handoff:
+        return plan_handoff(self._pair)
 
     @cached_property
-    def _checked(self) -> tuple[list, dict]:
+    def _checked(self) -> tuple[list[CrossFinding], Own]:
         """(the findings across the instances, role -> (plan, its own findings))."""
         from specplan.deploy.cross_checks import check_deployment
-        from specplan.deploy.cross_report import check_instances
 
-        return check_deployment(self.handoff), check_instances(self.pair)
+        own = {role: (t.plan, t.findings()) for role, t in self.instances.items()}
+        return check_deployment(self.handoff), own
 
     # explain
     def refuse_explain(self, *, rank: int | None, picture: str | None) -> None:
         if rank is not None:
             raise click.UsageError("--rank shows one rank of a spec; explain an instance's spec")
         if picture not in (None, "kv"):
-            raise SpecError([Diagnostic(self.pair.file, None, None, "", f"--picture {picture} "
+            raise SpecError([Diagnostic(self._pair.file, None, None, "", f"--picture {picture} "
                                         "draws one spec; a deployment draws --picture kv (or "
                                         "explain an instance's spec)")])
 
     def explain_data(self, *, lazy: bool = True) -> dict[str, Any]:
         from specplan.deploy.explain import deployment_data
 
-        return deployment_data(self.pair)
+        return deployment_data(self._pair)
 
-    def print_explain(self, data: dict, *, as_json: bool, rank: int | None, all_families: bool,
-                      console) -> None:
+    def print_explain(self, data: dict[str, Any], *, as_json: bool, rank: int | None,
+                      all_families: bool, console: FittingConsole | None) -> None:
         from specplan.deploy.explain import render_deployment
 
-        if as_json:
+        if as_json or console is None:
             dump_json(data)
         else:
             render_deployment(data, console)
@@ -70,7 +103,7 @@ class DeploymentTarget:
         from specplan.pictures import emit
         from specplan.pictures.kv import RENDER
 
-        return emit(out, RENDER["svg" if fmt == "png" else fmt](kv_picture_data(self.pair, self.handoff)),
+        return emit(out, RENDER["svg" if fmt == "png" else fmt](kv_picture_data(self._pair, self.handoff)),
                     fmt)
 
     # check
@@ -79,17 +112,17 @@ class DeploymentTarget:
             raise click.UsageError(f"--format {fmt} reports one spec; a deployment prints text "
                                    "or json")
 
-    def findings(self) -> list:
+    def findings(self) -> list[AnyFinding]:
         return [f for _, f in self.scoped()]
 
-    def scoped(self) -> list[tuple[str, Any]]:
+    def scoped(self) -> list[tuple[str, AnyFinding]]:
         """(where, finding): across the instances, then each instance's role."""
         from specplan.verify.baseline import ACROSS
 
         cross, own = self._checked
         return [*((ACROSS, f) for f in cross), *((role, f) for role, (_, found) in own.items() for f in found)]
 
-    def new_findings(self, baseline) -> list:
+    def new_findings(self, baseline: Baseline) -> list[AnyFinding]:
         return [f for scope, f in self.scoped() if baseline.state(f, scope) == "new"]
 
     def write_baseline(self, path: str) -> None:
@@ -97,13 +130,14 @@ class DeploymentTarget:
 
         write_baseline(path, self.scoped(), self.name)
 
-    def print_check(self, *, fmt: str, severity: str, verbose: bool, baseline=None) -> None:
+    def print_check(self, *, fmt: str, severity: str, verbose: bool,
+                    baseline: Baseline | None = None) -> None:
         from specplan.commands.common import console
         from specplan.deploy.cross_report import as_json, render
 
         cross, own = self._checked
         if baseline is not None and fmt != "json":
-            _print_against(baseline, self.pair, cross, own, verbose)
+            _print_against(baseline, self._pair, cross, own, verbose)
         elif baseline is not None:
             data = as_json(*_marked(baseline, cross, own))
             data["absent"] = baseline.absent([], seen={r["id"] for r in _rows(data)})
@@ -111,13 +145,13 @@ class DeploymentTarget:
         elif fmt == "json":
             dump_json(as_json(cross, own))
         else:
-            render(self.pair, cross, own, console())
+            render(self._pair, cross, own, console())
 
     # compile
-    def print_refused(self, console) -> None:
+    def print_refused(self, console: FittingConsole) -> None:
         from specplan.deploy.cross_report import render
 
-        render(self.pair, *self._checked, console)
+        render(self._pair, *self._checked, console)
 
     def compiled(self) -> dict[str, Any]:
         """{"prefill": plan, "decode": plan, "kv_handoff": [...]}."""
@@ -127,22 +161,30 @@ class DeploymentTarget:
 
     def write(self, out: Path, *, runtime: bool) -> Iterator[str]:
         """<out>/<role>/plan.json per instance (with `runtime`, its runtime module beside it),
-        then <out>/kv_handoff.json: the handoff beside the fingerprints of the plans it pairs."""
+        then <out>/kv_handoff.json: the handoff beside the fingerprints of the plans it pairs.
+        Every file or none, as for one spec: a failure leaves `out` as it was."""
         from specplan.commands.spec_target import write_runtime_module
+        from specplan.files import staged_dir, write_atomic
         from specplan.lower import write_plan
 
         _, own = self._checked
-        written = [(role, write_plan(built, out / role), built) for role, (built, _) in own.items()]
-        kv = _write_json(out / "kv_handoff.json", self._handoff_data())
-        for role, path, built in written:
-            yield (f"wrote {path} ({role}: fingerprint {built.fingerprint[:16]}, "
+        notes: dict[str, str] = {}
+        with staged_dir(out, replaces="runtime_*.py" if runtime else None) as stage:
+            for role, (built, _) in own.items():
+                write_plan(built, stage / role)
+                if runtime:
+                    notes[role] = write_runtime_module(built, stage / role)
+            write_atomic(stage / "kv_handoff.json", json.dumps(self._handoff_data(), indent=1) + "\n",
+                         what="the KV handoff")
+        for role, (built, _) in own.items():
+            yield (f"wrote {out / role / 'plan.json'} ({role}: fingerprint {built.fingerprint[:16]}, "
                    f"{len(built.rank_classes)} rank classes)")
-            if runtime:
-                yield write_runtime_module(built, path.parent).format(out=path.parent)
-        yield f"wrote {kv} ({len(self.handoff.entries)} decode ranks)"
+            if role in notes:
+                yield notes[role].format(out=out / role)
+        yield f"wrote {out / 'kv_handoff.json'} ({len(self.handoff.entries)} decode ranks)"
 
-    def _handoff_data(self) -> dict:
-        dep, (_, own) = self.pair, self._checked
+    def _handoff_data(self) -> dict[str, Any]:
+        dep, (_, own) = self._pair, self._checked
         return {"name": dep.name, "connector": dep.connector, "rules": self.handoff.rules.function,
                 "fingerprints": {role: built.fingerprint for role, (built, _) in own.items()},
                 "kv_handoff": self.handoff.entries}
@@ -154,7 +196,7 @@ class DeploymentTarget:
                                    "exports each instance on its own engine and release")
 
     def export(self, engine: str | None = None, version: str | None = None,
-               nodes=None) -> str:
+               nodes: NodeOptions | None = None) -> str:
         """One launch script per instance, each with its role and connector flags; an instance
         on more than one node (or every instance, with `nodes`): one line per node."""
         from specplan.ecosystem.export import export as export_spec, render
@@ -163,7 +205,7 @@ class DeploymentTarget:
         if engine is not None or version is not None:
             raise ValueError("a disaggregated deployment exports each instance on its own "
                              "engine; call export() without an engine")
-        dep, parts = self.pair, []
+        dep, parts = self._pair, []
         for inst in dep.instances:
             dis = Disaggregation(role=inst.role, connector=dep.connector)
             spec = inst.spec.model_copy(update={"disaggregation": dis})
@@ -180,32 +222,36 @@ class DeploymentTarget:
         return ("---\n" if nodes is not None and nodes.fmt == "lws" else "\n").join(parts)
 
     # simulate
-    def simulate(self, sim: Simulation, console) -> int:
-        """Refuse what check rejects, run, report, exit code."""
-        from specplan.deploy.simulate import INJECTIONS, simulate as run, verdict
-        from specplan.sim.report import render
-
-        inject = sim.inject
-        if inject not in (None, *INJECTIONS):
-            raise SpecError([Diagnostic(self.pair.file, None, None, "", f"--inject {inject} is "
-                                        "for one spec; a deployment takes --inject "
-                                        f"{', '.join(INJECTIONS)}")])
+    def refuse_simulation(self, sim: Simulation) -> None:
+        from specplan.deploy.simulate import INJECTIONS
         from specplan.sim.bounds import check_options
 
-        for built, _ in self._checked[1].values():  # each instance's width, as for one spec
+        if sim.inject not in (None, *INJECTIONS):
+            raise SpecError([Diagnostic(self._pair.file, None, None, "", f"--inject {sim.inject} "
+                                        "is for one spec; a deployment takes --inject "
+                                        f"{', '.join(INJECTIONS)}")])
+        for built in self.plan:  # each instance's width, as for one spec
             check_options(rounds=sim.rounds, requests=sim.requests,
                           width=built.speculative.num_draft_tokens)
-        if not sim.allow_errors and has_errors(self.findings()):
-            self.print_refused(console)
-            console.print("not simulated: `specplan check` predicts the failures above; run with "
-                          "--allow-errors to watch them happen")
-            return EXIT_FOUND_PROBLEM
-        out = run(self.pair, _options(sim))
+
+    def print_not_simulated(self, refused: Refused, *, as_json: bool,
+                            console: FittingConsole) -> None:
+        self.print_refused(console)
+        console.print("not simulated: `specplan check` predicts the failures above; run with "
+                      "--allow-errors to watch them happen")
+
+    def simulate(self, sim: Simulation, console: FittingConsole) -> int:
+        """Run, report, exit code."""
+        from specplan.deploy.simulate import simulate as run, verdict
+        from specplan.sim.report import render
+
+        out = run(self._pair, _options(sim))
         v = verdict(out)
+        assert out.handoff is not None, "a deployment's run hands the KV off"
         console.print(f"handoff: {len(out.transfers)} point-to-point KV transfers from "
                       f"{out.handoff.prefill.num_ranks} prefill ranks to "
-                      f"{out.handoff.decode.num_ranks} decode ranks ({out.handoff.rules.function})"
-                      + (f", inject {inject}" if inject else ""), markup=False)
+                      f"{out.handoff.decode.num_ranks} decode ranks ({_rules(out)})"
+                      + (f", inject {sim.inject}" if sim.inject else ""), markup=False)
         render(out, v, console)
         if v.ok:
             return 0
@@ -213,15 +259,20 @@ class DeploymentTarget:
                     for r, x in res.items() if x.get("known") is False]
         for role, r, error in internal:
             console.print(f"{role} rank {r} hit an internal error:\n{error}", markup=False)
-        return 1 if internal and not inject else EXIT_FOUND_PROBLEM
+        return 1 if internal and not sim.inject else EXIT_FOUND_PROBLEM
 
     def simulated(self, sim: Simulation) -> Report:
         from specplan.deploy.simulate import simulate as run, verdict
 
-        out = run(self.pair, _options(Simulation(sim.rounds, sim.requests, sim.seed, sim.max_layers)))
+        out = run(self._pair, _options(sim))
         v = verdict(out)
         return Report(v.ok, tuple(v.problems), v.checked, v.agreed,
                       len(out.prefill) + len(out.results), sim.rounds, out.wall_s)
+
+
+def _rules(out: DeployOutcome) -> str:
+    assert out.handoff is not None
+    return str(getattr(out.handoff.rules, "function", out.handoff.rules))
 
 
 def _options(sim: Simulation):
@@ -229,13 +280,6 @@ def _options(sim: Simulation):
 
     return Options(rounds=sim.rounds, requests=sim.requests, seed=sim.seed,
                    max_layers=sim.max_layers, inject=sim.inject or "", timeout_s=sim.timeout_s)
-
-
-def _write_json(path: Path, data: dict) -> Path:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    tmp.replace(path)
-    return path
 
 
 def _per_node(spec, nodes, plan_path: str, how: str) -> str:

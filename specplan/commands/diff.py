@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-from specplan.commands.common import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM
+from specplan.commands.common import THRESHOLD, Said
 from specplan.commands.fit import echo
+from specplan.errors import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM, EXIT_OK
 
 
 def run(traces: tuple[str, ...], *, acceptance: bool, threshold: float) -> int:
+    said = diffed(traces, acceptance=acceptance, threshold=threshold)
+    if said.text:
+        echo(said.text)
+    for message in said.messages:
+        echo(message, err=True)
+    return said.code
+
+
+def diffed(traces: tuple[str, ...], *, acceptance: bool = False, threshold: float = 5.0) -> Said:
+    """Diff for the CLI and the API alike: the first divergence (exit 3) or none, or with
+    `acceptance` run B's acceptance against run A's. Bad traces raise TraceError (exit 2)."""
     if acceptance:
         return _acceptance(traces, threshold)
     from specplan.trace import first_divergence
@@ -16,37 +28,32 @@ def run(traces: tuple[str, ...], *, acceptance: bool, threshold: float) -> int:
     found = first_divergence(records)
     if found is None:
         n = sum(len(r) for r in records.values())
-        echo(f"no divergence: {len(records)} ranks, {n} records")
-        return 0
-    echo(found.render())
-    return EXIT_FOUND_PROBLEM
+        return Said(EXIT_OK, f"no divergence: {len(records)} ranks, {n} records")
+    return Said(EXIT_FOUND_PROBLEM, found.render())
 
 
-def _acceptance(runs: tuple[str, ...], threshold: float) -> int:
-    from specplan.trace import acceptance, mixed_plans, shortfall
+def _acceptance(runs: tuple[str, ...], threshold: float) -> Said:
+    from specplan.trace import Acceptance, acceptance, mixed_plans, shortfall
 
     if len(runs) != 2:
-        echo(f"diff --acceptance: takes two runs, RUN_A RUN_B (their trace dirs); "
-                   f"given {len(runs)}", err=True)
-        return EXIT_BAD_INPUT
-    found = []
+        return Said(EXIT_BAD_INPUT, "", (f"diff --acceptance: takes two runs, RUN_A RUN_B (their "
+                                         f"trace dirs); given {len(runs)}",))
+    found: list[Acceptance] = []
     for run in runs:
         mixed = mixed_plans([run])
         if mixed:
-            echo(mixed, err=True)
-            return EXIT_BAD_INPUT
+            return Said(EXIT_BAD_INPUT, "", (mixed,))
         acc = acceptance(run)
         if acc is None:
-            echo(f"{run}: no accepted-length records (a trace written by Runtime.accept "
-                       f"or Runtime.record_acceptance with runtime.trace_dir set)", err=True)
-            return EXIT_BAD_INPUT
+            return Said(EXIT_BAD_INPUT, "", (f"{run}: no accepted-length records (a trace written "
+                                             "by Runtime.accept or Runtime.record_acceptance with "
+                                             "runtime.trace_dir set)",))
         found.append(acc)
     a, b = found
     short = shortfall(a, b)
-    echo(a.render("A"))
-    echo(b.render("B"))
+    lines = [a.render("A"), b.render("B")]
     if short * 100 > threshold:
-        echo(f"acceptance drop: B falls short of A by {short:.2%} (threshold {threshold:g}%)")
-        return EXIT_FOUND_PROBLEM
-    echo(f"acceptance holds: B is within {threshold:g}% of A ({-short:+.2%})")
-    return 0
+        lines.append(f"acceptance drop: B falls short of A by {short:.2%} (threshold {threshold:g}%)")
+        return Said(EXIT_FOUND_PROBLEM, "\n".join(lines))
+    lines.append(f"acceptance holds: B is within {threshold:g}% of A ({-short:+.2%})")
+    return Said(EXIT_OK, "\n".join(lines))

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specplan.commands.common import EXIT_BAD_INPUT, check_release
+from specplan.commands.common import Said, check_release
 from specplan.commands.fit import echo, echo_yaml
+from specplan.errors import EXIT_BAD_INPUT, EXIT_OK
 
 
 @dataclass(frozen=True)
@@ -26,22 +27,22 @@ def run(engine: str, line: list[str], environ: dict[str, str], script: str | Non
         base: str | None, model_config: str | None, name: str | None, out: str | None,
         draft_config: str | None, version: str | None, options: LineOptions | None = None) -> int:
     """Messages on stderr, the YAML on stdout (or in `out`); the exit code."""
-    check_release(engine, version)
-    code, text, messages = imported(engine, line, environ, script, base, model_config, name, out,
-                                    draft_config, version, options)
-    for message in messages:
+    said = imported(engine, line, environ, script, base, model_config, name, out, draft_config,
+                    version, options)
+    for message in said.messages:
         echo(message, err=True)
-    if text:
-        echo_yaml(text)
-    return code
+    if said.text:
+        echo_yaml(said.text)
+    return said.code
 
 
 def imported(engine: str, line: list[str], environ: dict[str, str], script: str | None,
              base_path: str | None, model_config: str | None, name: str | None,
              out: str | None, draft_config: str | None = None,
              version: str | None = None,
-             options: LineOptions | None = None) -> tuple[int, str, list[str]]:
-    """(exit code, YAML for stdout, messages for stderr). `draft_config`: the draft's config.json
+             options: LineOptions | None = None) -> Said:
+    """Import for the CLI and the API alike: (exit code, YAML for stdout, messages for stderr)
+    (`out`: the YAML written there instead). `draft_config`: the draft's config.json
     (else found beside a local draft path or in the Hugging Face cache, as the target's).
     `version`: the release whose flags read the line; None: the base spec's engine_version, else
     the newest release whose parser accepts every word of it."""
@@ -54,9 +55,10 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
     from specplan.files import write_atomic
     from specplan.schema import load_spec
 
+    check_release(engine, version)
     found = _line(line, environ, script, options or LineOptions(), engine)
     if isinstance(found, str):
-        return EXIT_BAD_INPUT, "", [found]
+        return Said(EXIT_BAD_INPUT, "", (found,))
     env, argv, own_form = found
     base = load_spec(base_path) if base_path else None
     if version is None and base is not None and base.engine == engine:
@@ -72,12 +74,12 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
         data = build(engine, launch, base, model_shape(config) if config else {}, name, config)
         draft_taps(engine, data, draft_config, launch)
     except ImportProblem as exc:
-        return EXIT_BAD_INPUT, "", [f"specplan import: {exc}"]
+        return Said(EXIT_BAD_INPUT, "", (f"specplan import: {exc}",))
     try:
         reload(data, "<the imported launch line>")
     except UserError as exc:
-        return EXIT_BAD_INPUT, "", [f"specplan import: the launch line makes an invalid spec: "
-                                    f"{d.path}: {d.message}" for d in exc.diagnostics]
+        return Said(EXIT_BAD_INPUT, "", tuple(f"specplan import: the launch line makes an invalid "
+                                              f"spec: {d.path}: {d.message}" for d in exc.diagnostics))
     skipped = ignored_env(engine, env)  # from the environment or `export` lines, not the line
     notes = launch["_notes"] + ([launch["_release"]] if "_release" in launch else [])
     messages = [f"specplan import: {note}" for note in notes]
@@ -85,9 +87,9 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
         messages.append(f"specplan import: ignored {', '.join(skipped)} (no bearing on the plan)")
     text = to_yaml(data, header=f"Imported from a {engine} launch line by `specplan import`.")
     if out is None:
-        return 0, text, messages
+        return Said(EXIT_OK, text, tuple(messages))
     write_atomic(out, text, what="the spec")
-    return 0, "", messages + [f"wrote {out}"]
+    return Said(EXIT_OK, "", (*messages, f"wrote {out}"))
 
 
 def _line(line: list[str], environ: dict[str, str], script: str | None, options: LineOptions,

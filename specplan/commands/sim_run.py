@@ -8,53 +8,95 @@ import contextlib
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import click
 
-from specplan.errors import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM, EXIT_INTERNAL, EXIT_OK  # noqa: F401
+from specplan.commands.target import Report, Simulation
+from specplan.errors import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM, EXIT_INTERNAL, EXIT_OK
 from specplan.sim.bounds import faults
+
+if TYPE_CHECKING:
+    from specplan.commands.fit import FittingConsole
+    from specplan.plan import Plan
+    from specplan.sim.launch import Outcome
+    from specplan.sim.report import Verdict
+    from specplan.verify.findings import Finding
 
 SERVING_INJECTIONS = faults("serving")
 
 
-def run_simulate(spec: str, *, rounds: int, requests: int, seed: int, max_layers: int,
-                 inject: str | None, console, as_json: bool = False, chunk: int | None = None,
-                 trace_dir: str | None = None, timeout_s: float | None = None) -> int:
+def refuse_serving(sim: Simulation) -> None:
+    """The serving loop's options together: its faults need --chunked-prefill, which takes only
+    them and prints its own report (no --json)."""
+    if sim.chunk is None and sim.inject not in SERVING_INJECTIONS:
+        return
+    if sim.chunk is None or sim.inject not in (None, *SERVING_INJECTIONS):
+        raise click.UsageError(f"--inject {sim.inject} needs --chunked-prefill" if sim.chunk is None
+                               else f"--chunked-prefill takes --inject "
+                                    f"{' or '.join(SERVING_INJECTIONS)}, not {sim.inject}")
+    if sim.as_json:
+        raise click.UsageError("--json reports a topology run; --chunked-prefill prints its own report")
+
+
+def run_simulate(spec: str, sim: Simulation, console: FittingConsole) -> int:
     """Progress per round on stderr; the report (text, or with `as_json` the JSON object of
     sim/report.py `report_json`) on stdout. With `chunk`, the serving loop of sim/serving.py.
     With `trace_dir`, every rank writes its runtime trace there (sim/traces.py)."""
+    from specplan.sim.progress import RoundProgress
+
+    if sim.chunk is not None:  # the serving loop (sim/serving.py)
+        with _traced(sim):
+            return run_serving(spec, chunk=sim.chunk, requests=sim.requests, seed=sim.seed,
+                               inject=sim.inject or "", console=console)
+    with _traced(sim), RoundProgress(sim.rounds) as progress:
+        outcome = topology_run(spec, sim, on_round=progress.update)
+        if not outcome.results.get(0, {}).get("error"):  # rounds finished after the last poll
+            progress.update(sim.rounds)
+    outcome.trace_dir = sim.trace_dir
+    return report(outcome, sim.inject, console, sim.as_json)
+
+
+def _traced(sim: Simulation) -> contextlib.AbstractContextManager[Any]:
     from specplan.sim.traces import trace_into
 
-    with trace_into(trace_dir) if trace_dir is not None else contextlib.nullcontext():
-        if chunk is not None or inject in SERVING_INJECTIONS:  # the serving loop (sim/serving.py)
-            if chunk is None or inject not in (None, *SERVING_INJECTIONS):
-                raise click.UsageError(f"--inject {inject} needs --chunked-prefill" if chunk is None else
-                                       f"--chunked-prefill takes --inject {' or '.join(SERVING_INJECTIONS)}, "
-                                       f"not {inject}")
-            if as_json:
-                raise click.UsageError("--json reports a topology run; --chunked-prefill prints its own report")
-            return run_serving(spec, chunk=chunk, requests=requests, seed=seed, inject=inject or "",
-                               console=console)
-        from specplan.sim.launch import Options, simulate
-        from specplan.sim.progress import RoundProgress
-
-        opt = Options(rounds=rounds, requests=requests, seed=seed, max_layers=max_layers,
-                      inject=inject or "", timeout_s=timeout_s)
-        with RoundProgress(rounds) as progress:
-            outcome = simulate(spec, opt, on_round=progress.update)
-            if not outcome.results.get(0, {}).get("error"):  # rounds finished after the last poll
-                progress.update(rounds)
-        outcome.trace_dir = trace_dir
-        return report(outcome, inject, console, as_json)
+    return trace_into(sim.trace_dir) if sim.trace_dir is not None else contextlib.nullcontext()
 
 
-def report(outcome, inject: str | None, console, as_json: bool) -> int:
-    """The verdict of a finished run, printed (text or JSON), as an exit code."""
-    from specplan.sim.report import render, report_json, verdict
+def topology_run(spec: str, sim: Simulation, on_round: Callable[[int], None] | None = None) -> Outcome:
+    """The whole topology of the spec at `spec`, one process per rank (sim/launch.py)."""
+    from specplan.sim.launch import Options, simulate
+
+    opt = Options(rounds=sim.rounds, requests=sim.requests, seed=sim.seed,
+                  max_layers=sim.max_layers, inject=sim.inject or "", timeout_s=sim.timeout_s)
+    return simulate(spec, opt, on_round) if on_round is not None else simulate(spec, opt)
+
+
+def outcome_report(spec: str | Path, sim: Simulation) -> Report:
+    """The run the CLI makes, as the API's Report (the verdict report() prints)."""
+    with _traced(sim):
+        outcome = topology_run(str(spec), sim)
+    v = verdict_of(outcome, sim.inject)
+    return Report(v.ok, tuple(v.problems), v.checked, v.agreed, len(outcome.results), sim.rounds,
+                  outcome.wall_s)
+
+
+def verdict_of(outcome: Outcome, inject: str | None) -> Verdict:
+    """The run's verdict; a collective that timed out under a plan check finds no hang in is
+    named as the machine's slowness."""
+    from specplan.sim.report import verdict
 
     v = verdict(outcome)
     if not v.ok and not inject and (slow := too_slow(outcome)):
         v.problems.append(slow)
+    return v
+
+
+def report(outcome: Outcome, inject: str | None, console: FittingConsole, as_json: bool) -> int:
+    """The verdict of a finished run, printed (text or JSON), as an exit code."""
+    from specplan.sim.report import render, report_json
+
+    v = verdict_of(outcome, inject)
     internal = [r for r, x in outcome.results.items() if x.get("known") is False]
     code = EXIT_OK if v.ok else EXIT_INTERNAL if internal and not inject else EXIT_FOUND_PROBLEM
     if as_json:
@@ -71,7 +113,7 @@ def report(outcome, inject: str | None, console, as_json: bool) -> int:
     return EXIT_FOUND_PROBLEM
 
 
-def too_slow(outcome) -> str | None:
+def too_slow(outcome: Outcome) -> str | None:
     """A collective that timed out in a plan `check` finds no hang or desync in: the machine was
     too slow for the timeout, not the plan wrong."""
     from specplan.verify import has_errors, verify
@@ -87,11 +129,19 @@ def too_slow(outcome) -> str | None:
             f"--timeout-s")
 
 
-def refused_launch(plan, as_json: bool) -> int:
+def launch_refused(plan: Plan) -> str | None:
+    """The verdict of a plan its engine refuses to launch: no rank runs a round (even under
+    --allow-errors); None when the engine launches it."""
+    if not isinstance(plan.launch_refusal, str):
+        return None
+    return (f"{plan.engine} refuses to launch this topology: {plan.launch_refusal} "
+            "(as the engine's own launch would: nothing was run)")
+
+
+def refused_launch(plan: Plan, as_json: bool) -> int:
     """The failure a launch refusal predicts, as it happens: the engine does not start, so no
     rank runs a round (even under --allow-errors)."""
-    line = (f"{plan.engine} refuses to launch this topology: {plan.launch_refusal} "
-            "(as the engine's own launch would: nothing was run)")
+    line = launch_refused(plan)
     if as_json:
         click.echo(json.dumps({"name": plan.name, "world_size": plan.world_size,
                                "method": plan.speculative.method, "sampling": plan.speculative.sampling,
@@ -102,8 +152,14 @@ def refused_launch(plan, as_json: bool) -> int:
     return EXIT_FOUND_PROBLEM
 
 
-def refused_by_check(plan, findings, as_json: bool) -> int:
+def refused_by_check(plan: Plan, findings: list[Finding], as_json: bool) -> int:
     """simulate and check never disagree: the findings check prints, and why nothing ran."""
+    print_not_simulated(plan, findings, as_json)
+    return EXIT_FOUND_PROBLEM
+
+
+def print_not_simulated(plan: Plan, findings: Sequence[Finding], as_json: bool) -> None:
+    """The findings check prints, and why nothing ran."""
     from specplan.verify import formats
     from specplan.verify.report import subject_of
 
@@ -111,10 +167,10 @@ def refused_by_check(plan, findings, as_json: bool) -> int:
         subject_of(plan), findings, width=formats.terminal_width(), verbose=False))
     click.echo("not simulated: `specplan check` predicts the failures above; run with "
                "--allow-errors to watch them happen", err=True)
-    return EXIT_FOUND_PROBLEM
 
 
-def run_serving(spec: str, *, chunk: int, requests: int, seed: int, inject: str, console) -> int:
+def run_serving(spec: str, *, chunk: int, requests: int, seed: int, inject: str,
+                console: FittingConsole) -> int:
     """The serving loop (sim/serving_launch.py) of SPEC's plan: its report and exit code."""
     from specplan.schema import load_spec
     from specplan.sim.launch import sim_folder
@@ -127,8 +183,8 @@ def run_serving(spec: str, *, chunk: int, requests: int, seed: int, inject: str,
                       inject=inject, console=console, sim_dir=where)
 
 
-def _serve(spec: str, plan, device: str, *, chunk: int, requests: int, seed: int, inject: str,
-           console, sim_dir: Path) -> int:
+def _serve(spec: str, plan: Plan, device: str, *, chunk: int, requests: int, seed: int,
+           inject: str, console: FittingConsole, sim_dir: Path) -> int:
     from specplan.sim.serving import make_requests
     from specplan.sim.serving_launch import collect, config_from_plan, launch, report
 

@@ -11,13 +11,17 @@ from typing import TYPE_CHECKING, Any, Iterator
 import click
 
 from specplan.commands.common import check_release, dump_json
-from specplan.commands.target import Report, Simulation
+from specplan.commands.target import Refused, Report, Simulation
 from specplan.errors import Diagnostic, SpecError
+from specplan.verify.findings import Finding
 
 if TYPE_CHECKING:
+    from specplan.commands.fit import FittingConsole
+    from specplan.ecosystem.nodes import NodeOptions
     from specplan.passes import Planning
     from specplan.plan import Plan
     from specplan.schema.model import Spec
+    from specplan.verify.baseline import Baseline
 
 
 class PlanTarget:
@@ -35,15 +39,15 @@ class PlanTarget:
         return None  # every format reports one plan, against a baseline or not
 
     @cached_property
-    def _findings(self) -> list:
+    def _findings(self) -> list[Finding]:
         from specplan.verify import verify
 
         return verify(self.plan)
 
-    def findings(self) -> list:
+    def findings(self) -> list[Finding]:
         return self._findings
 
-    def new_findings(self, baseline) -> list:
+    def new_findings(self, baseline: Baseline) -> list[Finding]:
         return baseline.new(self.findings())
 
     def write_baseline(self, path: str) -> None:
@@ -51,7 +55,8 @@ class PlanTarget:
 
         write_baseline(path, self.findings(), self.plan.name)
 
-    def print_check(self, *, fmt: str, severity: str, verbose: bool, baseline=None) -> None:
+    def print_check(self, *, fmt: str, severity: str, verbose: bool,
+                    baseline: Baseline | None = None) -> None:
         """`baseline` (verify/baseline.py Baseline): text shows only the new findings, the
         machine formats mark each finding new or unchanged."""
         from specplan.verify import formats
@@ -80,20 +85,21 @@ class SpecTarget(PlanTarget):
 
     def __init__(self, spec: Spec, path: str | None):
         super().__init__()
-        self.spec = spec
+        self.spec: Spec | None = spec
+        self._spec = spec
         self.path = path
         self.name = spec.name
         self.pair = None
 
     @property
-    def _where(self) -> str:
+    def where(self) -> str:
         return self.path or "<dict>"
 
     @cached_property
     def planning(self) -> Planning:
         from specplan.passes import plan as run_passes
 
-        return run_passes(self.spec)
+        return run_passes(self._spec)
 
     @cached_property
     def plan(self) -> Plan:
@@ -104,24 +110,24 @@ class SpecTarget(PlanTarget):
     # explain
     def refuse_explain(self, *, rank: int | None, picture: str | None) -> None:
         if picture == "kv":
-            raise SpecError([Diagnostic(self._where, None, None, "", "--picture kv draws a "
+            raise SpecError([Diagnostic(self.where, None, None, "", "--picture kv draws a "
                                         "deployment's KV handoff; this spec has no peer (see "
                                         "disaggregation)")])
         world = self.planning.mesh.world_size
         if rank is not None and not 0 <= rank < world:
-            raise SpecError([Diagnostic(self._where, None, None, "", f"--rank {rank} is outside "
+            raise SpecError([Diagnostic(self.where, None, None, "", f"--rank {rank} is outside "
                                         f"the world: expected 0 .. {world - 1}")])
 
     def explain_data(self, *, lazy: bool = True) -> dict[str, Any]:
         from specplan.explain import explain_data
         from specplan.round_view import round_data
 
-        data = explain_data(self.spec, self.planning.mesh, lazy=lazy)
+        data = explain_data(self._spec, self.planning.mesh, lazy=lazy)
         data["round"] = round_data(self.plan, lazy=lazy)
         return data
 
-    def print_explain(self, data: dict, *, as_json: bool, rank: int | None, all_families: bool,
-                      console) -> None:
+    def print_explain(self, data: dict[str, Any], *, as_json: bool, rank: int | None,
+                      all_families: bool, console: FittingConsole | None) -> None:
         from specplan.explain import rank_data, render
         from specplan.round_view import render_round
 
@@ -134,6 +140,7 @@ class SpecTarget(PlanTarget):
             write_json(data, sys.stdout.write)
             sys.stdout.write("\n")
             return
+        assert console is not None, "tables print through the console"
         render(data, console, rank, all_families)
         if rank is None:
             render_round(data["round"], console)
@@ -142,10 +149,10 @@ class SpecTarget(PlanTarget):
         from specplan.pictures import write_picture
 
         data = self.explain_data(lazy=False)  # pictures read plain lists
-        return write_picture(self._where, kind, fmt, data, self.planning, self.plan, family, out)
+        return write_picture(self.where, kind, fmt, data, self.planning, self.plan, family, out)
 
     # compile
-    def print_refused(self, console) -> None:
+    def print_refused(self, console: FittingConsole) -> None:
         from specplan.verify.report import render_findings
 
         render_findings(self.plan, self.findings(), console)
@@ -158,78 +165,93 @@ class SpecTarget(PlanTarget):
         from specplan.lower import write_plan
 
         plan = self.plan
-        if not runtime:
-            write_plan(plan, out)
-            return
         # every file or none: a failure leaves `out` as it was; another plan's module goes
-        with staged_dir(out, replaces="runtime_*.py") as stage:
+        with staged_dir(out, replaces="runtime_*.py" if runtime else None) as stage:
             write_plan(plan, stage)
-            note = write_runtime_module(plan, stage)
+            note = write_runtime_module(plan, stage) if runtime else None
         yield (f"wrote {out / 'plan.json'} (fingerprint {plan.fingerprint[:16]}, "
                f"{len(plan.boundaries)} converge boundaries, {len(plan.rank_classes)} rank classes)")
-        yield note.format(out=out)
+        if note is not None:
+            yield note.format(out=out)
 
     # export
     def refuse_export(self, engine: str | None, version: str | None) -> None:
         if version:
-            check_release(engine or self.spec.engine, version)
+            check_release(engine or self._spec.engine, version)
 
     def export(self, engine: str | None = None, version: str | None = None,
-               nodes=None) -> str:
+               nodes: NodeOptions | None = None) -> str:
         """`nodes`: NodeOptions (ecosystem/nodes.py), one line per node; None: one line."""
         from specplan.ecosystem.export import export, render
 
         if nodes is not None:
             from specplan.ecosystem.nodes_export import export_nodes
 
-            return export_nodes(self.spec, engine, version, nodes)
-        return render(export(self.spec, engine, version))
+            return export_nodes(self._spec, engine, version, nodes)
+        return render(export(self._spec, engine, version))
 
     # simulate
-    def simulate(self, sim: Simulation, console) -> int:
-        from specplan.commands import sim_run
+    def refuse_simulation(self, sim: Simulation) -> None:
+        from specplan.commands.sim_run import refuse_serving
         from specplan.sim.bounds import check_options, refusal
-        from specplan.sim.torchrun import simulate_rank, under_torchrun
-        from specplan.verify import has_errors
 
-        options = dict(rounds=sim.rounds, requests=sim.requests, seed=sim.seed,
-                       max_layers=sim.max_layers, inject=sim.inject, console=console,
-                       as_json=sim.as_json, trace_dir=sim.trace_dir, timeout_s=sim.timeout_s)
-        if under_torchrun() and sim.chunk is None:  # one rank of a torchrun job
-            return simulate_rank(self.path, self.spec, allow_errors=sim.allow_errors,
-                                 reports=sim_run, **options)
         if sim.inject == "layer-map":
-            raise SpecError([Diagnostic(self.spec.line_of()[0], None, None, "", "--inject "
+            raise SpecError([Diagnostic(self._spec.line_of()[0], None, None, "", "--inject "
                                         "layer-map breaks a deployment's KV handoff; this is one "
                                         "instance's spec (give the deployment, or a spec with "
                                         "disaggregation.peer)")])
-        plan, findings = self.plan, self.findings()
+        plan = self.plan
         if why := refusal(plan.speculative.method, plan.speculative.sampling, sim.inject or "",
                           len(plan.pipeline.stages), bool(plan.speculative.taps),
                           tuple(g.name for g in plan.gates)):
             raise click.UsageError(why)
         check_options(rounds=sim.rounds, requests=sim.requests,
                       width=plan.speculative.num_draft_tokens)
-        if has_errors(findings) and not sim.allow_errors:  # simulate and check never disagree
-            return sim_run.refused_by_check(plan, findings, sim.as_json)
-        if isinstance(plan.launch_refusal, str):  # --allow-errors: the engine's launch is what fails
-            return sim_run.refused_launch(plan, sim.as_json)
-        return sim_run.run_simulate(self.path, chunk=sim.chunk, **options)
+        refuse_serving(sim)
+
+    def launch_refusal(self) -> str | None:
+        """The verdict of a plan the engine refuses to launch (even under --allow-errors):
+        nothing runs."""
+        from specplan.commands.sim_run import launch_refused
+
+        return launch_refused(self.plan)
+
+    def print_not_simulated(self, refused: Refused, *, as_json: bool,
+                            console: FittingConsole) -> None:
+        from specplan.commands.sim_run import print_not_simulated
+
+        print_not_simulated(self.plan, refused.findings, as_json)
+
+    def simulate(self, sim: Simulation, console: FittingConsole) -> int:
+        from specplan.commands import sim_run
+
+        if self.launch_refusal() is not None:
+            return sim_run.refused_launch(self.plan, sim.as_json)
+        return sim_run.run_simulate(self._sim_path(), sim, console)
 
     def simulated(self, sim: Simulation) -> Report:
         import tempfile
 
-        from specplan.sim.launch import Options, simulate
-        from specplan.sim.report import verdict
+        from specplan.commands.sim_run import outcome_report
 
-        opt = Options(rounds=sim.rounds, requests=sim.requests, seed=sim.seed,
-                      max_layers=sim.max_layers, inject="")
+        if (why := self.launch_refusal()) is not None:
+            return Report(False, (why,), 0, 0, self.plan.world_size, sim.rounds, 0.0)
         with tempfile.TemporaryDirectory(prefix="specplan-api-") as tmp:
-            path = self.path or _written(self.spec, Path(tmp))
-            outcome = simulate(str(path), opt)
-        v = verdict(outcome)
-        return Report(v.ok, tuple(v.problems), v.checked, v.agreed, len(outcome.results),
-                      sim.rounds, outcome.wall_s)
+            return outcome_report(self.path or _written(self._spec, Path(tmp)), sim)
+
+    def _sim_path(self) -> str:
+        assert self.path is not None, "the CLI simulates a spec file"
+        return self.path
+
+    def simulate_rank(self, sim: Simulation, console: FittingConsole) -> None:
+        """One rank of a torchrun job (sim/torchrun.py): rank 0 prints, every rank leaves alike."""
+        from specplan.commands import sim_run
+        from specplan.sim.torchrun import simulate_rank
+
+        simulate_rank(self._sim_path(), self._spec, rounds=sim.rounds, requests=sim.requests,
+                      seed=sim.seed, max_layers=sim.max_layers, inject=sim.inject,
+                      allow_errors=sim.allow_errors, as_json=sim.as_json, trace_dir=sim.trace_dir,
+                      console=console, reports=sim_run, timeout_s=sim.timeout_s)
 
 
 def _written(spec: Spec, folder: Path) -> Path:
@@ -241,7 +263,7 @@ def _written(spec: Spec, folder: Path) -> Path:
     return path
 
 
-def write_runtime_module(plan, out_dir) -> str:
+def write_runtime_module(plan: Plan, out_dir: Path) -> str:
     """The torch half of compile, imported only after plan.json is written; a runtime module
     of another plan in `out_dir` is removed (it would sit beside a plan it does not run)."""
     from specplan.files import remove_stale

@@ -23,6 +23,40 @@ SIM_MAX_TIMEOUT_S = 86_400.0  # --timeout-s: runtime.timeout_s's own bound (a da
 SIM_MAX_WIDTH = 1_025
 
 
+@dataclass(frozen=True)
+class Ranges:
+    """Each option's closed range (low, high; None: unbounded above), the one table: the CLI's
+    IntRange / FloatRange and the API's check (check_ranges) both read it."""
+
+    rounds: tuple[int, int] = (1, SIM_MAX_ROUNDS)
+    requests: tuple[int, int] = (1, SIM_MAX_REQUESTS)
+    seed: tuple[int, int] = (0, SIM_MAX_SEED)
+    max_layers: tuple[int, int] = (1, SIM_MAX_LAYERS)
+    chunk: tuple[int, None] = (1, None)
+    timeout_s: tuple[float, float] = (1, SIM_MAX_TIMEOUT_S)
+
+
+RANGES = Ranges()
+
+
+def option_name(key: str) -> str:
+    """The CLI's spelling of a RANGES key (--chunked-prefill for chunk)."""
+    return "--chunked-prefill" if key == "chunk" else "--" + key.replace("_", "-")
+
+
+def check_ranges(**values: float | None) -> None:
+    """Refuse a value outside its RANGES entry (None: left out) as click's ranges refuse it
+    (click.BadParameter naming the option); nan is outside every range."""
+    import click
+
+    for key, value in values.items():
+        low, high = getattr(RANGES, key)
+        if value is not None and not (low <= value and (high is None or value <= high)):
+            span = f"{low}<=x<={high}" if high is not None else f"x>={low}"  # click's wording
+            raise click.BadParameter(f"{value} is not in the range {span}.",
+                                     param_hint=f"'{option_name(key)}'")
+
+
 def check_options(*, rounds: int, requests: int, width: int) -> None:
     """Refuse a run whose KV cache would not fit (click.UsageError, naming the options)."""
     import click
