@@ -22,8 +22,8 @@ import functools
 import math
 import types
 import typing
-from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal, TypeVar, Union
+from collections.abc import Iterator, Mapping
+from typing import Annotated, Any, Final, Literal, Self, TypeVar, Union
 
 
 class Absent(enum.Enum):
@@ -55,7 +55,7 @@ def given(value: T | Absent) -> T:
     return value
 
 
-def opt(value):
+def opt(value: T | Absent) -> T | None:
     """None for a key the JSON left out, else the value (for keys that may be absent or null)."""
     return None if value is ABSENT else value
 
@@ -67,10 +67,13 @@ class Min:
     value: int
 
 
+Problems = list[tuple[str, str]]  # (dotted path, message)
+
+
 class Problem(Exception):
     """Every (dotted path, message) found while decoding one document."""
 
-    def __init__(self, problems: list[tuple[str, str]]):
+    def __init__(self, problems: Problems) -> None:
         self.problems = problems
         super().__init__("; ".join(f"{p}: {m}" for p, m in problems))
 
@@ -79,12 +82,12 @@ class JsonObject:
     """Base of every plan object: reads like the read-only JSON mapping it came from, so code
     that still indexes plan content by key keeps working while it migrates to attributes."""
 
-    def __getitem__(self, key: str):
+    def __getitem__(self, key: str) -> Any:
         if key not in _keys(type(self)) or getattr(self, key) is ABSENT:
             raise KeyError(key)
         return getattr(self, key)
 
-    def get(self, key: str, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         try:
             return self[key]
         except KeyError:
@@ -93,23 +96,23 @@ class JsonObject:
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and key in _keys(type(self)) and getattr(self, key) is not ABSENT
 
-    def keys(self):
+    def keys(self) -> list[str]:
         return [k for k in _keys(type(self)) if getattr(self, k) is not ABSENT]
 
-    def values(self):
+    def values(self) -> list[Any]:
         return [getattr(self, k) for k in self.keys()]
 
-    def items(self):
+    def items(self) -> list[tuple[str, Any]]:
         return [(k, getattr(self, k)) for k in self.keys()]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.keys())
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as its JSON (MappingProxyType fields do not pickle), read back by `decode`.
         return decode, (type(self), encode(self))
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
         return self  # frozen all the way down: a copy would be equal and immutable
 
 
@@ -145,7 +148,7 @@ def encode(obj: Any) -> Any:
     return obj
 
 
-def _decode(tp, data, path: str, problems: list) -> Any:
+def _decode(tp: Any, data: Any, path: str, problems: Problems) -> Any:
     origin = typing.get_origin(tp)
     if origin is Annotated:
         base, *meta = typing.get_args(tp)
@@ -170,7 +173,7 @@ def _decode(tp, data, path: str, problems: list) -> Any:
     return _scalar(tp, data, path, problems)
 
 
-def _scalar(tp, data, path: str, problems: list) -> Any:
+def _scalar(tp: Any, data: Any, path: str, problems: Problems) -> Any:
     if tp is float:
         ok = isinstance(data, (int, float)) and not isinstance(data, bool) and math.isfinite(data)
         what = "a finite number"
@@ -183,13 +186,13 @@ def _scalar(tp, data, path: str, problems: list) -> Any:
     return data
 
 
-def _union(tp, data, path: str, problems: list) -> Any:
+def _union(tp: Any, data: Any, path: str, problems: Problems) -> Any:
     args = [a for a in typing.get_args(tp) if a is not Absent]
     if data is None and type(None) in args:
         return None
     rest = [a for a in args if a is not type(None)]
     for i, arg in enumerate(rest):
-        trial: list = []
+        trial: Problems = []
         value = _decode(arg, data, path, trial)
         if not trial or i == len(rest) - 1:
             problems.extend(trial)
@@ -197,7 +200,7 @@ def _union(tp, data, path: str, problems: list) -> Any:
     return data
 
 
-def _tuple(tp, data, path: str, problems: list) -> Any:
+def _tuple(tp: Any, data: Any, path: str, problems: Problems) -> Any:
     args = typing.get_args(tp)
     if not isinstance(data, (list, tuple)):
         problems.append((path, f"expected an array, found {_show(data)}"))
@@ -210,7 +213,7 @@ def _tuple(tp, data, path: str, problems: list) -> Any:
     return tuple(_decode(a, v, f"{path}[{i}]", problems) for i, (a, v) in enumerate(zip(args, data)))
 
 
-def _mapping(tp, data, path: str, problems: list) -> Any:
+def _mapping(tp: Any, data: Any, path: str, problems: Problems) -> Any:
     _, value_tp = typing.get_args(tp)
     if not isinstance(data, dict):
         problems.append((path, f"expected an object, found {_show(data)}"))
@@ -219,7 +222,7 @@ def _mapping(tp, data, path: str, problems: list) -> Any:
     return types.MappingProxyType(out)
 
 
-def _object(cls, data, path: str, problems: list) -> Any:
+def _object(cls: Any, data: Any, path: str, problems: Problems) -> Any:
     if dataclasses.is_dataclass(data) and not isinstance(data, type):
         data = _attributes(data)
     if not isinstance(data, dict):
@@ -242,13 +245,13 @@ def _object(cls, data, path: str, problems: list) -> Any:
     return cls(**values)
 
 
-def _attributes(obj) -> dict:
+def _attributes(obj: Any) -> dict[str, Any]:
     """A draft (or plan) object as the JSON object it stands for: its attributes but ABSENT ones."""
     return {f.name: v for f in dataclasses.fields(obj) if (v := getattr(obj, f.name)) is not ABSENT}
 
 
 @functools.cache
-def _hints(cls) -> dict:
+def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, include_extras=True)
 
 
@@ -256,7 +259,7 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _show(data) -> str:
+def _show(data: object) -> str:
     if data is None:
         return "null"
     kind = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(type(data))

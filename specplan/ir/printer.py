@@ -20,7 +20,7 @@ def render(graph: StageGraph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fmt(value) -> str:
+def _fmt(value: object) -> str:
     if isinstance(value, (tuple, list)):
         return "(" + ",".join(map(str, value)) + ")"
     return str(value)

@@ -19,7 +19,9 @@ from __future__ import annotations
 import operator
 import pprint
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import jinja2
 import torch
@@ -28,6 +30,9 @@ import torch.fx
 from specplan.files import write_atomic
 from specplan.plan import Plan, load_plan
 from specplan.plan.codec import encode
+from specplan.plan.load import PlanSource
+from specplan.plan.model import Site
+from specplan.plan.view import Step
 from specplan.runtime import steps
 from specplan.runtime.commit import accept_site
 from specplan.runtime.plan_view import GuardedCollective, PlanView
@@ -59,14 +64,16 @@ class _Builder:
         self.held[name] = node
         return node
 
-    def call(self, fn, args: tuple, kwargs: dict, name: str) -> torch.fx.Node:
+    def call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+             name: str) -> torch.fx.Node:
         return self.graph.create_node("call_function", fn, args, kwargs, name=name)
 
-    def take(self, node: torch.fx.Node, decisions) -> None:
+    def take(self, node: torch.fx.Node, decisions: Iterable[str]) -> None:
         for d in decisions:
             self.held[d] = self.out[d] = self.call(operator.getitem, (node, d), {}, d)
 
-    def collective(self, fn, key, b: GuardedCollective, name: str) -> None:
+    def collective(self, fn: Callable[..., Any], key: int | str, b: GuardedCollective,
+                   name: str) -> None:
         kwargs = dict(round=self.round, live_rows=self.live)
         kwargs.update({d: self.value(d) for d in b.decisions})
         self.take(self.call(fn, (self.rt, key), kwargs, name), b.decisions)
@@ -77,7 +84,7 @@ class _Builder:
         self.held["token_counts"] = self.out["token_counts"] = self.call(
             steps.exchange_token_counts, (self.rt, counts), kwargs, "token_counts")
 
-    def finalize(self, sites: list) -> None:
+    def finalize(self, sites: list[Site]) -> None:
         """One finalize per round. Several accept sites are alternatives (a mixed batch: the
         greedy site when every row is greedy, else the sampled one): the engine names the one
         that fired in the `accept_site` input, and finalize reads that site's decisions."""
@@ -92,7 +99,7 @@ class _Builder:
                                          f"finalize_{sites[0].name if one else 'fired'}")
 
 
-def build_graph(plan, stage: int, kind: str) -> torch.fx.GraphModule:
+def build_graph(plan: PlanSource | PlanView, stage: int, kind: str) -> torch.fx.GraphModule:
     """One round kind of one pipeline stage as a GraphModule (an empty root module)."""
     view = plan if isinstance(plan, PlanView) else PlanView(plan)
     bld = _Builder(view, stage, kind)
@@ -119,19 +126,20 @@ def build_graph(plan, stage: int, kind: str) -> torch.fx.GraphModule:
     return torch.fx.GraphModule(torch.nn.Module(), bld.graph, class_name=f"Stage{stage}{kind.title()}")
 
 
-def build_graphs(plan) -> dict[tuple[int, str], torch.fx.GraphModule]:
+def build_graphs(plan: PlanSource | PlanView) -> dict[tuple[int, str], torch.fx.GraphModule]:
     """Every (stage, round kind) program of the plan, stages in order."""
     view = plan if isinstance(plan, PlanView) else PlanView(plan)
     stages = sorted(c.stage for c in view.plan.rank_classes)
     return {(s, k): build_graph(view, s, k) for s in stages for k in ROUND_KINDS}
 
 
-def _accept_point(view: PlanView, ops) -> tuple[int, list[str]]:
+def _accept_point(view: PlanView, ops: list[Step]) -> tuple[int, list[str]]:
     """(op index after which this stage holds every accept site's decisions, those sites in
     plan order); (-1, []) for a program without an accept."""
     last: dict[str, int] = {}
-    for i, (what, key) in enumerate(ops):
-        sites = view.boundaries[key].sites if what == "boundary" else (key,) if what == "relay" else ()
+    for i, step in enumerate(ops):
+        sites = (view.boundaries[step[1]].sites if step[0] == "boundary"
+                 else (step[1],) if step[0] == "relay" else ())
         for s in sites:
             if view.sites[s].phase == "accept":
                 last[s] = i
@@ -160,12 +168,12 @@ def _tidy(line: str) -> str:
     return target + eq + _KWARG.sub(r"\1=", value) if eq else line
 
 
-def module_name(plan) -> str:
+def module_name(plan: PlanSource) -> str:
     """The module's name for a plan (a Plan, plan.json's path or content)."""
     return "runtime_" + re.sub(r"\W", "_", load_plan(plan).name)
 
 
-def render_module(plan) -> str:
+def render_module(plan: PlanSource) -> str:
     """The runtime module's source: constants, one function per (stage, round kind), lookups."""
     view = PlanView(plan)
     plan = view.plan
@@ -186,19 +194,19 @@ def render_module(plan) -> str:
         relays=encode(plan.relays))
 
 
-def _describe(view: PlanView, ops) -> str:
+def _describe(view: PlanView, ops: list[Step]) -> str:
     if not ops:
         return "no collective"
     parts = []
-    for what, key in ops:
-        if what == "boundary":
-            parts.append(f"boundary {key} ({view.boundaries[key].label})")
+    for step in ops:
+        if step[0] == "boundary":
+            parts.append(f"boundary {step[1]} ({view.boundaries[step[1]].label})")
         else:
-            parts.append(f"relay {key}" if what == "relay" else "the dp token counts")
+            parts.append(f"relay {step[1]}" if step[0] == "relay" else "the dp token counts")
     return ", ".join(parts)
 
 
-def _literal(obj) -> str:
+def _literal(obj: object) -> str:
     return pprint.pformat(obj, width=100, sort_dicts=False)
 
 

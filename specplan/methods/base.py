@@ -24,7 +24,7 @@ import ast
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal, Mapping
+from typing import Literal, Mapping, TypeVar
 
 Nature = Literal["deterministic", "float", "rng", "host"]
 Dtype = Literal["bool", "int32", "int64", "float32"]
@@ -97,7 +97,10 @@ class Phase:
     stage: Literal["all", "last"] = "all"  # which PP stages run it
 
 
-def _named(records, name: str, missing: str):
+_R = TypeVar("_R", Decision, Site)  # what a method looks up by name
+
+
+def _named(records: Iterable[_R], name: str, missing: str) -> _R:
     """The one of `records` (decisions, sites) called `name`; else KeyError(`missing` 'name')."""
     for record in records:
         if record.name == name:

@@ -24,6 +24,7 @@ Two checks share that layout:
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -41,6 +42,19 @@ HEADER_WORDS = HEADER_BYTES // 8
 _FORMAT = "=" + "".join({"int32": "i", "int64": "q"}[dtype] for _, dtype, _ in HEADER_SLOTS)
 ID_HALF, LIVE_HALF = 0, 1  # int32 halves of word 0
 ROUND_WORD, FINGERPRINT_WORD, BATCH_WORD = 1, 2, 3
+
+
+class Header(NamedTuple):
+    """A guard header field by field, in the order of ir/nodes.py GUARD_HEADER (checked below)."""
+
+    boundary: int
+    live_rows: int
+    round: int
+    fingerprint: int
+    batch: int
+
+
+assert Header._fields == HEADER_FIELDS, "Header names ir/nodes.py GUARD_HEADER's fields in order"
 
 
 def expected_words(boundary: int, fingerprint: int) -> np.ndarray:
@@ -74,12 +88,11 @@ def batch_only(got, expected) -> bool:
 
 
 def describe(header: tuple[int, ...], names: dict[int, str]) -> str:
-    parts = dict(zip(HEADER_FIELDS, header))
-    bid = parts["boundary"]
-    what = names.get(bid, "relay" if bid >= RELAY_ID_BASE else "unknown boundary")
-    return (f"boundary {bid} ({what}), round {parts['round']}, live_rows {parts['live_rows']}, "
-            f"fingerprint {parts['fingerprint'] & (2**64 - 1):016x}, "
-            f"batch {parts['batch'] & (2**64 - 1):016x}")
+    h = Header(*header)
+    what = names.get(h.boundary, "relay" if h.boundary >= RELAY_ID_BASE else "unknown boundary")
+    return (f"boundary {h.boundary} ({what}), round {h.round}, live_rows {h.live_rows}, "
+            f"fingerprint {h.fingerprint & (2**64 - 1):016x}, "
+            f"batch {h.batch & (2**64 - 1):016x}")
 
 
 def check_header(got, expected, b: GuardedCollective, *, rank: int, source: int, names: dict[int, str],

@@ -15,6 +15,8 @@ that may have a finding is followed rank by rank, to name its example ranks exac
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from specplan.mesh.digits import Digits
 from specplan.verify.findings import HARDWARE_NOTES, Finding
 from specplan.plan import PlanView
@@ -116,7 +118,7 @@ def _judge(view: PlanView, site: Site, holder: list, relay: Relay | None) -> lis
     return out
 
 
-def _f(view: PlanView, severity: str, site: Site, ranks, message: str, fix: str,
+def _f(view: PlanView, severity: str, site: Site, ranks: Iterable[int], message: str, fix: str,
        line_keys: tuple[str, ...], decision: str | None = None) -> Finding:
     names = [d.name for d in site.decisions]
     return Finding(severity=severity, site=site.name, decision=decision or ",".join(names), group=site.family,
@@ -174,7 +176,8 @@ def _effective(view: PlanView, site: str, nature: str) -> str:
     return nature
 
 
-def _unconverged(view: PlanView, site: Site, decision: str, nature: str, ranks, rep: int) -> Finding:
+def _unconverged(view: PlanView, site: Site, decision: str, nature: str, ranks: Iterable[int],
+                 rep: int) -> Finding:
     keys = (f"sync.sites.{site.name}", "sync.policy")
     if nature == "rng":
         return _f(view, "ERROR", site, ranks,

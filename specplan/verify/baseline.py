@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from specplan.errors import Diagnostic, SpecError
 from specplan.verify.findings import Finding
@@ -39,7 +40,7 @@ class Baseline:
     path: str
     findings: dict[str, dict]  # id -> the finding as JSON, as far as the file gives it
 
-    def state(self, f, scope: str = "") -> str:
+    def state(self, f: Finding | dict[str, Any], scope: str = "") -> str:
         """SARIF's baselineState of a current finding: unchanged (in the file) or new."""
         return "unchanged" if finding_id(f, scope) in self.findings else "new"
 
@@ -53,7 +54,7 @@ class Baseline:
         return [{"id": k, **v} for k, v in self.findings.items() if k not in now]
 
 
-def finding_id(f, scope: str = "") -> str:
+def finding_id(f: Finding | dict[str, Any], scope: str = "") -> str:
     """The finding's identity: 16 hex digits of a SHA-256 over its identity fields (a
     deployment's cross-instance finding: severity, kind, message; its `where` holds lines),
     and, in a deployment, its scope."""
@@ -99,7 +100,7 @@ def read_baseline(path: str) -> Baseline:
     return Baseline(path, rows)
 
 
-def _json_rows(data) -> dict[str, dict] | None:
+def _json_rows(data: object) -> dict[str, dict[str, Any]] | None:
     if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
         return None
     rows = [r for r in data["findings"] if isinstance(r, dict)]

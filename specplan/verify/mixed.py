@@ -29,6 +29,7 @@ prefill chunks with decode rows agrees exactly when each of its rows does.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -104,7 +105,7 @@ def _discount(kind: str, max_drafts: int, drafts: int) -> int:
     return max_drafts if kind == "bound" else drafts
 
 
-def _moves(shape: Shape, max_drafts: int, c: int, out: int):
+def _moves(shape: Shape, max_drafts: int, c: int, out: int) -> Iterator[tuple[Step, int, int, int]]:
     """(step, scheduled, new computed, tokens sampled) for each round the request can run."""
     if c < shape.prompt_len:
         n = min(shape.chunk, shape.prompt_len - c)

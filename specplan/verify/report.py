@@ -8,6 +8,7 @@ from rich.text import Text
 
 from specplan.plan import Plan, load_plan
 from specplan.verify.findings import Finding
+from specplan.verify.formats import Subject
 
 
 def plan_for(path: str) -> Plan:
@@ -21,10 +22,8 @@ def plan_for(path: str) -> Plan:
     return compile(load_spec(path))
 
 
-def subject_of(plan: Plan):
+def subject_of(plan: Plan) -> Subject:
     """What `check` names in its report: plan name, spec file and fingerprint."""
-    from specplan.verify.formats import Subject
-
     return Subject(plan.name, plan.source.spec_file, plan.fingerprint)
 
 

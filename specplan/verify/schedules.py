@@ -83,7 +83,7 @@ def _buffers(view: PlanView) -> list[Finding]:
     return out
 
 
-def _what(collective) -> str:
+def _what(collective: Boundary | Relay) -> str:
     if isinstance(collective, Relay):
         return f"relay {collective.site}"
     return f"boundary {collective.id} ({', '.join(collective.sites)})"

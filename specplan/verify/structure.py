@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from specplan.mesh.digits import partitions
 from specplan.mesh.pipeline import tap_owner
 from specplan.verify.findings import Finding
 from specplan.plan import PlanView
+from specplan.plan.model import Stage
 
 
 def check_structure(view: PlanView) -> list[Finding]:
@@ -96,7 +99,7 @@ def _taps(view: PlanView) -> list[Finding]:
     return out
 
 
-def _owner(stages, tap: int) -> int:
+def _owner(stages: Sequence[Stage], tap: int) -> int:
     return tap_owner(tap, [(st.start_layer, st.end_layer) for st in stages])
 
 

@@ -59,7 +59,6 @@ NOT_PLAN = {
     # SGLang's resolved speculative settings, under SPEC_KEYS (an engine dict, not the plan)
     "plugins/sglang.py::SGLangState._engine_spec": "engine settings under SPEC_KEYS",
     "plugins/sglang_sites.py::SiteHooks.schedule_verify_lens": "SGLang's keyword arguments (device)",
-    "runtime/guard.py::describe": "the guard header's fields",
 }
 
 
