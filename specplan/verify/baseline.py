@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specplan.errors import Diagnostic, SpecError
-from specplan.verify.findings import Finding
+from specplan.verify.findings import Finding, Record
 
 ID_KEY = "specplan/v1"  # SARIF fingerprints key (and the version of `finding_id`)
 FORMAT = 1
@@ -40,7 +40,7 @@ class Baseline:
     path: str
     findings: dict[str, dict]  # id -> the finding as JSON, as far as the file gives it
 
-    def state(self, f: Finding | dict[str, Any], scope: str = "") -> str:
+    def state(self, f: Record | dict[str, Any], scope: str = "") -> str:
         """SARIF's baselineState of a current finding: unchanged (in the file) or new."""
         return "unchanged" if finding_id(f, scope) in self.findings else "new"
 
@@ -54,7 +54,7 @@ class Baseline:
         return [{"id": k, **v} for k, v in self.findings.items() if k not in now]
 
 
-def finding_id(f: Finding | dict[str, Any], scope: str = "") -> str:
+def finding_id(f: Record | dict[str, Any], scope: str = "") -> str:
     """The finding's identity: 16 hex digits of a SHA-256 over its identity fields (a
     deployment's cross-instance finding: severity, kind, message; its `where` holds lines),
     and, in a deployment, its scope."""
