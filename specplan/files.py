@@ -124,9 +124,22 @@ def terminate_as_exit() -> Iterator[None]:
 
 def _publish(stage: Path, out: Path, what: str, replaces: str | None) -> None:
     try:
+        _fits(stage, out)  # a file where a folder goes (or the reverse) fails before any move
         _move_into(stage, out, replaces)
     except OSError as exc:
         raise output_error(out, exc, what) from None
+
+
+def _fits(stage: Path, out: Path) -> None:
+    """Raise the OSError a move of the stage into `out` would meet part way."""
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(out))
+    for item in stage.iterdir():
+        there = out / item.name
+        if item.is_dir() and there.exists():
+            _fits(item, there)
+        elif there.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(there))
 
 
 def _move_into(stage: Path, out: Path, replaces: str | None) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specplan.errors import Diagnostic, SpecError
-from specplan.verify.findings import Finding, Record
+from specplan.verify.findings import Record
 
 ID_KEY = "specplan/v1"  # SARIF fingerprints key (and the version of `finding_id`)
 FORMAT = 1

@@ -90,3 +90,30 @@ def test_simulate_a_deployment_through_the_api(tmp_path):
     report = specplan.load(path).simulate(rounds=3, requests=2)
     assert report.ok, report.problems
     assert report.world_size == 3 and report.requests_checked == 2
+
+
+def test_a_deployment_s_plan_is_its_pair_of_plans():
+    d = specplan.load(str(ROOT / PD))
+    assert isinstance(d.plan, specplan.Pair) and isinstance(d.planning, specplan.Pair)
+    assert d.plan.prefill is d.instances["prefill"].plan and d.plan.decode is d.instances["decode"].plan
+    assert d.planning.decode.mesh.world_size == d.plan.decode.world_size
+    assert d.compile()["prefill"] is d.plan.prefill
+
+
+def test_a_deployment_compile_writes_both_instances_or_neither(tmp_path, monkeypatch):
+    import specplan.files
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "decode").write_text("a file where the decode instance's folder goes\n")
+    run = cli("compile", str(ROOT / PD), "-o", str(out))
+    assert run.exit_code == 2 and "cannot write" in run.stderr, run.output
+    assert sorted(p.name for p in out.iterdir()) == ["decode"]  # prefill/ not written either
+
+    def fail(*args, **kwargs):  # the last file, after both plans: nothing of them is left
+        raise specplan.files.output_error(tmp_path / "pd", OSError(28, "No space left on device"))
+
+    monkeypatch.setattr(specplan.files, "write_atomic", fail)
+    with pytest.raises(specplan.errors.UserError):
+        specplan.load(str(ROOT / PD)).compile(tmp_path / "pd")
+    assert not (tmp_path / "pd").exists()
