@@ -50,6 +50,7 @@ from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_e
 from specplan.plugins import vllm_world
 from specplan.plugins.roles import body_for, serves
 from specplan.plugins.vllm_guard import check_signature, engine_call, guarded, locate
+from specplan.plugins.vllm_gates import GateHooks, gate_groups
 from specplan.plugins.vllm_pp import Entries, PPHooks, SentRows
 
 ENGINE = "vllm"
@@ -213,7 +214,7 @@ def _draft_layer_ids(sc):
 
 
 @dataclass
-class VllmState(PPHooks):
+class VllmState(PPHooks, GateHooks):
     """What the hooks share in one process: the plan, its runtime, the bridge to vLLM's tensors,
     vLLM's version and the table of the release the hooks were written for."""
 
@@ -226,6 +227,7 @@ class VllmState(PPHooks):
     pending_recv: object = None  # vLLM's PendingRecv (the entries an earlier stage queues)
     entries: Entries = field(default_factory=Entries)
     sent_rows: SentRows = field(default_factory=SentRows)
+    gate_where: dict = field(default_factory=dict)  # gate -> where it is checked (vllm_gates.py)
 
     def rank(self):
         rt = self.active.runtime
@@ -268,6 +270,7 @@ class VllmState(PPHooks):
                          groups={fam: c.device_group for fam, c in coordinators.items()})
         self.timings = {"check": t1 - t0, "bind": time.perf_counter() - t1}
         self.active.startup_s = self.timings
+        self.gate_where = gate_groups(self.active.plan, rank, coordinators, ps.get_world_group(), rt)
         self._install_runner_hooks(rt, rank)
         log_bound(self.active, rank)
         return result
