@@ -3,7 +3,12 @@
 group, gloo ranks, with and without the plugin: DP ranks whose own batches pick different
 CUDA-graph sizes, or one of which wants eager, end with one descriptor and one padding
 (tests/engines/vllm_gate_workers.py). The plugin, which keeps this agreement as the plan's
-(plugins/vllm.py REACHED_GATES), starts on a plan that carries the gate."""
+(plugins/vllm.py REACHED_GATES), starts on a plan that carries the gate.
+
+The plugin's own per-step guard (plugins/vllm_gates.py, issue 34 item 5) on vLLM's real
+dispatch_cg_and_sync_dp and BatchSharder.shard_sampler_inputs: one rank's divergent input splits
+the ranks without the plugin; with it they agree (the graph mode) or every rank ends in a
+GateMismatch naming the gate, the plan's group and the ranks (exit 3, vllm_guard.py)."""
 
 from __future__ import annotations
 
