@@ -30,7 +30,7 @@ def convention(engine: str, version: str | None = None) -> Convention:
     return _CLASSES[engine](check(engine, version))
 
 
-def of(spec) -> Convention:
+def of(spec: Spec) -> Convention:
     """The convention the spec names: its engine at its engine_version."""
     return convention(spec.engine, spec.engine_version)
 
@@ -47,14 +47,14 @@ def build_mesh(spec: Spec) -> Mesh:
                 world * worlds // t.nodes, conv.extra_coords(t))
 
 
-def shown_version(spec) -> str | None:
+def shown_version(spec: Spec) -> str | None:
     """The spec's release when reports print it: only when it is not the newest (a spec that
     does not name a release, or names the newest, reads as before releases were tables)."""
     conv = of(spec)
     return None if conv.newest else conv.version
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> dict[str, Convention]:
     if name == "ENGINES":  # the newest release of each engine
         return {engine: convention(engine) for engine in RELEASES}
     raise AttributeError(name)

@@ -11,14 +11,18 @@ nothing outside specplan/engines/ tests an engine's name.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Generic, Literal, TypeVar
 
+# Choices, RelayMode, Spec, Topology and MoeRows are read from here too (their homes: choices.py,
+# reads.py).
+from specplan.engines.choices import Choices as Choices, RelayMode as RelayMode
 from specplan.engines.gates import GateUse
 from specplan.engines.handoff import Axes, Rules
 from specplan.engines.launch import LaunchTable
 from specplan.engines.method_row import MethodRow, MethodRows
+from specplan.engines.reads import MoeRows as MoeRows, Spec as Spec, Topology as Topology
 
 if TYPE_CHECKING:
     from specplan.engines.flag_table import FlagTable
@@ -28,11 +32,8 @@ if TYPE_CHECKING:
 
 # engines/ sits below schema/ and plan/ (docs/architecture.md, Layers): the loader asks every
 # spec its engine's rules, and the plan's builder asks the engine for its collectives. So a
-# convention reads a spec, its topology and the plan's MoE rows by attribute; these names stand
-# for specplan.schema.model's Spec and Topology and specplan.plan.model's MoeRows.
-Spec = Topology = MoeRows = Any
-# How last-stage decisions reach earlier stages (schema/model.py Relay, plan.json's relay mode).
-RelayMode = Literal["broadcast", "column", "ring"]
+# convention reads a spec, its topology and the plan's MoE rows through the protocols of
+# engines/reads.py, which mypy checks schema's Spec and the plan's MoeRows against.
 
 # Accelerators per machine, when `topology.nodes` is written: an 8-GPU HGX / MI300X board,
 # an Atlas 800T A3 (16 NPUs). Engines bind local rank r to device r, so a node with fewer
@@ -75,24 +76,6 @@ class LayerCollective:
     op: str  # all_gather | reduce_scatter | all_to_all
     family: str
     what: str
-
-
-@dataclass(frozen=True, kw_only=True)  # eleven fields and more: every call names them
-class Choices:
-    behaviour: Literal["specplan", "engine"]
-    engine_sites: dict[str, bool] | None  # per-site convergence of the engine model, or None
-    group: Literal["replica", "attn_tp", "tp"]
-    relay: RelayMode
-    relay_drafts: bool
-    payload_width: str  # pinned | agreed | dynamic
-    draft_layer_ids: Literal["global", "stage_local"]
-    tap_ids: str  # global | stage_local
-    aux_routing: str  # chain | direct | dropped
-    idle_ranks: str  # dummy | skip
-    rng_is_float: str | None  # why rng decisions are rank-deterministic here, if they are
-    lockstep_sites: frozenset[str] = frozenset()  # sites whose draws share one seed on every rank
-    notes: tuple[str, ...] = field(default=())
-    policy_modelled: bool = False  # a written sync.policy is the engine's own knob (SGLang presets)
 
 
 class NoDefault(ValueError):
@@ -310,7 +293,7 @@ class PerEngine(Generic[V]):
         self.what = what
         self._values: dict[type[Convention], V] = {}
 
-    def of(self, engine: type[Convention]):
+    def of(self, engine: type[Convention]) -> Callable[[V], V]:
         """Decorator: the value below serves `engine` (a Convention class)."""
         def register(value: V) -> V:
             assert engine not in self._values, f"two {self.what}s for {engine.name}"

@@ -21,6 +21,11 @@ import json
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Any
+
+# A table as json.load returns it (each key's value per docs above; tools/engine_flags.py
+# writes them): read by key, its values any JSON value.
+Data = dict[str, Any]
 
 from specplan.engines.releases import check, newest
 
@@ -34,8 +39,9 @@ class EngineFlag:
     names: tuple[str, ...]
     dest: str
     nargs: str  # "0" (bare flag), "1", "?", "+", "*" or a count
-    sets: dict = field(default_factory=dict, hash=False, compare=False)  # bare flag -> value
-    choices: tuple = ()
+    # bare flag -> the value it stores (argparse's const: true / false for the tables' flags)
+    sets: dict[str, object] = field(default_factory=dict, hash=False, compare=False)
+    choices: tuple[object, ...] = ()  # argparse's choices, of the flag's type (str, int)
     json: bool = False  # the value is a JSON object (vLLM config flags)
     keys: tuple[str, ...] | None = None  # the keys that object may hold, when known
 
@@ -109,17 +115,17 @@ def stored_path(engine: str, version: str) -> Path:
     return _DIR / engine / "flags" / f"{name}.json"
 
 
-def stored_data(engine: str, version: str | None = None) -> dict:
+def stored_data(engine: str, version: str | None = None) -> Data:
     """One release's table as data: the newest's file, or the newest with a release's
     differences applied."""
     version = check(engine, version)
-    base = json.loads(stored_path(engine, newest(engine)).read_text())
+    base: Data = json.loads(stored_path(engine, newest(engine)).read_text())
     if version == newest(engine):
         return base
     return apply(base, json.loads(stored_path(engine, version).read_text()))
 
 
-def differences(base: dict, data: dict) -> dict:
+def differences(base: Data, data: Data) -> Data:
     """`data` (one release's table) as its differences from `base` (the newest's)."""
     mine = {f["names"][0]: f for f in data["flags"]}
     theirs = {f["names"][0]: f for f in base["flags"]}
@@ -129,7 +135,7 @@ def differences(base: dict, data: dict) -> dict:
             "flags": [f for k, f in mine.items() if theirs.get(k) != f]}
 
 
-def apply(base: dict, diff: dict) -> dict:
+def apply(base: Data, diff: Data) -> Data:
     """The release table `diff` describes (the inverse of `differences`)."""
     rows = {f["names"][0]: f for f in diff["flags"]}
     flags = [rows.pop(f["names"][0], f) for f in base["flags"] if f["names"][0] not in diff["removed"]]

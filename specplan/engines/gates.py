@@ -29,20 +29,22 @@ tuple `GATES` of `GateRow`; the convention's `gates(spec, choices)` calls `resol
         doc="one sentence: what the choice is and what differs between its values")
 
 Families are the mesh's names (tp, attn_tp, moe_ep, pp, replica, ...). `choices` is the
-behaviour the spec resolves to (engines/base.py Choices): `choices.engine_sites` says which
+behaviour the spec resolves to (engines/choices.py Choices): `choices.engine_sites` says which
 of the engine's own sites are on, for gates whose agreement rides a site. Nothing here
-imports torch or a spec: a row reads the spec by attribute.
+imports torch or a spec: a row reads the spec through engines/reads.py's `Spec`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+from specplan.engines.choices import Choices
+from specplan.engines.reads import Spec
 
 Phase = Literal["startup", "prefill", "decode"]
 Input = Literal["rank_local", "batch_local", "global"]
-Spec = Choices = Any  # schema's Spec and engines.base.Choices, read by attribute
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,10 @@ class GateUse:
     doc: str
 
 
+# A row's agreement: (the family the engine agrees the gate over, or None: each rank alone; how).
+Agreed = Callable[[Spec, Choices], tuple[str | None, str]]
+
+
 @dataclass(frozen=True)
 class GateRow:
     """One gate an engine's code takes (the format above)."""
@@ -80,7 +86,7 @@ class GateRow:
     function: str
     methods: tuple[str, ...]
     when: Callable[[Spec], bool]
-    agreed: Callable[[Spec, Choices], tuple[str | None, str]]
+    agreed: Agreed
     selects: Callable[[Spec], tuple[Selected, ...]]
     doc: str
     carrier: str | None = None
@@ -101,4 +107,4 @@ def resolve_gates(rows: tuple[GateRow, ...], spec: Spec, choices: Choices) -> tu
     return tuple(row.use(spec, choices) for row in rows if row.applies(spec))
 
 
-__all__ = ["GateRow", "GateUse", "Input", "Phase", "Selected", "resolve_gates"]
+__all__ = ["Agreed", "GateRow", "GateUse", "Input", "Phase", "Selected", "resolve_gates"]

@@ -7,8 +7,8 @@ decode ranks the producer counts before it frees a block; plus the pairings the 
 at start-up. The deployment layer (deploy/handoff.py) asks `convention(engine).handoff(connector)`.
 
 engines/ sits below deploy/ (docs/architecture.md, Layers): a strategy reads each instance's
-geometry (deploy/geometry.py `Geometry`: attn_tp, cp, dcp, pp, is_mla, num_kv_heads, ...) by
-attribute; `Geometry` below stands for it.
+geometry (deploy/geometry.py `Geometry`: attn_tp, cp, dcp, pp, is_mla, num_kv_heads, ...)
+through the protocol engines/reads.py `Geometry`.
 
 Worked example, 8 ranks: SGLang prefill attn_tp 2 x pp 2 (4 ranks) -> decode attn_tp 4 (4):
     decode TP rank 3 pulls prefill TP rank 3 // (4 // 2) = 1 on stages [0, 1]: 2 responses;
@@ -18,9 +18,9 @@ Worked example, 8 ranks: SGLang prefill attn_tp 2 x pp 2 (4 ranks) -> decode att
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-Geometry = Any  # specplan.deploy.geometry.Geometry, read by attribute
+from specplan.engines.reads import Geometry
 
 
 @dataclass(frozen=True)

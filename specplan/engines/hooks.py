@@ -66,10 +66,10 @@ class HookTable:
     def roles(self) -> tuple[str, ...]:
         return tuple(h.role for h in self.hooks)
 
-    def differs(self: T, version: str, changed: Mapping[str, Hook | str | None], **kw) -> T:
+    def differs(self: T, version: str, changed: Mapping[str, Hook | str | None]) -> T:
         """This table at `version`: each role of `changed` replaced by its Hook, its signature
         (a str: the same function, another signature) or None (the release has no such
-        function); `kw` replaces other fields (vLLM's relay behaviour)."""
+        function); a subclass's other fields stay (`dataclasses.replace` them after)."""
         hooks = []
         for h in self.hooks:
             new = changed.get(h.role, h)
@@ -77,4 +77,4 @@ class HookTable:
                 new = replace(h, signature=new)
             if new is not None:
                 hooks.append(new)
-        return replace(self, version=version, hooks=tuple(hooks), **kw)
+        return replace(self, version=version, hooks=tuple(hooks))

@@ -23,7 +23,9 @@ class DisaggregationFlags(Protocol):
 
     def write(self, role: str, connector: str) -> list[tuple[str, str, str]]: ...
 
-    def read(self, flags: dict) -> dict | None: ...
+    def read(self, flags: Mapping[str, object]) -> dict[str, str] | None:
+        """`flags`: a line's arguments by flag (argparse's values); the spec's disaggregation
+        keys they state (role, connector), or None where the line has no PD flags."""
 
 
 class NodeFlags(Protocol):

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 _DIR = Path(__file__).resolve().parent
 
 
 @cache
-def retired_data(engine: str) -> dict | None:
-    """The engine's retired.json as data; None when it has none."""
+def retired_data(engine: str) -> dict[str, Any] | None:
+    """The engine's retired.json as data (as json.load returns it); None when it has none."""
     path = _DIR / engine / "flags" / "retired.json"
     return json.loads(path.read_text()) if path.is_file() else None

@@ -15,6 +15,7 @@ Worked example, 8 ranks: tp=8, dp=2, dp_attention, ep=8 (attn_tp=4, moe_tp=1):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Literal
 
@@ -27,7 +28,7 @@ from specplan.engines.sglang.launch import LAUNCH
 from specplan.engines.sglang.methods import ROWS
 from specplan.engines.sglang.spec_tp_sync import SITE_SLUGS
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
-                                   Spec, Topology, Violation)
+                                   MoeRows, Spec, Topology, Violation)
 from specplan.mesh.axes import AxisLayout
 from specplan.mesh.family import Family
 from specplan.methods import get_method
@@ -143,7 +144,8 @@ class SGLang(Convention):
         deepep = moe is not None and moe.a2a == "deepep"
         return MoeLayout("tp" if deepep else "moe_ep", split)
 
-    def moe_layer_collectives(self, derived, widths, moe) -> tuple[LayerCollective, ...]:
+    def moe_layer_collectives(self, derived: Mapping[str, int], widths: Mapping[str, int],
+                              moe: MoeRows) -> tuple[LayerCollective, ...]:
         """MoeTransport (models/deepseek_common/moe_transport.py): attention-CP partners gather
         and reduce-scatter their rows over attn_cp; under DP-attention a tensor-parallel MoE
         gathers every DP rank's rows over tp, then hands each its rows back: a reduce-scatter
@@ -158,8 +160,10 @@ class SGLang(Convention):
         if a2a:
             out = (LayerCollective("all_to_all", moe.dispatch_family, "moe_dispatch"),
                    LayerCollective("all_to_all", moe.dispatch_family, "moe_combine"))
-            split = moe.row_split and d["attn_cp"] == 1
-            return out + ((LayerCollective("all_gather", moe.gather_family, "moe_row_gather"),) if split else ())
+            # the plan names the gather's family exactly when it splits the rows
+            gather = moe.gather_family if moe.row_split and d["attn_cp"] == 1 else None
+            return out + ((LayerCollective("all_gather", gather, "moe_row_gather"),)
+                          if gather is not None else ())
         if d["attn_dp"] > 1:
             scatterv = d["attn_tp"] == 1 and d["moe_ep"] == d["attn_dp"]
             return (LayerCollective("all_gather", "tp", "dp_gather"),

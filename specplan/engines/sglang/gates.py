@@ -20,34 +20,38 @@ The EAGLE draft's graph-or-eager choice for DSA IndexShare models (sglang#32527)
 
 from __future__ import annotations
 
-from specplan.engines.gates import GateRow, Selected
+from collections.abc import Callable
+
+from specplan.engines.choices import Choices
+from specplan.engines.gates import Agreed, GateRow, Selected
+from specplan.engines.reads import Spec
 
 EAGLE_WORKER = ("eagle", "eagle3", "mtp", "standalone")  # EAGLEWorkerV2 runs these
 
 
-def _dpa(spec) -> bool:
+def _dpa(spec: Spec) -> bool:
     t = spec.topology
     return bool(t.dp_attention and t.dp > 1)
 
 
-def _attn_tp(spec) -> int:
+def _attn_tp(spec: Spec) -> int:
     t = spec.topology
     return t.tp // (t.dp if t.dp_attention else 1) // t.cp
 
 
-def _dp_tp_group(spec) -> tuple[str, int]:
+def _dp_tp_group(spec: Spec) -> tuple[str, int]:
     """get_dp_tp_group() (layers/dp_attention.py): attention TP with DP-attention, else TP."""
     if spec.topology.dp_attention:
         return "attn_tp", _attn_tp(spec)
     return "tp", spec.topology.tp
 
 
-def _flag(spec, name: str) -> bool:
+def _flag(spec: Spec, name: str) -> bool:
     """Whether the launch line the spec was imported from (engine_args) passes `name`."""
     return any(arg.split(" ", 1)[0] == name for arg in spec.engine_args or ())
 
 
-def _env(spec, name: str) -> str | None:
+def _env(spec: Spec, name: str) -> str | None:
     """The value the launch line (engine_args) gives environment variable `name`, if any."""
     for arg in spec.engine_args or ():
         key, eq, value = arg.partition("=")
@@ -56,7 +60,7 @@ def _env(spec, name: str) -> str | None:
     return None
 
 
-def _ragged_budget(spec) -> bool:
+def _ragged_budget(spec: Spec) -> bool:
     """DSpark's host verify budget from the ConfidenceRelay ring: a non-static
     SGLANG_RAGGED_VERIFY_MODE under the overlap scheduler (dspark_planner.py
     DSparkVerifyPlanner.__init__; without overlap the budget is computed in step from the
@@ -65,10 +69,11 @@ def _ragged_budget(spec) -> bool:
     return mode in ("cap-accept", "compact") and not _flag(spec, "--disable-overlap-schedule")
 
 
-def _budget_selects(spec) -> tuple[Selected, ...]:
+def _budget_selects(spec: Spec) -> tuple[Selected, ...]:
     sync, size = _dp_tp_group(spec)
-    out = (Selected("broadcast", sync, "DSPARK_PLAN's verify_lens broadcast, issued only when "
-                    "the budget is present (DSparkVerifyPlanner.schedule_verify_lens)"),) \
+    out: tuple[Selected, ...] = (
+        Selected("broadcast", sync, "DSPARK_PLAN's verify_lens broadcast, issued only when "
+                 "the budget is present (DSparkVerifyPlanner.schedule_verify_lens)"),) \
         if size > 1 else ()
     if not _dpa(spec):  # under DP-attention the tier is all-gathered over tp instead
         out += (Selected("all_reduce", "tp", "the target verify forward at the graph tier the "
@@ -77,7 +82,7 @@ def _budget_selects(spec) -> tuple[Selected, ...]:
     return out
 
 
-def _captures(spec) -> bool:
+def _captures(spec: Spec) -> bool:
     """Decode graphs are captured at all: a CUDA-like device, not a PD prefill node, and no
     --disable-cuda-graph on the line (cuda_graph_config.decode.backend DISABLED)."""
     d = spec.disaggregation
@@ -85,21 +90,21 @@ def _captures(spec) -> bool:
         and not _flag(spec, "--disable-cuda-graph")
 
 
-def _adaptive(spec) -> bool:
+def _adaptive(spec: Spec) -> bool:
     """--speculative-adaptive as SGLang keeps it on (adaptive_spec_params.py
     adaptive_unsupported_reason: EAGLE / EAGLE3, topk 1, no attention DP)."""
     return _flag(spec, "--speculative-adaptive") and spec.speculative.topk == 1 and not _dpa(spec)
 
 
-def _site_on(choices, site: str) -> bool:
+def _site_on(choices: Choices, site: str) -> bool:
     sites = choices.engine_sites
     return True if sites is None else bool(sites.get(site, False))
 
 
-def _memory_agreed(site: str, slug: str, group):
+def _memory_agreed(site: str, slug: str, group: Callable[[Spec], str]) -> Agreed:
     """SpecTpSync.available_memory_gb: MIN over `group(spec)` when the site is on, which it
     is only when get_dp_tp_group() has more than one rank."""
-    def agreed(spec, choices) -> tuple[str | None, str]:
+    def agreed(spec: Spec, choices: Choices) -> tuple[str | None, str]:
         sync, size = _dp_tp_group(spec)
         if not _site_on(choices, site):
             return None, (f"SGLANG_SPEC_TP_SYNC leaves {slug} off, so each rank reads its own "
@@ -113,7 +118,7 @@ def _memory_agreed(site: str, slug: str, group):
     return agreed
 
 
-def _dspark_draft_group(spec) -> str:
+def _dspark_draft_group(spec: Spec) -> str:
     """_draft_graph_group = draft_parallel_layout.tp_group or parallel.tp_group: a MoE
     (DeepSeek-V4) draft keeps the target layout (models/deepseek_v4_dspark.py
     draft_parallel_spec TARGET_LAYOUT), so the whole TP group; a dense draft under
@@ -121,22 +126,22 @@ def _dspark_draft_group(spec) -> str:
     return "attn_tp" if _dpa(spec) and spec.model.moe is None else "tp"
 
 
-def _dspark_selects(spec) -> tuple[Selected, ...]:
+def _dspark_selects(spec: Spec) -> tuple[Selected, ...]:
     moe = " (a MoE draft's expert all-reduce over tp under DP-attention)" \
         if _dpa(spec) and spec.model.moe is not None else ""
     return (Selected("capture", _dspark_draft_group(spec), "draft CUDA-graph capture: a warm-up "
                      f"draft forward per captured batch size, each with the draft's collectives{moe}"),)
 
 
-def _over_tp(what: str):
-    def agreed(spec, choices) -> tuple[str | None, str]:
+def _over_tp(what: str) -> Agreed:
+    def agreed(spec: Spec, choices: Choices) -> tuple[str | None, str]:
         return "tp", (f"{what} from the token counts all-gathered over tp "
                       "(scheduler_components/dp_attn.py prepare_mlp_sync_batch_raw)")
     return agreed
 
 
-def _target_collectives(spec) -> tuple[Selected, ...]:
-    out = (Selected("all_gather", "tp", "DP-attention's gather of every DP rank's tokens "
+def _target_collectives(spec: Spec) -> tuple[Selected, ...]:
+    out: tuple[Selected, ...] = (Selected("all_gather", "tp", "DP-attention's gather of every DP rank's tokens "
                     "before the MLP / MoE (dp_gather), padded to the padding mode"),)
     if _attn_tp(spec) > 1:
         out += (Selected("all_reduce", "attn_tp", "attention's tensor-parallel all-reduce"),)

@@ -11,7 +11,8 @@ Worked example, 8 ranks: prefill attn_tp 2 x pp 2 (4 ranks) -> decode attn_tp 4 
 
 from __future__ import annotations
 
-from specplan.engines.handoff import Axes, Geometry, Pull, Refusal, pp_sources
+from specplan.engines.handoff import Axes, Pull, Refusal, pp_sources
+from specplan.engines.reads import Geometry
 from specplan.engines.releases import newest
 from specplan.engines.sglang import NAME
 
@@ -45,6 +46,7 @@ class SGLangRules:
     def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
         big, small = max(p.attn_tp, d.attn_tp), min(p.attn_tp, d.attn_tp)
         ratio = big // small
+        tp_ranks: tuple[int, ...]
         if d.attn_tp >= p.attn_tp:
             tp_ranks, consumers, responses = (tp // ratio,), ratio, 1
         else:

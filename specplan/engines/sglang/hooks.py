@@ -139,7 +139,7 @@ def plugin_refusal(version: str) -> str | None:
     plugin runs there, or `version` is not a release of the table)."""
     if version not in RELEASES[NAME] or not unhandled(version):
         return None
-    base = hooks()
+    base = {_under_srt(h): h.signature for h in BASE.hooks}  # hooks(): the newest has each
     parts = [f"{t} {_difference(base[t], sig)}" for t, sig in unhandled(version).items()]
     return (f"sglang {version}: the plugin's hooks do not fit this release: {'; '.join(parts)} "
             f"(sglang.srt.*, engines/sglang/hooks.py); the plugin runs on SGLang "

@@ -13,6 +13,8 @@ mooncake).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from specplan.engines.launch import LaunchProblem, LaunchTable
 from specplan.engines.sglang.handoff import CONNECTORS, DEFAULT_CONNECTOR
 
@@ -55,7 +57,7 @@ class SGLangFlags:
         return [(self.mode, role, "this instance's role (disaggregation.role)"),
                 (self.backend, connector, "KV transfer (disaggregation.connector)")]
 
-    def read(self, flags: dict) -> dict | None:
+    def read(self, flags: Mapping[str, object]) -> dict[str, str] | None:
         role = flags.get(self.mode)
         if role in (None, "null"):
             if self.backend in flags:
@@ -75,10 +77,10 @@ class SGLangNodes:
     `host:port`, NetworkAddress.parse in sglang/srt/server_args.py refuses it without the
     port). specplan writes no Ray lines for SGLang (its `--use-ray` is not planned)."""
 
-    executors = ("mp",)
+    executors: tuple[str, ...] = ("mp",)
     per_node = frozenset({"node_rank"})
     dests = frozenset({"node_rank", "dist_init_addr"})
-    ray = None
+    ray: str | None = None
     ray_dests: frozenset[str] = frozenset()
     port = "5000"  # any free port of the head; the same on every node
     image = "lmsysorg/sglang:v{version}"  # the project's serving image (LWS manifests)

@@ -8,13 +8,30 @@ Convergence: reference/decisions.md §0.1 (SpecTpSync sites), §1 (eagle_sample)
 
 from __future__ import annotations
 
-from specplan.engines.method_row import MethodRow, MethodRows
+from typing import TypedDict
+
+from specplan.engines.method_row import Group, MethodRow, MethodRows, Sync
 
 # eagle_sample's broadcasts (the EAGLE family and NGRAM share the accept kernel).
 EAGLE_GREEDY = "unconverged on cuda/npu/cpu/xpu; broadcast on hip"
 EAGLE_SAMPLING = "broadcast predict, accept_index, num_correct_drafts"
-ACCEPT = dict(sync="accept_broadcast", group="attn_tp_or_tp", accept_greedy=EAGLE_GREEDY)
-EAGLE_FAMILY = dict(ACCEPT, accept_sampling=EAGLE_SAMPLING, worker="eagle_worker")
+
+
+class Accept(TypedDict):
+    """The row fields of the methods eagle_sample converges (`MethodRow(..., **ACCEPT)`)."""
+
+    sync: Sync
+    group: Group
+    accept_greedy: str
+
+
+class EagleFamily(Accept):
+    accept_sampling: str
+    worker: str
+
+
+ACCEPT: Accept = {"sync": "accept_broadcast", "group": "attn_tp_or_tp", "accept_greedy": EAGLE_GREEDY}
+EAGLE_FAMILY: EagleFamily = {**ACCEPT, "accept_sampling": EAGLE_SAMPLING, "worker": "eagle_worker"}
 
 
 def _accept(method: str) -> frozenset[str]:

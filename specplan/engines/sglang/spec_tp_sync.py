@@ -7,6 +7,11 @@ sites of the spec's method matter: a dspark spec ignores the dflash slugs.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from specplan.methods.base import Method
+
 # SGLang SpecTpSyncSite slugs and numbers (spec_tp_sync.py), presets, and the retired
 # handles that now select dspark-draft.
 SGLANG_SITES = {"dspark-mem": 1, "dspark-plan": 7, "dspark-accept-greedy": 8,
@@ -88,7 +93,7 @@ def site_states(method_sites: list[str], on: frozenset[str]) -> dict[str, bool]:
     return {site: SITE_SLUGS[site][0] in on for site in method_sites if site in SITE_SLUGS}
 
 
-def has_sites(method) -> bool:
+def has_sites(method: Method) -> bool:
     """Whether SGLang has SpecTpSync sites for `method` (a methods/ Method): DSpark's and
     DFlash's; the EAGLE family and n-gram converge only inside eagle_sample."""
     return any(s.name in SITE_SLUGS for s in method.sites)

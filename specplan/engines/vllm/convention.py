@@ -14,6 +14,7 @@ Worked example, 8 ranks: tp=2, pp=2, cp(pcp)=2:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from specplan.engines.releases import title
 from specplan.engines.handoff import Rules
 from specplan.engines.vllm import NAME
@@ -23,7 +24,7 @@ from specplan.engines.gates import GateUse, resolve_gates
 from specplan.engines.vllm.gates import GATES
 from specplan.engines.vllm.methods import ROWS
 from specplan.engines.base import (Choices, Convention, DpAgreement, LayerCollective, MoeLayout,
-                                   Spec, Topology, Violation)
+                                   MoeRows, Spec, Topology, Violation)
 from specplan.mesh.axes import AxisLayout
 from specplan.mesh.family import Family
 from specplan.methods.base import Method, Site
@@ -126,7 +127,8 @@ class VLLM(Convention):
     def moe_layout(self, spec: Spec) -> MoeLayout:
         return MoeLayout("ep", False)
 
-    def moe_layer_collectives(self, derived, widths, moe) -> tuple[LayerCollective, ...]:
+    def moe_layer_collectives(self, derived: Mapping[str, int], widths: Mapping[str, int],
+                              moe: MoeRows) -> tuple[LayerCollective, ...]:
         """MoERunner._maybe_dispatch / _maybe_combine: with dp > 1 every MoE layer dispatches
         the rows over the ep group and combines them back (all-gather and reduce-scatter, or
         two all-to-alls with an all-to-all backend); with pcp > 1 and no all-to-all kernels
@@ -144,10 +146,11 @@ class VLLM(Convention):
         # No convergence inside TP; vLLM has no free-memory gate on draft graphs (its KV-cache
         # sizing already takes the minimum over workers), so start-up MIN sites hold trivially.
         sites = {site.name: site.kind == "min" for site in method.sites}
-        notes = (f"{self.title} (model runner V2): no convergence inside TP (identical logits and "
-                 "counter-based RNG keyed by seed and position); the last PP rank broadcasts "
-                 "sampled tokens and drafts down each PP column; aux taps chain through the "
-                 "stage handoff.",)
+        notes: tuple[str, ...] = (
+            f"{self.title} (model runner V2): no convergence inside TP (identical logits and "
+            "counter-based RNG keyed by seed and position); the last PP rank broadcasts "
+            "sampled tokens and drafts down each PP column; aux taps chain through the "
+            "stage handoff.",)
         draft_ids = ROWS[method.name].draft_layer_ids
         if draft_ids == "stage_local":
             notes += (STAGE_LOCAL_DRAFT_NOTE,)

@@ -35,17 +35,19 @@ from __future__ import annotations
 import json
 import shlex
 
+from specplan.engines.choices import Choices
 from specplan.engines.gates import GateRow, Selected
+from specplan.engines.reads import Spec
 
 DRAFT_MODELS = ("eagle", "eagle3", "mtp", "standalone", "dflash", "dspark")  # not ngram
 
 
-def _lockstep(spec) -> bool:
+def _lockstep(spec: Spec) -> bool:
     """DP ranks step together: dp > 1 with a MoE model (DPEngineCoreProc)."""
     return spec.topology.dp > 1 and spec.model.moe is not None
 
 
-def _stage(spec, choices=None) -> tuple[str, str]:
+def _stage(spec: Spec, choices: Choices | None = None) -> tuple[str, str]:
     """The family a per-step choice is agreed over: the stage (ep's groups) in lockstep DP,
     else the replica, from its one SchedulerOutput."""
     if _lockstep(spec):
@@ -56,9 +58,10 @@ def _stage(spec, choices=None) -> tuple[str, str]:
                        "worker (each DP rank of a dense model is its own engine)")
 
 
-def _target(spec) -> tuple[Selected, ...]:
+def _target(spec: Spec) -> tuple[Selected, ...]:
     """The target forward's collectives whose shape the step's descriptor fixes."""
-    t, out = spec.topology, ()
+    t = spec.topology
+    out: tuple[Selected, ...] = ()
     if t.tp > 1:
         out += (Selected("all_reduce", "tp", "the target forward's tensor-parallel all-reduces "
                          "over the graph-padded token count (graph) or the actual one (eager)"),)
@@ -71,10 +74,10 @@ def _target(spec) -> tuple[Selected, ...]:
     return out
 
 
-def _draft(spec) -> tuple[Selected, ...]:
+def _draft(spec: Spec) -> tuple[Selected, ...]:
     """A drafter step's collectives: the vocab-parallel lm_head's argmax gather over tp
     (layers/logits_processor.py LogitsProcessor.get_top_tokens), a MoE draft's rows over ep."""
-    out = ()
+    out: tuple[Selected, ...] = ()
     if spec.topology.tp > 1:
         out += (Selected("all_gather", "tp", "the drafter's vocab-parallel argmax gather and "
                          "its layers' all-reduces, once per draft step"),)
@@ -84,9 +87,9 @@ def _draft(spec) -> tuple[Selected, ...]:
     return out
 
 
-def _args(spec) -> list[str]:
+def _args(spec: Spec) -> list[str]:
     """The launch line's words: each engine_args item is one shell-quoted argument (or a few)."""
-    out = []
+    out: list[str] = []
     for arg in spec.engine_args or ():
         try:
             out += shlex.split(arg)
@@ -95,7 +98,7 @@ def _args(spec) -> list[str]:
     return out
 
 
-def flag_on(spec, name: str) -> bool:
+def flag_on(spec: Spec, name: str) -> bool:
     """The last of `--name` / `--no-name` / `--disable-...` in the launch line wins."""
     on = False
     stem = name[len("--enable-"):] if name.startswith("--enable-") else name[2:]
@@ -108,9 +111,10 @@ def flag_on(spec, name: str) -> bool:
     return on
 
 
-def speculative_key(spec, key: str):
+def speculative_key(spec: Spec, key: str) -> object:
     """`key` of the launch line's --speculative-config (JSON, `=JSON`, or `.key value`)."""
-    args, found = _args(spec), None
+    args = _args(spec)
+    found: object = None
     for i, arg in enumerate(args):
         head, _, inline = arg.partition("=")
         if head == "--speculative-config":
@@ -125,18 +129,19 @@ def speculative_key(spec, key: str):
     return found
 
 
-def _adaptive(spec) -> bool:
+def _adaptive(spec: Spec) -> bool:
     return bool(speculative_key(spec, "enable_adaptive_verification"))
 
 
-def _over_tp(spec, choices) -> tuple[str | None, str]:
+def _over_tp(spec: Spec, choices: Choices) -> tuple[str | None, str]:
     return "tp", ("set_cost_curves broadcasts rank 0's profiled cost curves over the TP group "
                   "(get_tp_group().broadcast_object); the confidences come from the drafter's "
                   "gathered logits")
 
 
-def _budget_selects(spec) -> tuple[Selected, ...]:
-    t, out = spec.topology, ()
+def _budget_selects(spec: Spec) -> tuple[Selected, ...]:
+    t = spec.topology
+    out: tuple[Selected, ...] = ()
     if t.tp > 1:
         out += (Selected("all_reduce", "tp", "the verify forward's all-reduces over the "
                          "budget-trimmed token count"),)
@@ -146,7 +151,7 @@ def _budget_selects(spec) -> tuple[Selected, ...]:
     return out
 
 
-def _owner_agreed(spec, choices) -> tuple[str | None, str]:
+def _owner_agreed(spec: Spec, choices: Choices) -> tuple[str | None, str]:
     return "tp", ("owner = request slot % tp, a pure function of the replicated idx_mapping: "
                   "every TP rank assigns slots alike and frees them in sorted order "
                   "(BatchShardMetadata; GPUModelRunner.finish_requests)")

@@ -29,7 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from specplan.engines.handoff import Axes, Geometry, Pull, Refusal, pp_sources
+from specplan.engines.handoff import Axes, Pull, Refusal, Rules, pp_sources
+from specplan.engines.reads import Geometry
 from specplan.engines.releases import newest, title
 from specplan.engines.vllm import NAME
 
@@ -218,6 +219,7 @@ class VllmMooncake(_VllmRules):
                       "rank is refused as \"already registered\"", spelled="pcp"),)
 
     def pull(self, p: Geometry, d: Geometry, tp: int, stage: int) -> Pull:
+        tp_ranks: tuple[int, ...]
         if d.attn_tp >= p.attn_tp:
             tp_ranks = (tp // (d.attn_tp // p.attn_tp),)
         else:
@@ -229,4 +231,5 @@ class VllmMooncake(_VllmRules):
 
 
 # connector -> its strategy
-RULES = {"nixl": VllmNixlPull, "nixl_push": VllmNixlPush, "mooncake": VllmMooncake}
+RULES: dict[str, Callable[[], Rules]] = {"nixl": VllmNixlPull, "nixl_push": VllmNixlPush,
+                                         "mooncake": VllmMooncake}

@@ -94,7 +94,7 @@ V0_33_0 = Release(NAME, "0.33.0", (
          "need_sampled_mask, gen_at_receive_np, draft_tokens=None)", wrapped=False),
 ))
 
-V0_32 = V0_33_0.differs("0.32.x", {
+V0_32 = replace(V0_33_0.differs("0.32.x", {
     "pp_receive": "(self, input_batch)",
     "pp_broadcast_drafts": "(self, draft_tokens, input_batch)",
     "pp_prev_outputs": "(self, draft_tokens_to_update=None)",
@@ -103,7 +103,7 @@ V0_32 = V0_33_0.differs("0.32.x", {
     "dp_sync": "(cudagraph_manager, desired_batch_desc, num_tokens, num_reqs, uniform_token_count, "
                "dp_size, dp_rank, max_query_len=None, num_active_loras=0, parallel_config=None, "
                "allow_ubatching=False, uniform_decode=False)",
-}, drafts_every_sampled_step=True)
+}), drafts_every_sampled_step=True)
 
 # 0.31.x: 0.32's PPHandler (pp_utils.py is the same file), and three signatures older (read from
 # the 0.31.0 wheel): the V2 RejectionSampler takes no invalid_drafts, init_speculator no

@@ -13,6 +13,7 @@ vllm/config/kv_transfer.py).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from specplan.engines.launch import LaunchProblem, LaunchTable
 
@@ -72,10 +73,12 @@ class VllmFlags:
         value = json.dumps({"kv_connector": name, "kv_role": kv_role}, separators=(",", ":"))
         return [(self.flag, value, "KV connector and role (disaggregation.connector, .role)")]
 
-    def read(self, flags: dict) -> dict | None:
+    def read(self, flags: Mapping[str, object]) -> dict[str, str] | None:
         text = flags.get(self.flag)
         if text is None:
             return None
+        if not isinstance(text, str):  # argparse keeps the flag's one word
+            raise LaunchProblem(f"{self.flag} is not JSON: {text!r}")
         try:
             config = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -94,7 +97,7 @@ class VllmFlags:
                                 "or kv_consumer (decode)")
         return {"role": self.roles[kv_role], "connector": self.connectors[name]}
 
-    def _engine_accepts(self, config: dict) -> None:
+    def _engine_accepts(self, config: dict[str, object]) -> None:
         """What vLLM itself refuses: a kv_role outside KVRole (KVTransferConfig.__post_init__),
         a connector without a role, a connector name its KVConnectorFactory does not register
         when no kv_connector_module_path names the module holding it (get_connector_class)."""
@@ -129,10 +132,10 @@ class VllmNodes:
     vllm/v1/engine/utils.py CoreEngineActorManager), and every other node joins the cluster
     with `ray start --address HEAD:6379 --block` (Ray's default GCS port)."""
 
-    executors = ("mp", "ray")
+    executors: tuple[str, ...] = ("mp", "ray")
     per_node = frozenset({"node_rank", "headless"})
     dests = frozenset({"node_rank", "headless", "master_addr", "master_port"})
-    ray = "ray"
+    ray: str | None = "ray"
     ray_dests = frozenset({"distributed_executor_backend", "data_parallel_backend"})
     ray_port = "6379"
     image = "vllm/vllm-openai:v{version}"  # the project's serving image (LWS manifests)

@@ -14,9 +14,23 @@ num_nextn_predict_layers (n_predict); every other method refuses a config withou
 from __future__ import annotations
 
 from specplan.engines.base import NoDefault
-from specplan.engines.method_row import MethodRow, MethodRows
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
-V2 = dict(pp="yes", dp_attention="not_an_option")
+from specplan.engines.method_row import PP, DpAttention, MethodRow, MethodRows
+
+
+
+class ModelRunnerV2(TypedDict):
+    """The row fields every method shares under Model Runner V2 (`MethodRow(..., **V2)`)."""
+
+    pp: PP
+    dp_attention: DpAttention
+
+
+V2: ModelRunnerV2 = {"pp": "yes", "dp_attention": "not_an_option"}
+# A checkpoint's config.json as json.load returns it: its values are any JSON value, read by key.
+Config = Mapping[str, Any]
 
 ROWS = MethodRows((
     MethodRow("none", None, **V2, note="no broadcast within TP: identical logits and seeds"),
@@ -41,7 +55,7 @@ ROWS = MethodRows((
 
 
 
-def vllm_tokens(method: str, config: dict | None) -> tuple[int, str]:
+def vllm_tokens(method: str, config: Config | None) -> tuple[int, str]:
     if method == "mtp" and config is not None:
         layers = (config.get("text_config") or config).get("num_nextn_predict_layers")
         if layers:
@@ -74,7 +88,7 @@ DSPARK_ARCHS = frozenset({"Qwen3DSparkModel", "Gemma4DSparkModel"})
 _WHERE = "vLLM 0.33.0 SpeculativeConfig.__post_init__"
 
 
-def vllm_method(model: object, draft: dict | None) -> tuple[str, str]:
+def vllm_method(model: object, draft: Config | None) -> tuple[str, str]:
     """(vLLM's method name, why) for a --speculative-config without `method`, as vLLM fills it
     in: `model` "ngram" -> ngram; otherwise draft_model, which the draft's name and config then
     refine: "eagle-" -> eagle, "eagle3" -> eagle3, "dflash" (or a DFlash architecture) ->
@@ -87,7 +101,8 @@ def vllm_method(model: object, draft: dict | None) -> tuple[str, str]:
     if model in ("ngram", "[ngram]"):
         return "ngram", f"model {model!r} is n-gram ({_WHERE})"
     name = str(model).lower()
-    for needle, method in ((r.detected_from, r.name) for r in ROWS.rows.values() if r.detected_from):
+    for needle, method in ((r.detected_from, r.name) for r in ROWS.rows.values()
+                           if r.detected_from and r.name is not None):
         if needle in name:
             return method, f"the draft's name holds {needle!r} ({_WHERE}: detected method)"
     if draft is None:
