@@ -59,7 +59,8 @@ class SGLang(Convention):
         return 1 if t.dp_attention else t.dp
 
     def widths(self, t: Topology) -> dict[str, int]:
-        return {k: getattr(t, k) for k in ("tp", "pp", "dp", "cp", "dcp", "ep", "moe_dp")}
+        return {"tp": t.tp, "pp": t.pp, "dp": t.dp, "cp": t.cp, "dcp": t.dcp, "ep": t.ep,
+                "moe_dp": t.moe_dp}
 
     def derived(self, t: Topology) -> dict[str, int]:
         attn_dp = t.dp if t.dp_attention else 1

@@ -53,7 +53,7 @@ class VLLM(Convention):
         return t.dp * t.pp * t.cp * t.tp
 
     def widths(self, t: Topology) -> dict[str, int]:
-        return {k: getattr(t, k) for k in ("tp", "pp", "dp", "cp", "dcp", "ep")}
+        return {"tp": t.tp, "pp": t.pp, "dp": t.dp, "cp": t.cp, "dcp": t.dcp, "ep": t.ep}
 
     def derived(self, t: Topology) -> dict[str, int]:
         return {"pcp": t.cp}

@@ -54,7 +54,7 @@ class _RefusedWidth:
     spelled: str = ""
 
     def __call__(self, p: Geometry, d: Geometry) -> list[Refusal]:
-        width = getattr(p if self.side == "prefill" else d, self.width)
+        width: int = getattr(p if self.side == "prefill" else d, self.width)
         if width <= 1:
             return []
         return [Refusal(self.code, f"{self.side} {self.spelled or self.width}={width}{self.why}")]
