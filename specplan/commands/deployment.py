@@ -224,12 +224,16 @@ class DeploymentTarget:
     # simulate
     def refuse_simulation(self, sim: Simulation) -> None:
         from specplan.deploy.simulate import INJECTIONS
-        from specplan.sim.bounds import check_options
+        from specplan.sim.bounds import check_options, gate_refusal, is_gate
 
-        if sim.inject not in (None, *INJECTIONS):
+        if sim.inject not in (None, *INJECTIONS) and not is_gate(sim.inject):
             raise SpecError([Diagnostic(self._pair.file, None, None, "", f"--inject {sim.inject} "
                                         "is for one spec; a deployment takes --inject "
-                                        f"{', '.join(INJECTIONS)}")])
+                                        f"{', '.join(INJECTIONS)} or gate:<name>")])
+        gates = tuple(dict.fromkeys(g.name for built in self.plan for g in built.gates))
+        why = gate_refusal(sim.inject or "", gates)  # either instance's gates
+        if why:
+            raise SpecError([Diagnostic(self._pair.file, None, None, "", why)])
         for built in self.plan:  # each instance's width, as for one spec
             check_options(rounds=sim.rounds, requests=sim.requests,
                           width=built.speculative.num_draft_tokens)

@@ -16,6 +16,12 @@ is the prompt's KV (else the report names the first layer that differs).
 source's range (the decode slot of layer L receives the prefill's layer L + 1, the last slot
 the first): tokens go wrong and the report names the first layer that differs.
 
+`--inject gate` / `gate:<name>` runs each instance's gates as `simulate SPEC` runs one spec's
+(sim/gates.py): the prefill ranks take their plan's start-up and prefill gates before the
+prefill, the decode ranks their start-up gates after binding and their decode gates in the
+first round (a decode instance prefills nothing). A gate its instance's engine leaves to each
+rank ends in GateMismatch naming it; specplan's plan of both instances passes.
+
 Worked example: prefill tp 2 x pp 2 (ranks 0-3; 6 layers, stages [0, 3) and [3, 6)) ->
 decode tp 1 (world rank 4): transfers from prefill ranks 0, 2 (TP 0, stages 0 and 1; heads
 0..1) and 1, 3 (TP 1; heads 2..3), each with its stage's 3 layers; rank 3 (last stage, TP 1)
@@ -35,10 +41,10 @@ from specplan.deploy.handoff import Handoff, plan_handoff
 from specplan.deploy.load import InstancePair
 from specplan.deploy.pairing import Instance
 from specplan.errors import Diagnostic, SpecError
-from specplan.sim.bounds import faults
+from specplan.sim.bounds import faults, is_gate
 from specplan.sim.launch import Outcome
 
-INJECTIONS = faults("deployment")
+INJECTIONS = faults("deployment", "gates")  # and gate:<name> (is_gate)
 
 
 @dataclass
@@ -200,7 +206,8 @@ def _write(sim_dir: Path, prep, plans, opt, pw: int, dw: int, sends, aux, serves
     for role, plan in plans.items():
         paths[role] = str(sim_dir / role / "plan.json")
         Path(paths[role]).write_text(plan.dumps())
-    sim = {"rounds": opt.rounds, "requests": opt.requests, "seed": opt.seed, "inject": "",
+    sim = {"rounds": opt.rounds, "requests": opt.requests, "seed": opt.seed,
+           "inject": opt.inject if is_gate(opt.inject) else "",  # layer-map: made here
            "spec": True, "progress": str(sim_dir / "progress")}
     (sim_dir / "sim.json").write_text(json.dumps({
         "model": prep.model, "sim": sim, "plans": paths, "prefill_world": pw, "decode_world": dw,

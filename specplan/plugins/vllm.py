@@ -29,6 +29,9 @@ The PPHandler hooks of both releases are vllm_pp.py.
   PPHandler.get_prev_sampled_outputs and broadcast also check the seed's two corruptions.
 - AsyncOutput.get_output: on the device path, the step's desync check (`rt.check_round()`
   when the flag's host copy shows a mismatch) where vLLM has waited for the step's output.
+- dp_utils.sync_cudagraph_and_dp_padding, BatchSharder.shard_sampler_inputs: the per-step gate
+  guard (vllm_gates.py): the step's graph mode agreed and its batch checked over the plan's
+  group, batch-sharded sampling's owner rows checked over tp; a difference is a GateMismatch.
 
 Worked example, 8 ranks, tp 2 x pp 2 x dp 2: vLLM builds tp [0,1]..[6,7], pp [0,2] [1,3]
 [4,6] [5,7], dp [0,4] [1,5] [2,6] [3,7]; the plan's replicas are [0..3] and [4..7], sources
@@ -50,6 +53,7 @@ from specplan.plugins.common import (ActivePlan, EngineRefused, activate, bind_e
 from specplan.plugins import vllm_world
 from specplan.plugins.roles import body_for, serves
 from specplan.plugins.vllm_guard import check_signature, engine_call, guarded, locate
+from specplan.plugins.vllm_gates import GateHooks, gate_groups
 from specplan.plugins.vllm_pp import Entries, PPHooks, SentRows
 
 ENGINE = "vllm"
@@ -58,11 +62,12 @@ COORDINATORS = {"tp": "_TP", "dcp": "_DCP", "pcp": "_PCP", "pp": "_PP", "dp": "_
                 "eplb": "_EPLB"}
 
 
-# The gates (engines/vllm/gates.py) this plugin reaches: vLLM agrees each on a group holding the
-# plan's (its one SchedulerOutput per replica, the DP-sync all-reduce over dp; BatchSharder's
-# owner rows from the replicated request slots), and the plan keeps that agreement; the plugin
-# checks at start that the engine runs what the plan has (_check_gates). Not reached: DSpark's
-# adaptive verify budget (each TP group's own cost curves), refused in _check_runner.
+# The gates (engines/vllm/gates.py) this plugin reaches: the step's descriptor (and its
+# skip-drafts vote) agreed and checked over the plan's group, and BatchSharder's owner rows
+# checked over tp, per step by its own hooks (vllm_gates.py); the idle dummy batch and the
+# drafter's reused descriptor agreed by vLLM on a group holding the plan's; the plugin checks at
+# start that the engine runs what the plan has (_check_gates). Not reached: DSpark's adaptive
+# verify budget (each TP group's own cost curves), refused in _check_runner.
 REACHED_GATES = frozenset({"step_batch_descriptor", "dp_idle_dummy_batch", "skip_drafts",
                            "draft_batch_descriptor", "batch_shard_owner"})
 
@@ -213,7 +218,7 @@ def _draft_layer_ids(sc):
 
 
 @dataclass
-class VllmState(PPHooks):
+class VllmState(PPHooks, GateHooks):
     """What the hooks share in one process: the plan, its runtime, the bridge to vLLM's tensors,
     vLLM's version and the table of the release the hooks were written for."""
 
@@ -226,6 +231,7 @@ class VllmState(PPHooks):
     pending_recv: object = None  # vLLM's PendingRecv (the entries an earlier stage queues)
     entries: Entries = field(default_factory=Entries)
     sent_rows: SentRows = field(default_factory=SentRows)
+    gate_where: dict = field(default_factory=dict)  # gate -> where it is checked (vllm_gates.py)
 
     def rank(self):
         rt = self.active.runtime
@@ -268,6 +274,7 @@ class VllmState(PPHooks):
                          groups={fam: c.device_group for fam, c in coordinators.items()})
         self.timings = {"check": t1 - t0, "bind": time.perf_counter() - t1}
         self.active.startup_s = self.timings
+        self.gate_where = gate_groups(self.active.plan, rank, coordinators, ps.get_world_group(), rt)
         self._install_runner_hooks(rt, rank)
         log_bound(self.active, rank)
         return result

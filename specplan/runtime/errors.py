@@ -41,5 +41,11 @@ class ProbeMismatch(RuntimeDivergence):
     """The agreement probe found a decision whose hash differs between ranks of one replica."""
 
 
+class GateMismatch(RuntimeDivergence):
+    """Ranks of one collective's group chose differently at a gate (a decision selecting the
+    collectives a rank issues next): they would issue collectives of different shapes, or one
+    waits on a collective its peer never issues. Names the gate, its group and the ranks."""
+
+
 class GroupMismatch(RuntimeDivergence):
     """A process group the caller asked bind to adopt is not the plan's group for this rank."""

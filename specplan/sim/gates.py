@@ -23,14 +23,11 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from specplan.runtime.errors import RuntimeDivergence
+from specplan.runtime.errors import GateMismatch
 
 OPS = ("all_reduce", "all_gather", "broadcast", "reduce_scatter", "all_to_all", "capture")
 
-
-class GateMismatch(RuntimeDivergence):
-    """Ranks of one selected collective's group chose differently at a gate: they would issue
-    collectives of different shapes, or one waits on a collective its peer never issues."""
+__all__ = ["GateMismatch", "OPS", "agreement", "injected", "run"]
 
 
 def injected(inject: str, name: str) -> bool:

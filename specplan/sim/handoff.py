@@ -57,11 +57,18 @@ class _InstanceRuntime:
         return self.plan.families["replica"].locate(self.rank)[0]
 
 
+def _gate_families(view) -> list[str]:
+    """The families the instance's gates use (their agreement and what they select) that are
+    not model families, in a fixed order: created alike on every rank."""
+    used = {f for g in view.plan.gates for f in (g.family, *(s.family for s in g.selects)) if f}
+    return sorted(used - set(MODEL_FAMILIES))
+
+
 def _model_groups(view, rank: int, timeout_s: float) -> dict:
-    """Every group of the instance's model families, created on every rank of the world (over
-    the world's backend)."""
+    """Every group of the instance's model families, and of the families its gates use,
+    created on every rank of the world (over the world's backend)."""
     out = {}
-    for name in MODEL_FAMILIES:
+    for name in (*MODEL_FAMILIES, *_gate_families(view)):
         fam = view.families.get(name)
         if fam is None:
             continue
@@ -94,11 +101,14 @@ def _with_all_requests(e, requests: list[int]) -> None:
 
 
 def prefill_side(raw: dict, sim, rank: int, views: dict) -> dict:
+    from specplan.sim import gates
     from specplan.sim.engine import Engine
 
     view = views["prefill"]
     groups = _model_groups(view, rank, view.timeout_s)
     e = Engine(_InstanceRuntime(view, rank, groups), sim)
+    gates.run(e, "startup")  # the prefill instance's gates, as `simulate SPEC` runs them
+    gates.run(e, "prefill")
     _with_all_requests(e, list(range(sim.requests)))
     counts = e.prompt_lens
     tokens = torch.tensor([x for t in e.tokens for x in t], dtype=torch.int64)
@@ -159,9 +169,22 @@ def receive(raw: dict, sim, rank: int, views: dict, cfg) -> dict:
     aux = next((a for a in raw["aux"] if a["dst"] == me), None)
     if aux is not None:  # none for an idle decode replica
         works += [dist.irecv(first, src=aux["src"]), dist.irecv(ctx, src=aux["src"])]
-    for w in works:
-        w.wait(timeout=datetime.timedelta(seconds=views["prefill"].timeout_s))
+    _wait_all(works, views["prefill"].timeout_s, f"decode rank {me}: the KV handoff from the "
+              "prefill instance")
     return {"transfers": got, "first": first, "ctx": ctx, "serves": serves, "lens": lens}
+
+
+def _wait_all(works: list, timeout_s: float, what: str) -> None:
+    """Wait for every transfer; a peer that ended (a prefill rank failed by name, its own
+    divergence) is a CollectiveTimeout naming what did not arrive."""
+    from specplan.runtime.errors import CollectiveTimeout
+
+    try:
+        for w in works:
+            w.wait(timeout=datetime.timedelta(seconds=timeout_s))
+    except RuntimeError as exc:
+        raise CollectiveTimeout(f"{what} did not complete: a peer ended or stopped answering "
+                                f"({' '.join(str(exc).split())[:200]})") from None
 
 
 def _reference_kv(cfg, w, prompt: list[int]) -> dict:
@@ -261,7 +284,7 @@ def _draft_diff(e, got: dict, drafts_seen: dict) -> dict | None:
 
 def decode_side(raw: dict, sim, rank: int, views: dict, got_fn) -> dict:
     from specplan.runtime import bind
-    from specplan.sim import rounds
+    from specplan.sim import gates, rounds
     from specplan.sim.engine import Engine
     from specplan.sim.worker import decode_rounds, decoded
 
@@ -272,7 +295,8 @@ def decode_side(raw: dict, sim, rank: int, views: dict, got_fn) -> dict:
     rt = bind(raw["plans"]["decode"], device="cpu")  # the plan keeps the spec's device
     e = Engine(rt, sim)
     rounds.startup(e)
-    diff = install(e, got_fn)
+    gates.run(e, "startup")  # its decode gates run in the first round (sim/worker.py); a decode
+    diff = install(e, got_fn)  # instance prefills nothing: the KV is handed over
     started, elapsed = decode_rounds(e, sim, me)
     rt.close()
     return {**decoded(e, me, elapsed, bind_s=started - t_bind), "role": "decode", "kv_diff": diff}
@@ -289,7 +313,8 @@ def run(sim_dir: Path, rank: int) -> dict:
                 views["prefill"].timeout_s)
     if rank < raw["prefill_world"]:
         out = prefill_side(raw, sim, rank, views)
-        dist.barrier()
+        _wait_all([dist.barrier(async_op=True)], views["prefill"].timeout_s,
+                  f"prefill rank {rank}: leaving the handoff's world")
         dist.destroy_process_group()
         return out
     got = receive(raw, sim, rank, views, sim.model)

@@ -100,7 +100,7 @@ def test_tp2_every_rank_ends_with_the_source_accept(version, tmp_path):
     assert out[0]["final"] == out[1]["final"] == out[0]["local"]
     assert out[0]["drafts"] != out[1]["drafts"]  # each rank's speculator proposes its own
     assert out[0]["kept"] == out[1]["kept"] == out[0]["drafts"]  # vLLM's draft state: the source's
-    assert len(out[0]["hooks"]) == 9  # engines/vllm/hooks.py: every table entry with a hook but propose
+    assert len(out[0]["hooks"]) == 11  # engines/vllm/hooks.py: every table entry with a hook but propose
     assert out[0]["calls"] == {"converge:eagle3_accept": 1, "converge:eagle3_draft": 1}
     assert set(out[0]["startup_s"]) == {"check", "bind"}
 

@@ -84,11 +84,12 @@ def _missing(names) -> list[str]:
     return [n for n in names if importlib.util.find_spec(n) is None]
 
 
-def start_engine(tp: int, pp: int, dp: int = 1, speculative: dict | None = None):
+def start_engine(tp: int, pp: int, dp: int = 1, speculative: dict | None = None, **parallel):
     """What a vLLM worker does first: plugins, its config, the world, the model-parallel groups.
 
     Returns parallel_state. `speculative` holds SpeculativeConfig field values (method,
-    num_speculative_tokens); without a model there is no draft/target model config.
+    num_speculative_tokens); without a model there is no draft/target model config. `parallel`:
+    further ParallelConfig fields (enable_batch_sharded_sampling=True).
     """
     import os
     import types
@@ -104,7 +105,7 @@ def start_engine(tp: int, pp: int, dp: int = 1, speculative: dict | None = None)
     config = VllmConfig(device_config=DeviceConfig(device="cpu"), parallel_config=ParallelConfig(
         tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp,
         data_parallel_rank=rank // per_engine, data_parallel_master_ip="127.0.0.1",
-        data_parallel_master_port=port, distributed_executor_backend="mp"))
+        data_parallel_master_port=port, distributed_executor_backend="mp", **parallel))
     config.scheduler_config.max_num_seqs = 8  # the plans' runtime.max_batch
     # vLLM's launcher builds one config and ships it to every worker; built per rank here, the
     # DP master port must be the one every rank was given, not each process's own free port.

@@ -42,6 +42,8 @@ SPEC_DECODE = f"{GPU}.spec_decode"
 SPECULATOR = f"{GPU}.spec_decode.speculator"
 ASYNC = f"{GPU}.async_utils"
 RUNNER = f"{GPU}.model_runner"
+DP_UTILS = f"{GPU}.dp_utils"
+BATCH_SHARD = f"{GPU}.sample.batch_shard"
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,14 @@ V0_33_0 = Release(NAME, "0.33.0", (
     Hook("output", ASYNC, "AsyncOutput.get_output", "(self)"),
     Hook("init_speculator", SPEC_DECODE, "init_speculator", "(vllm_config, device, req_states)"),
     Hook("propose", SPECULATOR, "BaseSpeculator.propose", _PROPOSE),
+    # the gates the plugin guards per step (plugins/vllm_gates.py): dispatch_cg_and_sync_dp
+    # calls sync_cudagraph_and_dp_padding through its module, so every caller meets the hook
+    Hook("dp_sync", DP_UTILS, "sync_cudagraph_and_dp_padding",
+         "(cudagraph_manager, desired_batch_desc, num_tokens, num_reqs, uniform_token_count, "
+         "dp_size, dp_rank, max_query_len=None, num_active_loras=0, parallel_config=None, "
+         "allow_ubatching=False, uniform_decode=False, allow_skip_drafts=False)"),
+    Hook("batch_shard", BATCH_SHARD, "BatchSharder.shard_sampler_inputs",
+         "(self, input_batch, grammar_output)"),
     Hook("pp_sample_len", PP_UTILS, "PPHandler._sample_len", "(self, input_batch)", wrapped=False),
     Hook("need_sampled_mask", PP_UTILS, "compute_need_sampled_mask", "(input_batch)", wrapped=False),
     Hook("pending_recv", PP_UTILS, "PendingRecv",
@@ -89,6 +99,10 @@ V0_32 = replace(V0_33_0.differs("0.32.x", {
     "pp_broadcast_drafts": "(self, draft_tokens, input_batch)",
     "pp_prev_outputs": "(self, draft_tokens_to_update=None)",
     "pp_sample_len": None,
+    # no skip-drafts vote in the DP sync (read from the 0.32.0 and 0.31.0 wheels)
+    "dp_sync": "(cudagraph_manager, desired_batch_desc, num_tokens, num_reqs, uniform_token_count, "
+               "dp_size, dp_rank, max_query_len=None, num_active_loras=0, parallel_config=None, "
+               "allow_ubatching=False, uniform_decode=False)",
 }), drafts_every_sampled_step=True)
 
 # 0.31.x: 0.32's PPHandler (pp_utils.py is the same file), and three signatures older (read from
