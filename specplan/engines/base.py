@@ -240,6 +240,11 @@ class Convention(ABC):
         return ()
 
     @abstractmethod
+    def max_draft_tokens(self, topk: int, num_steps: int) -> tuple[int, str]:
+        """The widest verify, root included, a draft tree of `topk` branches over `num_steps`
+        draft steps may ask for (num_steps >= 1), and that bound as messages write it."""
+
+    @abstractmethod
     def launch_refusal(self, spec: Spec) -> str | None:
         """Why the engine cannot launch the spec's method here, or None when it can."""
 

@@ -162,10 +162,10 @@ def _speculative(plan: Plan) -> Problems:
         return [("speculative.num_steps", f"num_steps {sp.num_steps}, topk {sp.topk}: expected "
                                           f"{int(not trie)} .. {MAX_DRAFTS} and 1 .. {MAX_STEPS} "
                                           f"for method {sp.method}")]
-    top = MAX_DRAFT_TOKENS if trie else 1 + sp.topk * sp.num_steps
+    top, bound = ((MAX_DRAFT_TOKENS, "a trie's nodes") if trie else
+                  convention(plan.engine).max_draft_tokens(sp.topk, sp.num_steps))
     if not 2 <= sp.num_draft_tokens <= top:
-        return [("speculative.num_draft_tokens", f"{sp.num_draft_tokens}: expected 2 .. {top} "
-                                                 + ("(a trie's nodes)" if trie else "(1 + topk * num_steps)"))]
+        return [("speculative.num_draft_tokens", f"{sp.num_draft_tokens}: expected 2 .. {top} ({bound})")]
     if sp.max_batch != plan.runtime.max_batch:
         return [("speculative.max_batch", f"{sp.max_batch}, but runtime.max_batch is "
                                           f"{plan.runtime.max_batch}")]

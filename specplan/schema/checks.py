@@ -66,14 +66,22 @@ def _speculative(spec: Spec, src: YamlSource) -> list[Diagnostic]:
         out.append(src.diag(at + ("topk",), f"topk={s.topk} asks for a tree, which method {s.method!r} "
                             f"does not build; tree methods: {', '.join(TREE_METHODS)}"))
     if s.num_draft_tokens is not None:
-        top = 1 + s.topk * s.num_steps
+        top, bound = _draft_tree_bound(spec)
         if not 2 <= s.num_draft_tokens <= top:
             out.append(src.diag(at + ("num_draft_tokens",), f"num_draft_tokens={s.num_draft_tokens} must be in "
-                                f"2 .. 1 + topk*num_steps = {top} (topk={s.topk}, num_steps={s.num_steps})"))
+                                f"2 .. {bound} = {top} (topk={s.topk}, num_steps={s.num_steps})"))
     if s.aux_layers is not None and s.method not in TAP_METHODS:
         out.append(src.diag(at + ("aux_layers",), f"aux_layers is set but method {s.method!r} reads no taps; "
                             f"tap methods: {', '.join(TAP_METHODS)}"))
     return out
+
+
+def _draft_tree_bound(spec: Spec) -> tuple[int, str]:
+    """The engine's widest draft tree for the spec's topk and num_steps (engines/<engine>/)."""
+    from specplan.engines import convention  # engines build on schema: imported at call time
+
+    s = spec.speculative
+    return convention(spec.engine).max_draft_tokens(s.topk, s.num_steps)
 
 
 def _trie(spec: Spec) -> bool:

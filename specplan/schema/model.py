@@ -142,8 +142,9 @@ class Speculative(_Model):
     topk: Annotated[int, Field(ge=1, le=MAX_STEPS)] = Field(1, description="Branching of the draft tree; > 1 means a tree.")
     num_draft_tokens: Annotated[int, Field(ge=1, le=MAX_DRAFT_TOKENS)] | None = Field(
         None, description="Verify width including the root (default num_steps + 1; "
-                          "2 .. 1 + topk * num_steps; SGLang ngram: the trie's nodes, any "
-                          "from 2).")
+                          "2 .. the engine's draft tree: SGLang 1 + topk + (num_steps - 1) * "
+                          "topk^2, vLLM 1 + topk * num_steps; SGLang ngram: the trie's nodes, "
+                          "any from 2).")
     sampling: Sampling = Field("greedy", description="greedy | sampling | mixed.")
     aux_layers: Annotated[list[Annotated[int, Field(ge=0, le=MAX_LAYERS)]],
                           Field(max_length=MAX_LAYERS + 1)] | None = Field(

@@ -76,10 +76,13 @@ def test_sglang_ngram_fewer_tokens_than_the_breadth_derives_zero_steps(cli, tmp_
     ("{method: ngram, num_steps: 0, topk: 10}",
      "speculative.num_steps: method 'ngram' verifies a trie of num_draft_tokens nodes, root "
      "included, and needs at least 2 (one draft), found num_draft_tokens=None, num_steps=0"),
-    # An EAGLE tree keeps its levels' bound.
+    # An EAGLE tree keeps SGLang's bound (organize_draft_results: topk candidates at one step).
     ("{method: eagle, num_steps: 1, topk: 10, num_draft_tokens: 12}",
-     "num_draft_tokens=12 must be in 2 .. 1 + topk*num_steps = 11"),
-], ids=["a-trie-of-one-node", "an-eagle-tree-past-its-levels"])
+     "num_draft_tokens=12 must be in 2 .. 1 + topk + (num_steps-1)*topk^2 = 11"),
+    # Two steps of topk 3 score 3 + 9 candidates: 13 verified at most, root included.
+    ("{method: eagle, num_steps: 2, topk: 3, num_draft_tokens: 14}",
+     "num_draft_tokens=14 must be in 2 .. 1 + topk + (num_steps-1)*topk^2 = 13"),
+], ids=["a-trie-of-one-node", "an-eagle-tree-past-its-levels", "an-eagle-tree-past-its-candidates"])
 def test_widths_past_a_methods_bound_are_refused(cli, write_spec, speculative, message):
     path = write_spec(f"""\
         name: t

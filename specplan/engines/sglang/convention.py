@@ -200,6 +200,14 @@ class SGLang(Convention):
     def gates(self, spec: Spec, choices: Choices) -> tuple[GateUse, ...]:
         return resolve_gates(GATES, spec, choices)
 
+    def max_draft_tokens(self, topk: int, num_steps: int) -> tuple[int, str]:
+        # speculative/eagle_utils.py organize_draft_results (the same in 0.5.20 - 0.5.23)
+        # takes torch.topk of num_draft_token - 1 over the draft loop's scores: topk from the
+        # first step (spec_utils._select_top_k_tokens_first, [b, 1, topk]) and topk * topk
+        # from each later one (_select_top_k_tokens_later, [b, topk, topk]); past them
+        # torch.topk raises. Checked on the wheel: tests/engines/test_draft_tree_bound.py.
+        return 1 + topk + (num_steps - 1) * topk * topk, "1 + topk + (num_steps-1)*topk^2"
+
     def launch_refusal(self, spec: Spec) -> str | None:
         if not self.pp_spec:
             return _pp_spec_refusal(spec, self.title)

@@ -180,6 +180,12 @@ class VLLM(Convention):
     def gates(self, spec: Spec, choices: Choices) -> tuple[GateUse, ...]:
         return resolve_gates(GATES, spec, choices)
 
+    def max_draft_tokens(self, topk: int, num_steps: int) -> tuple[int, str]:
+        # vLLM 0.30 - 0.33.0 drafts a chain and verifies num_speculative_tokens + 1 tokens (no
+        # speculative_token_tree, no tree attention backend; launch_refusal refuses topk > 1).
+        # A tree spec on vLLM is specplan's own model (check, simulate): one level per step.
+        return 1 + topk * num_steps, "1 + topk*num_steps"
+
     def launch_refusal(self, spec: Spec) -> str | None:
         t, s = spec.topology, spec.speculative
         if not self.runs(s.method):

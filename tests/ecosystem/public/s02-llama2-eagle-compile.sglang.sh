@@ -1,3 +1,5 @@
 # source: https://github.com/SafeAILab/EAGLE/pull/173 (the torch.compile variant)
-# expect: refused: num_draft_tokens=64 must be in 2 .. 1 + topk*num_steps = 41
+# expect: imported: SGLang 0.5.23
+# note: written for SGLang <= 0.4.10: `--speculative-draft` is `--speculative-draft-model-path` since 0.5.2
+# modern: python3 -m sglang.launch_server --model meta-llama/Llama-2-7b-chat-hf --speculative-algo EAGLE --speculative-draft-model-path lmzheng/sglang-EAGLE-llama2-chat-7B --speculative-num-steps 5 --speculative-eagle-topk 8 --speculative-num-draft-tokens 64 --mem-fraction 0.7 --enable-torch-compile --cuda-graph-max-bs-decode 2
 python3 -m sglang.launch_server --model meta-llama/Llama-2-7b-chat-hf  --speculative-algo EAGLE --speculative-draft lmzheng/sglang-EAGLE-llama2-chat-7B --speculative-num-steps 5 --speculative-eagle-topk 8 --speculative-num-draft-tokens 64 --mem-fraction 0.7 --enable-torch-compile --cuda-graph-max-bs 2
