@@ -10,9 +10,24 @@ is what every command asks before reading one.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from specplan.engines import sglang, vllm
 
-PACKAGES = (sglang, vllm)  # every engine's package, in the order reports list the engines
+
+class Package(Protocol):
+    """What an engine's package (engines/<engine>/__init__.py) states of its releases."""
+
+    @property
+    def NAME(self) -> str: ...  # the spec's `engine`
+    @property
+    def TITLE(self) -> str: ...  # as messages write it
+    @property
+    def RELEASES(self) -> tuple[str, ...]: ...  # oldest first
+
+
+# every engine's package, in the order reports list the engines
+PACKAGES: tuple[Package, ...] = (sglang, vllm)
 RELEASES: dict[str, tuple[str, ...]] = {p.NAME: p.RELEASES for p in PACKAGES}
 NAMES: dict[str, str] = {p.NAME: p.TITLE for p in PACKAGES}
 
