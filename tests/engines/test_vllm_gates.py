@@ -65,37 +65,43 @@ speculative: {method: mtp, num_steps: 3, sampling: greedy}
 runtime: {max_batch: 8, timeout_s: 60}
 """
 STEP_HOOK = "vllm.v1.worker.gpu.dp_utils.sync_cudagraph_and_dp_padding"
+# 0.33.0, and 0.32.0 (the real-engine lane's release: its table's dp_sync has no allow_skip_drafts)
+RELEASES = pytest.mark.parametrize("version", ["0.33.0", "0.32.0"])
 
 
-def _stage(tmp_path, planned: bool, fault: str):
+def _stage(tmp_path, planned: bool, fault: str, version: str):
     plan = compile_spec(tmp_path / "plan", STAGE) if planned else None
     if plan is not None:
         gates = {g["name"]: g["family"] for g in json.loads(plan.read_text())["gates"]}
         assert gates["step_batch_descriptor"] == "ep"
     return run(4, 2, 1, 2, plan=plan, worker="stage_step", module="vllm_gate_workers", spec=ENGINE,
-               fault=fault)
+               fault=fault, version=version)
 
 
-def test_one_tp_rank_wanting_eager_splits_the_step_without_the_plugin(tmp_path):
-    outs = sorted(_outs(_stage(tmp_path, False, "eager:1")), key=lambda o: o["rank"])
+@RELEASES
+def test_one_tp_rank_wanting_eager_splits_the_step_without_the_plugin(tmp_path, version):
+    outs = sorted(_outs(_stage(tmp_path, False, "eager:1", version)), key=lambda o: o["rank"])
     # DP group [1,3] went eager with rank 1; [0,2] replayed a graph: TP peers 0 and 1 differ
     assert [(o["mode"], o["tokens"]) for o in outs] == [("FULL", 16), ("NONE", 3), ("FULL", 16), ("NONE", 11)]
 
 
-def test_the_plugin_agrees_the_graph_mode_over_the_plans_group(tmp_path):
-    outs = sorted(_outs(_stage(tmp_path, True, "eager:1")), key=lambda o: o["rank"])
+@RELEASES
+def test_the_plugin_agrees_the_graph_mode_over_the_plans_group(tmp_path, version):
+    outs = sorted(_outs(_stage(tmp_path, True, "eager:1", version)), key=lambda o: o["rank"])
     assert all(STEP_HOOK in o["hooks"] for o in outs)
     assert [(o["mode"], o["tokens"], o["across"]) for o in outs] == [
         ("NONE", 3, [3, 11]), ("NONE", 3, [3, 11]), ("NONE", 11, [3, 11]), ("NONE", 11, [3, 11])]
 
 
-def test_one_tp_rank_with_another_batch_diverges_without_the_plugin(tmp_path):
-    outs = sorted(_outs(_stage(tmp_path, False, "tokens:1")), key=lambda o: o["rank"])
+@RELEASES
+def test_one_tp_rank_with_another_batch_diverges_without_the_plugin(tmp_path, version):
+    outs = sorted(_outs(_stage(tmp_path, False, "tokens:1", version)), key=lambda o: o["rank"])
     assert [o["tokens"] for o in outs] == [16, 32, 16, 32]  # ranks 0 and 1: one TP group, two shapes
 
 
-def test_the_plugin_names_a_tp_rank_with_another_batch(tmp_path):
-    results = _stage(tmp_path, True, "tokens:1")
+@RELEASES
+def test_the_plugin_names_a_tp_rank_with_another_batch(tmp_path, version):
+    results = _stage(tmp_path, True, "tokens:1", version)
     for r in results:
         line = fatal(r, 3)
         assert "GateMismatch: gate step_batch_descriptor (decode, agreed over ep [0, 1, 2, 3])" in line
@@ -116,23 +122,25 @@ engine_args: ["--enable-batch-sharded-sampling"]
 SHARD_HOOK = "vllm.v1.worker.gpu.sample.batch_shard.BatchSharder.shard_sampler_inputs"
 
 
-def _sharded(tmp_path, planned: bool, fault: str):
+def _sharded(tmp_path, planned: bool, fault: str, version: str):
     plan = compile_spec(tmp_path / "plan", SHARDED) if planned else None
     return run(2, 2, 1, 1, plan=plan, worker="shard_owner", module="vllm_gate_workers", spec=ENGINE,
-               fault=fault)
+               fault=fault, version=version)
 
 
-def test_batch_shard_owner_rows_agree_and_diverge_on_the_real_sharder(tmp_path):
-    same = sorted(_outs(_sharded(tmp_path, True, "")), key=lambda o: o["rank"])
+@RELEASES
+def test_batch_shard_owner_rows_agree_and_diverge_on_the_real_sharder(tmp_path, version):
+    same = sorted(_outs(_sharded(tmp_path, True, "", version)), key=lambda o: o["rank"])
     assert all(SHARD_HOOK in o["hooks"] for o in same)
     assert [(o["splits"], o["local"]) for o in same] == [([2, 2], 2)] * 2
-    apart = sorted(_outs(_sharded(tmp_path, False, "slot:1")), key=lambda o: o["rank"])
+    apart = sorted(_outs(_sharded(tmp_path, False, "slot:1", version)), key=lambda o: o["rank"])
     # rank 1 owns slots 0, 2, 4 on tp rank 0: the all_to_all's split sizes differ
     assert [o["splits"] for o in apart] == [[2, 2], [3, 1]]
 
 
-def test_the_plugin_names_a_tp_rank_with_other_owner_rows(tmp_path):
-    for r in _sharded(tmp_path, True, "slot:1"):
+@RELEASES
+def test_the_plugin_names_a_tp_rank_with_other_owner_rows(tmp_path, version):
+    for r in _sharded(tmp_path, True, "slot:1", version):
         line = fatal(r, 3)
         assert "GateMismatch: gate batch_shard_owner (decode, agreed over tp [0, 1])" in line
         assert "ranks hold different request slots" in line and SHARD_HOOK in line

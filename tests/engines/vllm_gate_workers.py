@@ -92,6 +92,7 @@ def shard_owner(tp: str, pp: str, dp: str, speculative: str, fault: str = "") ->
     four requests in slots 0..3 (InputBatch.make_dummy on CPU buffers); `fault` "slot:<rank>":
     that rank holds its last request in slot 4, as a rank whose slot allocator drifted."""
     import dataclasses
+    import inspect
     import types
 
     import numpy as np
@@ -113,8 +114,9 @@ def shard_owner(tp: str, pp: str, dp: str, speculative: str, fault: str = "") ->
     batch = InputBatch.make_dummy(4, 8, buffers)
     slots = np.array([0, 1, 2, 4 if fault == f"slot:{_rank()}" else 3], dtype=np.intp)
     batch = dataclasses.replace(batch, idx_mapping_np=slots, idx_mapping=torch.from_numpy(slots).to(torch.int64))
-    sharder = BatchSharder(max_num_reqs=8, max_num_logits_per_req=4, device=torch.device("cpu"),
-                           adaptive_verification_enabled=False)
+    extra = ({"adaptive_verification_enabled": False}  # 0.33.0's; 0.32.x has no such argument
+             if "adaptive_verification_enabled" in inspect.signature(BatchSharder).parameters else {})
+    sharder = BatchSharder(max_num_reqs=8, max_num_logits_per_req=4, device=torch.device("cpu"), **extra)
     _, _, _, meta = sharder.shard_sampler_inputs(batch, None)
     ps.get_world_group().barrier()
     return {"hooks": list(active.hooks) if active else [], "rank": _rank(),
