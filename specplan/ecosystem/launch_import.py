@@ -297,7 +297,8 @@ def _speculative(engine: str, data: dict, launch: dict, base: Spec | None,
     if auto is not None and auto.get("vllm_method") is None and "vllm_method" in auto:
         auto["vllm_method"] = told["method"]
     if auto is not None:
-        told.update(_engine_widths(auto, told["method"], base, config, launch["_notes"]))
+        told.update(_engine_widths(auto, told["method"], base, config, launch["_notes"],
+                                   launch["_version"]))
     named = METHODS.get(told.get("method"))
     if named and named.without_draft and "draft_path" not in told and own_mtp(config):
         # SGLang runs EAGLE on the checkpoint's own MTP layers: NEXTN (Method.without_draft)
@@ -312,9 +313,10 @@ def _speculative(engine: str, data: dict, launch: dict, base: Spec | None,
 
 
 def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | None,
-                   notes: list[str]) -> dict:
+                   notes: list[str], version: str | None = None) -> dict:
     """The widths the line leaves to the engine: the base spec's (same method), else the
-    engine's own default for the model (engines/sglang/defaults.py, engines/vllm/methods.py), said in a note."""
+    engine's own default for the model (engines/sglang/defaults.py, engines/vllm/methods.py),
+    of the release `version` the line is read as, said in a note."""
     from specplan.engines.base import NoDefault
     from specplan.engines.sglang import defaults as sglang
     from specplan.engines.vllm import methods as vllm
@@ -329,11 +331,12 @@ def _engine_widths(auto: dict, method: str, base: Spec | None, config: dict | No
             notes.append(f"num_steps {steps}: {why}")
             return {"num_steps": steps}
         if auto["trie"]:  # SGLang's NGRAM: its widths from the trie's breadth
-            (steps, topk, width), why = sglang.sglang_ngram(auto["breadth"], auto["draft_tokens"])
+            (steps, topk, width), why = sglang.sglang_ngram(auto["breadth"], auto["draft_tokens"],
+                                                            version)
         else:
             arch = ((config or {}).get("architectures") or [None])[0]
             (steps, topk, width), why = sglang.sglang_eagle(auto["algorithm"], arch, auto["topk"],
-                                                       auto["draft_tokens"])
+                                                       auto["draft_tokens"], version)
     except NoDefault as exc:
         raise ImportProblem(str(exc)) from None
     notes.append(f"num_steps {steps}, topk {topk}, num_draft_tokens {width}: {why}")

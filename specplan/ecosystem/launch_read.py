@@ -206,7 +206,8 @@ def _sglang_widths(v: dict, algo: str, trie: bool, width: int | None, notes: lis
     steps = _int(v, "speculative_num_steps", "--speculative-num-steps", None)
     topk = _int(v, "speculative_eagle_topk", "--speculative-eagle-topk", None)
     breadth = _int(v, "speculative_ngram_max_bfs_breadth", "--speculative-ngram-max-bfs-breadth", None)
-    runs = breadth or d.SGLANG_NGRAM_BFS_BREADTH
+    release, name = d.of_release(v["_conv"].version)  # the release the line is read as
+    runs = breadth or release.ngram_bfs_breadth
     if trie and topk is not None and topk != runs:
         notes.append(f"--speculative-eagle-topk {topk} is not what SGLang's {algo} runs: it takes "
                      f"topk from --speculative-ngram-max-bfs-breadth, {runs}"
@@ -218,8 +219,8 @@ def _sglang_widths(v: dict, algo: str, trie: bool, width: int | None, notes: lis
     if trie:
         topk = runs
         if width is None:
-            width = d.SGLANG_NGRAM_DRAFT_TOKENS
-            notes.append(f"num_draft_tokens {width}: SGLang's {algo} default (_handle_ngram)")
+            width = release.ngram_draft_tokens
+            notes.append(f"num_draft_tokens {width}: {name}'s {algo} default (_handle_ngram)")
     out: dict = {"num_steps": steps}
     if (topk or 1) > 1:
         out["topk"] = topk

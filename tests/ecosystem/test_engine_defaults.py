@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from specplan.engines.sglang import defaults as d
 from specplan.schema.load import load_spec_text
 
 CONFIGS = {
@@ -36,10 +37,10 @@ def _import(cli, engine, config, *line):
 
 
 @pytest.mark.parametrize("config,algorithm,widths,why", [
-    ("dsv3", "EAGLE", (3, 1, 4), "SGLang's default for DeepseekV3ForCausalLM"),
-    ("llama", "EAGLE3", (5, 4, 8), "SGLang's default for LlamaForCausalLM"),
-    ("qwen", "EAGLE3", (3, 1, 4), "SGLang's default for Qwen3ForCausalLM (not in its table)"),
-    ("llama", "STANDALONE", (3, 1, 4), "SGLang's default for STANDALONE"),
+    ("dsv3", "EAGLE", (3, 1, 4), "SGLang 0.5.23's default for DeepseekV3ForCausalLM"),
+    ("llama", "EAGLE3", (5, 4, 8), "SGLang 0.5.23's default for LlamaForCausalLM"),
+    ("qwen", "EAGLE3", (3, 1, 4), "SGLang 0.5.23's default for Qwen3ForCausalLM (not in its table)"),
+    ("llama", "STANDALONE", (3, 1, 4), "SGLang 0.5.23's default for STANDALONE"),
 ])
 def test_sglang_picks_the_widths_by_architecture(cli, configs, config, algorithm, widths, why):
     result, spec = _import(cli, "sglang", configs[config], *SG, "--speculative-algorithm",
@@ -49,6 +50,32 @@ def test_sglang_picks_the_widths_by_architecture(cli, configs, config, algorithm
     assert (s.num_steps, s.topk, s.verify_width) == widths
     steps, topk, width = widths
     assert f"num_steps {steps}, topk {topk}, num_draft_tokens {width}: {why}" in result.stderr
+
+
+@pytest.mark.parametrize("version", ["0.5.20", "0.5.21", "0.5.22", "0.5.23"])
+def test_import_applies_and_names_the_release_the_line_is_read_as(cli, configs, version):
+    """engines/sglang/defaults.py BY_RELEASE: each release's own _auto_choose_speculative_params
+    (tests/engines/test_spec_defaults.py runs each wheel's); the spec keeps the release."""
+    result = cli("import", "--engine", "sglang", "--engine-version", version, "--model-config",
+                 str(configs["llama"]), "--", *SG, "--speculative-algorithm", "EAGLE3",
+                 "--speculative-draft-model-path", "d")
+    assert result.exit_code == 0, result.stderr
+    spec = load_spec_text(result.stdout, "imported")
+    s = spec.speculative
+    assert (s.num_steps, s.topk, s.verify_width) == d.BY_RELEASE[version].by_arch["LlamaForCausalLM"]
+    assert (f"num_steps 5, topk 4, num_draft_tokens 8: SGLang {version}'s default for "
+            "LlamaForCausalLM (_auto_choose_speculative_params)") in result.stderr
+    assert spec.engine_version == (None if version == "0.5.23" else version)
+
+
+def test_a_base_specs_release_picks_the_defaults(cli, tmp_path, configs):
+    base = tmp_path / "base.yaml"
+    base.write_text("name: b\nengine: sglang\nengine_version: 0.5.22\ntopology: {tp: 8}\n"
+                    "model: {num_layers: 32, hidden_size: 4096, vocab_size: 128256}\n")
+    result = cli("import", "--engine", "sglang", "--base", str(base), "--model-config",
+                 str(configs["dsv3"]), "--", *SG, "--speculative-algorithm", "EAGLE")
+    assert result.exit_code == 0, result.stderr
+    assert "SGLang 0.5.22's default for DeepseekV3ForCausalLM" in result.stderr
 
 
 def test_sglang_refuses_half_the_widths_as_sglang_does(cli, configs):
@@ -70,7 +97,7 @@ def test_sglang_ngram_derives_the_steps(cli, configs):
                            "--speculative-num-draft-tokens", "8")
     assert result.exit_code == 0, result.stderr
     assert (spec.speculative.num_steps, spec.speculative.topk) == (2, 4)
-    assert "SGLang's NGRAM default: num_draft_tokens 8 // max_bfs_breadth 4" in result.stderr
+    assert "SGLang 0.5.23's NGRAM default: num_draft_tokens 8 // max_bfs_breadth 4" in result.stderr
 
 
 def test_vllm_mtp_takes_the_checkpoints_mtp_layers(cli, configs):

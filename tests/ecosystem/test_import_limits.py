@@ -51,7 +51,7 @@ def test_sglang_ngram_defaults_import_check_compile_and_simulate(cli, tmp_path, 
     path, result = imported(cli, tmp_path, "sglang", config, *SG)
     assert result.exit_code == 0, result.stderr
     assert widths(path) == (1, 10, 12)  # a 12-node trie: past 1 + topk * num_steps = 11
-    assert "num_steps 1, topk 10, num_draft_tokens 12: SGLang's NGRAM default" in result.stderr
+    assert "num_steps 1, topk 10, num_draft_tokens 12: SGLang 0.5.23's NGRAM default" in result.stderr
     assert cli("check", str(path)).exit_code == 0
     out = tmp_path / "out"
     assert cli("compile", str(path), "-o", str(out)).exit_code == 0

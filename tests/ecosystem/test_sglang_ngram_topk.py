@@ -71,7 +71,7 @@ def test_only_eagle_topk_with_the_defaults_derives_from_the_default_breadth(cli,
 def test_no_draft_token_count_is_sglangs_12(cli, config):
     result, s = _import(cli, config, "--speculative-num-steps", "3", "--speculative-ngram-max-bfs-breadth", "2")
     assert _widths(s) == (3, 2, 12)
-    assert "num_draft_tokens 12: SGLang's NGRAM default (_handle_ngram)" in result.stderr
+    assert "num_draft_tokens 12: SGLang 0.5.23's NGRAM default (_handle_ngram)" in result.stderr
 
 
 def test_eagle_topk_still_sets_an_eagle_tree(cli, config):
