@@ -33,6 +33,25 @@ class Commands(click.Group):
             for diag in exc.diagnostics:
                 click.echo(str(diag), err=True)
             sys.exit(EXIT_BAD_INPUT)
+        except click.ClickException as exc:  # a usage error: its message fits beside "Error: "
+            _fit_message(exc)
+            raise
+
+
+def _fit_message(exc: click.ClickException) -> None:
+    """Wrap the prose `exc.show()` prints after "Error: " to the terminal's width, between
+    words (a word longer than the width stays whole)."""
+    import textwrap
+
+    from specplan.verify.formats import terminal_width
+
+    message, width = exc.format_message, max(terminal_width() - len("Error: "), 20)
+
+    def fitted() -> str:
+        return "\n".join(textwrap.fill(part, width, subsequent_indent="  ", break_long_words=False,
+                                       break_on_hyphens=False) for part in message().split("\n"))
+
+    exc.format_message = fitted  # type: ignore[method-assign]
 
 
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import click
 
+from specplan.commands import fit
 from specplan.commands.target import Report, Simulation
 from specplan.errors import EXIT_BAD_INPUT, EXIT_FOUND_PROBLEM, EXIT_INTERNAL, EXIT_OK
 from specplan.sim.bounds import faults
@@ -148,7 +149,7 @@ def refused_launch(plan: Plan, as_json: bool) -> int:
                                "verdict": {"ok": False, "problems": [line]},
                                "exit_code": EXIT_FOUND_PROBLEM}, separators=(",", ":")))
     else:
-        click.echo(f"FAIL: {line}")
+        fit.echo(f"FAIL: {line}")
     return EXIT_FOUND_PROBLEM
 
 
@@ -165,8 +166,8 @@ def print_not_simulated(plan: Plan, findings: Sequence[Finding], as_json: bool) 
 
     sys.stdout.write(formats.to_json(list(findings)) if as_json else formats.render_text(
         subject_of(plan), list(findings), width=formats.terminal_width(), verbose=False))
-    click.echo("not simulated: `specplan check` predicts the failures above; run with "
-               "--allow-errors to watch them happen", err=True)
+    fit.echo("not simulated: `specplan check` predicts the failures above; run with "
+             "--allow-errors to watch them happen", err=True)
 
 
 def run_serving(spec: str, *, chunk: int, requests: int, seed: int, inject: str,

@@ -121,15 +121,54 @@ def test_every_command_fits_the_terminal(width, tmp_path):
     commands = [[a.replace("{tmp}", str(tmp_path)) for a in argv] for argv in COMMANDS]
     shown = _by_command(_on_a_terminal(width, commands))
     assert len(shown) == len(commands), sorted(shown)
+    _fits(shown, width)
+    text = "\n".join(line for lines in shown.values() for line in lines)
+    words = set(re.findall(r"[\w./-]+", text))
+    missing = {n for n in _names(tmp_path) if n not in words}
+    assert not missing, f"cut or missing at {width} columns: {missing}"
+
+
+def _fits(shown: dict[str, list[str]], width: int) -> None:
     for head, lines in shown.items():
         assert lines, f"`specplan {head}` printed nothing"
-        # a word that cannot fit beside its indent and markers (`#`, ` \`), such as a long path,
+        # a word that cannot fit beside its indent and markers (`#`, ` \\`), such as a long path,
         # is kept whole on a line of its own
         wide = [line for line in lines if len(line.rstrip()) > width
                 and max(map(len, line.split())) <= width - 8]
         assert not wide, f"`specplan {head}` at {width} columns:\n" + "\n".join(wide)
         assert not any("…" in line for line in lines), f"`specplan {head}` cut a name"
-    text = "\n".join(line for lines in shown.values() for line in lines)
-    words = set(re.findall(r"[\w./-]+", text))
-    missing = {n for n in _names(tmp_path) if n not in words}
-    assert not missing, f"cut or missing at {width} columns: {missing}"
+
+
+# A small fast spec (2 gloo ranks, 2 rounds): its report, a failing run's, check's refusal of a
+# spec before any rank starts, and a usage error, each on the real terminal.
+SIM_SPEC = """\
+name: width-sim-tp2-eagle-tree-with-a-long-name
+engine: sglang
+topology: {{tp: 2}}
+model: {{num_layers: 4, hidden_size: 64, vocab_size: 512}}
+speculative: {{method: eagle, num_steps: 3, topk: 2, num_draft_tokens: 6}}
+sync: {{policy: {policy}}}
+"""
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_simulate_runs_fit_the_terminal(width, tmp_path):
+    for policy in ("safe", "off"):
+        (tmp_path / f"{policy}.yaml").write_text(SIM_SPEC.format(policy=policy))
+    small = ["--rounds", "2", "--requests", "2"]
+    runs = {"pass": ["simulate", str(tmp_path / "safe.yaml"), *small],
+            "fail": ["simulate", str(tmp_path / "off.yaml"), *small, "--inject", "noise"],
+            "refused": ["simulate", PRE_50514, *small],
+            "usage": ["simulate", str(tmp_path / "safe.yaml"), *small, "--inject", "gate"]}
+    shown = _by_command(_on_a_terminal(width, list(runs.values())))
+    assert len(shown) == len(runs), sorted(shown)
+    _fits(shown, width)
+    said = {name: "\n".join(shown[" ".join(argv)]) for name, argv in runs.items()}
+    words = {name: set(re.findall(r"[\w./<>-]+", text)) for name, text in said.items()}
+    assert "PASS: every replica's ranks agreed" in said["pass"]
+    assert "width-sim-tp2-eagle-tree-with-a-long-name" in words["pass"]
+    assert "FAIL:" in said["fail"] and "next_token_ids" in words["fail"]
+    assert "not simulated: `specplan check` predicts the failures above" in said["refused"]
+    assert "--allow-errors" in words["refused"]
+    assert "Error: --inject gate diverges the plan's gates" in said["usage"]
+    assert "engines/<engine>/gates.py" in words["usage"]
