@@ -2,7 +2,8 @@
 `max_draft_tokens`: 1 + topk + (num_steps - 1) * topk^2) is where SGLang's own draft loop stops:
 spec_utils._select_top_k_tokens_first / _later score each step's candidates and
 eagle_utils.organize_draft_results picks num_draft_tokens - 1 of them, run here from the wheel
-(the functions' own source, real torch on the CPU; only the package's imports are left out)."""
+(the functions' own source, real torch on the CPU; only the package's imports are left out).
+The newest release runs under `engines`, the older ones under `versions`."""
 
 from __future__ import annotations
 
@@ -14,26 +15,30 @@ import torch
 from real_code import function
 
 from specplan.engines import convention
+from specplan.engines.releases import RELEASES, newest
 
 pytestmark = pytest.mark.engines
 SPEC = "sglang/srt/speculative/spec_utils.py"
+RELEASE_PARAMS = [pytest.param(v, marks=() if v == newest("sglang") else pytest.mark.versions)
+                  for v in RELEASES["sglang"]]
 
 
-def _sglang():
-    fast_topk = function("sglang", "sglang/srt/utils/common.py", "fast_topk", {"torch": torch})
+def _sglang(version: str | None = None):
+    fast_topk = function("sglang", "sglang/srt/utils/common.py", "fast_topk", {"torch": torch}, version)
     envs = SimpleNamespace(SGLANG_ENABLE_ASYNC_ASSERT=SimpleNamespace(get=lambda: True))
     oob = function("sglang", "sglang/srt/utils/async_probe.py", "maybe_detect_oob",
-                   {"torch": torch, "envs": envs, "Optional": Optional})
+                   {"torch": torch, "envs": envs, "Optional": Optional}, version)
     ns = {"torch": torch, "fast_topk": fast_topk, "List": List, "maybe_detect_oob": oob}
-    first = function("sglang", SPEC, "_select_top_k_tokens_first", ns)
-    later = function("sglang", SPEC, "_select_top_k_tokens_later", ns)
-    organize = function("sglang", "sglang/srt/speculative/eagle_utils.py", "organize_draft_results", ns)
+    first = function("sglang", SPEC, "_select_top_k_tokens_first", ns, version)
+    later = function("sglang", SPEC, "_select_top_k_tokens_later", ns, version)
+    organize = function("sglang", "sglang/srt/speculative/eagle_utils.py", "organize_draft_results",
+                        ns, version)
     return first, later, organize
 
 
-def _draft(topk: int, steps: int, tokens: int, bs: int = 2):
+def _draft(topk: int, steps: int, tokens: int, version: str | None = None, bs: int = 2):
     """SGLang's draft loop over random probabilities, then organize_draft_results."""
-    first, later, organize = _sglang()
+    first, later, organize = _sglang(version)
     g = torch.Generator().manual_seed(topk * 100 + steps)
     lists: tuple[list, list, list] = ([], [], [])
     scores = None
@@ -50,14 +55,15 @@ def _draft(topk: int, steps: int, tokens: int, bs: int = 2):
     return organize(*lists, tokens)
 
 
+@pytest.mark.parametrize("version", RELEASE_PARAMS)
 @pytest.mark.parametrize("topk, steps", [(1, 4), (2, 3), (4, 5), (8, 5), (10, 1)])
-def test_specplans_bound_is_where_sglangs_draft_tree_stops(topk, steps):
-    top, _ = convention("sglang").max_draft_tokens(topk, steps)
-    _, index, drafts = _draft(topk, steps, top)
+def test_specplans_bound_is_where_sglangs_draft_tree_stops(topk, steps, version):
+    top, _ = convention("sglang", version).max_draft_tokens(topk, steps)
+    _, index, drafts = _draft(topk, steps, top, version)
     assert tuple(drafts.shape) == (2, top - 1)
     assert int(index.max()) < topk + (steps - 1) * topk * topk
     with pytest.raises(RuntimeError):
-        _draft(topk, steps, top + 1)
+        _draft(topk, steps, top + 1, version)
 
 
 def test_the_older_recipes_tree_fits_sglang_and_not_one_level_per_step():
