@@ -33,6 +33,8 @@ from specplan.engines.vllm.hooks import RELEASES as VLLM_RELEASES
 
 if TYPE_CHECKING:
     from specplan.plan import Plan
+    from specplan.plugins.vllm import VllmState
+    from specplan.plugins.vllm_bridge import VllmBridge
 
 ENV_PLAN = "SPECPLAN_PLAN"
 ENV_ALLOW_UNTESTED = "SPECPLAN_ALLOW_UNTESTED_ENGINE"
@@ -88,6 +90,8 @@ class ActivePlan:
     engine_groups: dict = field(default_factory=dict)  # family -> every group, as the engine built them
     startup_s: dict = field(default_factory=dict)  # seconds spent in "check" and "bind"
     state: object = None  # the engine plugin's per-process hook state (SGLangState)
+    bridge: VllmBridge | None = None  # vLLM: the bridge to its tensors, once the runner is bound
+    vllm: VllmState | None = None  # vLLM: the hook state, once the runner is bound
 
     @property
     def name(self) -> str:

@@ -43,6 +43,7 @@ from specplan.plugins.common import (ENV_PLAN, ActivePlan, EngineRefused, activa
                                      check_world, enabled, hooked, log_bound,
                                      refuse_unreached_gates, startup_check)
 from specplan.plugins.sglang_sites import SiteHooks
+from specplan.plugins.sglang_pp import PPRelay
 from specplan.engines.sglang.hooks import table
 from specplan.plugins.roles import declared, serves
 
@@ -69,6 +70,7 @@ def register() -> None:
     if not enabled():
         return
     active = activate(ENGINE, _version())
+    assert active is not None  # enabled(): SPECPLAN_PLAN is set
     if active.hooks:
         return
     refuse_stage_spanning_sites(active)
@@ -125,7 +127,7 @@ class SGLangState(SiteHooks):
     active: ActivePlan
     created: dict[int, list[list[int]]] = field(default_factory=dict)  # id(coordinator) -> groups
     round: int = 0  # decode rounds accepted so far: the guard header's round
-    pp: object = None  # sglang_pp.PPRelay under pipeline parallelism (records converges to relay)
+    pp: PPRelay | None = None  # sglang_pp.PPRelay under pipeline parallelism (records converges to relay)
 
     def __post_init__(self) -> None:
         self._init_sites()

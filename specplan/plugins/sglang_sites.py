@@ -32,9 +32,14 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from specplan.plugins.common import fit_rows, wants_identity
 from specplan.plugins.roles import serves
+
+if TYPE_CHECKING:
+    from specplan.plugins.common import ActivePlan
+    from specplan.plugins.sglang_pp import PPRelay
 
 # Inside a hooked eagle_sample: SGLang's own broadcasts of its accept are skipped (the plan's
 # boundary converges the same three tensors when eagle_sample returns).
@@ -72,6 +77,10 @@ class _Payload:
 
 class SiteHooks:
     """The converge half of SGLangState (which holds `active` and `round`)."""
+
+    active: ActivePlan
+    round: int
+    pp: PPRelay | None
 
     def _init_sites(self) -> None:
         self._sites: dict = {}  # slug -> its plan site (or None)

@@ -45,6 +45,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from specplan.engines.hooks import Hook
 from specplan.engines.vllm.hooks import PS, RUNNER, Release, nearest_release
@@ -55,6 +56,9 @@ from specplan.plugins.roles import body_for, serves
 from specplan.plugins.vllm_guard import check_signature, engine_call, guarded, locate
 from specplan.plugins.vllm_gates import GateHooks, gate_groups
 from specplan.plugins.vllm_pp import Entries, PPHooks, SentRows
+
+if TYPE_CHECKING:
+    from specplan.plugins.vllm_bridge import VllmBridge
 
 ENGINE = "vllm"
 # plan family -> the parallel_state global holding vLLM's coordinator (None: not built).
@@ -81,6 +85,7 @@ def register() -> None:
     vllm_world.copy_to_ray()
     version = engine_version()
     active = activate(ENGINE, version)
+    assert active is not None  # enabled(): SPECPLAN_PLAN is set
     if active.hooks:
         return
     _check_sites(active)
@@ -153,7 +158,7 @@ def wrap(owner, name: str, state, serves: str, target: str) -> None:
     def wrapper(*args, **kwargs):
         return guarded(target, state.rank, getattr(state, serves), call, *args, **kwargs)
 
-    wrapper.__specplan__ = True
+    wrapper.__specplan__ = True  # type: ignore[attr-defined]  # a marker on the function object
     setattr(owner, name, wrapper)
 
 
@@ -225,10 +230,10 @@ class VllmState(PPHooks, GateHooks):
     active: ActivePlan
     release: Release
     version: str
-    bridge: object = None
+    bridge: VllmBridge = None  # type: ignore[assignment]  # set when the runner binds, before any PP hook runs
     timings: dict = field(default_factory=dict)
     located: list = field(default_factory=list)  # (hook, owner, name) of the runner's targets
-    pending_recv: object = None  # vLLM's PendingRecv (the entries an earlier stage queues)
+    pending_recv: Any = None  # vLLM's PendingRecv (the entries an earlier stage queues)
     entries: Entries = field(default_factory=Entries)
     sent_rows: SentRows = field(default_factory=SentRows)
     gate_where: dict = field(default_factory=dict)  # gate -> where it is checked (vllm_gates.py)
@@ -240,7 +245,9 @@ class VllmState(PPHooks, GateHooks):
     def install(self, hook: Hook, located=None) -> None:
         """Check the target against the table, then wrap it (EngineRefused on a difference)."""
         owner, name, _ = located or locate(hook, self.version, self.release)
-        wrap(owner, name, self, body_for(type(self), hook), hook.target)
+        serves = body_for(type(self), hook)
+        assert serves is not None  # installed hooks are wrapped ones: each has a body
+        wrap(owner, name, self, serves, hook.target)
         hooked(self.active, hook.target)
 
     # -- start-up --------------------------------------------------------------------------
@@ -361,7 +368,7 @@ class VllmState(PPHooks, GateHooks):
         def converged(input_batch, *args, **kwargs):
             return guarded(target, self.rank, self.propose, call, input_batch, *args, **kwargs)
 
-        converged.__specplan__ = True
+        converged.__specplan__ = True  # type: ignore[attr-defined]  # a marker on the function object
         speculator.propose = converged
 
     @serves("propose")

@@ -21,6 +21,7 @@ the step that proposed them.
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any, overload
 
 import torch
 
@@ -179,7 +180,12 @@ class VllmBridge:
         self.rounds[kind] += 1
         return self.rounds[kind]
 
-    def _converge(self, kind: str, values: dict, r: int, rows: int, batch) -> dict:
+    @overload
+    def _converge(self, kind: str, values: dict, r: int, rows: int, batch: Any) -> dict: ...
+    @overload
+    def _converge(self, kind: str, values: None, r: int, rows: int, batch: Any) -> dict | None: ...
+
+    def _converge(self, kind: str, values: dict | None, r: int, rows: int, batch: Any) -> dict | None:
         site = self.sites[kind]
         if site is None or site.boundary is None:
             return values

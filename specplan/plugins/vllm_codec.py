@@ -89,7 +89,7 @@ def _sampled(plan: Plan, site: Site) -> bool:
     return m.decision(site.decisions[0].name).path == "sampling"
 
 
-def encode_accept(layout: str, names: tuple[str, ...], sampled: torch.Tensor,
+def encode_accept(layout: str | None, names: tuple[str, ...], sampled: torch.Tensor,
                   num_sampled: torch.Tensor, width: int) -> dict:
     rows, dev = sampled.shape[0], sampled.device
     if layout == "count_bonus":
@@ -111,7 +111,7 @@ def encode_accept(layout: str, names: tuple[str, ...], sampled: torch.Tensor,
     return dict(zip(names, (predict.reshape(-1), index, (num_sampled - 1).to(torch.int32))))
 
 
-def decode_accept(layout: str, names: tuple[str, ...], dec: dict, rows: int, width: int,
+def decode_accept(layout: str | None, names: tuple[str, ...], dec: dict, rows: int, width: int,
                   batch=None) -> tuple[torch.Tensor, torch.Tensor]:
     """(sampled [rows, width] int64, num_sampled [rows] int32) from converged decisions.
     count_bonus reads the step's drafts from `batch` (input_ids at its logits rows)."""

@@ -33,6 +33,7 @@ import inspect
 import os
 import sys
 import traceback
+from typing import Any
 
 from specplan.engines.hooks import Hook
 from specplan.engines.vllm.hooks import Release
@@ -53,7 +54,7 @@ def signature_of(fn) -> str:
 def locate(hook: Hook, version: str, table: Release):
     """(owner, name, function) of a table entry; EngineRefused when vLLM has no such function."""
     try:
-        owner = importlib.import_module(hook.module)
+        owner: Any = importlib.import_module(hook.module)
     except ImportError as exc:
         raise _missing(hook, version, table, f"module {hook.module} does not import ({exc})") from None
     *path, name = hook.qualname.split(".")

@@ -31,8 +31,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
 
 from specplan.plugins.roles import serves
+
+if TYPE_CHECKING:
+    from specplan.engines.vllm.hooks import Release
+    from specplan.plugins.vllm_bridge import VllmBridge
 
 MAX_NOTED = 4096  # requests noted as sampled outside the mask (they finish: a bounded memory)
 ERRORS = {"StaleEntry": "A pipeline entry's rows are written into state indices another request holds now.",
@@ -54,6 +59,11 @@ def __getattr__(name: str):
 
 class PPHooks:
     """VllmState's PPHandler methods (mixed in): self.bridge, self.release, self.pending_recv."""
+
+    bridge: VllmBridge
+    release: Release
+    pending_recv: Any  # vLLM's PendingRecv class (untyped engine code)
+    entries: Entries
 
     # -- the last stage ------------------------------------------------------------------------
     @serves("pp_req_idx_freed")
