@@ -196,7 +196,8 @@ class BatchHistory:
     that arrives k rounds after it was sent (`relay(..., round=r, requests=h.at(r))`)."""
 
     def __init__(self, depth: int = 8):
-        self.depth, self._by_round = depth, OrderedDict()
+        self.depth = depth
+        self._by_round: OrderedDict[int, object] = OrderedDict()
 
     def record(self, round_: int, batch) -> None:
         self._by_round[round_] = batch

@@ -89,7 +89,8 @@ def create_groups(plan: PlanView, adopted: dict | None = None) -> tuple[dict, di
     replica under DP-attention is attn_tp), reuses that communicator instead of a new one."""
     rank = dist.get_rank()
     adopted = adopted or {}
-    groups, ranks = {}, {}
+    groups: dict[str, dist.ProcessGroup | None] = {}
+    ranks: dict[str, list[int]] = {}
     for name, fam in plan.families.items():
         ranks[name] = plan.group_of(name, rank)
         reused = _reused(plan, name, groups, adopted)

@@ -61,7 +61,8 @@ def derive_commit(site: Site, dec: dict, prefix: torch.Tensor, draft_tokens: tor
     """
     names = site.decisions
     if site.accept == "path":
-        return _path_commit(dec, *(dec[n] for n in names), prefix)
+        predict, index, correct = (dec[n] for n in names)
+        return _path_commit(dec, predict, index, correct, prefix)
     if site.accept not in ("count_bonus", "target_predict"):
         raise ValueError(f"{site.name} is not an accept site (Site.accept is {site.accept!r})")
     if draft_tokens is None:

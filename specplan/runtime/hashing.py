@@ -18,7 +18,7 @@ def hash64(t: torch.Tensor) -> int:
         t = t.to("cpu").contiguous()
     h = hashlib.blake2b(f"{t.dtype}:{tuple(t.shape)}".encode(), digest_size=8)
     if t.numel():
-        h.update(t.reshape(-1).view(torch.uint8).numpy())
+        h.update(t.reshape(-1).view(torch.uint8).numpy())  # type: ignore[arg-type]  # an ndarray is a buffer; numpy's stubs do not say so
     return int.from_bytes(h.digest(), "little", signed=True)
 
 

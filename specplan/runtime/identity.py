@@ -115,6 +115,7 @@ class Identity:
     def _answer(self) -> None:
         """The daemon: answer peers' asks for this rank's rows, in the order they were posted."""
         store, me, n = self._store, self.rt.rank, 1
+        assert store is not None  # the daemon starts only with a store
         while not self._stop.wait(POLL_S):
             try:
                 while store.check([f"ask/{me}/{n}"]):

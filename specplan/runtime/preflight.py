@@ -59,6 +59,7 @@ def _run(rt: Runtime, op, round_: int) -> int:
     if op.kind == "dp":
         return steps.exchange_token_counts(rt, None, round=round_).numel() * 4
     b = rt.plan.boundaries[op.boundary] if op.kind == "boundary" else rt.plan.relay_of(op.site)
+    assert b is not None  # a planned relay op names a relay site
     source = rt.ranks[b.family][b.source_member]
     mine = _values(rt, b) if rt.rank == source or b.op == "all_reduce_min" else None
     if op.kind == "boundary":

@@ -29,8 +29,8 @@ import torch.distributed as dist
 from specplan.runtime import binding as _bind, comm
 from specplan.runtime.commit import Accepted, accept_site, derive_commit, fired
 from specplan.runtime.errors import CollectiveTimeout
-from specplan.runtime.guard import (BATCH_WORD, HEADER_WORDS, DeviceFlag, batch_only, check_header,
-                                    header_slot, read_header, words_header)
+from specplan.runtime.guard import (BATCH_WORD, HEADER_WORDS, DeviceFlag, GuardHeader, batch_only,
+                                    check_header, header_slot, read_header, words_header)
 from specplan.runtime.identity import Identity
 from specplan.runtime.plan_view import GuardedCollective, PlanView
 from specplan.runtime.prepared import DTYPES, PreparedCollective, accept_sites
@@ -225,6 +225,7 @@ class Runtime:
         return dict(zip(p.decisions, lane.unpack(copy=True)))
 
     def _desync(self, p: PreparedCollective, source: int, round_: int) -> None:
+        assert isinstance(p.header, GuardHeader)  # a DeviceGuard always matches: the flag reports
         got, expected = read_header(p.buf), p.header.expected()
         if batch_only(got, expected):  # the same call over different rows: name them
             self.identity.mismatch(p.b, round_, p.source, expected[BATCH_WORD + 1], got[BATCH_WORD + 1])
