@@ -92,8 +92,8 @@ class Comm:
 
     # -- DP-attention: the TP block shares rows for the MLP -----------------------------------
     def gather_rows(self, x: torch.Tensor):
-        counts = self.all_gather(torch.tensor([x.shape[0]], dtype=torch.int64), "tp")
-        counts = [int(c) for c in counts]
+        gathered = self.all_gather(torch.tensor([x.shape[0]], dtype=torch.int64), "tp")
+        counts = [int(c) for c in gathered]
         pad = max(counts)
         padded = torch.zeros(pad, x.shape[1], dtype=x.dtype)
         padded[: x.shape[0]] = x

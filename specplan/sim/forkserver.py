@@ -112,6 +112,7 @@ class ForkServer:
         self._proc = subprocess.Popen([sys.executable, os.path.abspath(__file__)],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       start_new_session=True)
+        assert self._proc.stdin is not None and self._proc.stdout is not None  # both PIPE
         self._w, self._r = self._proc.stdin.fileno(), self._proc.stdout.fileno()
         entries = [(e,) if isinstance(e, str) else tuple(e) for e in preload]
         _send(self._w, ([str(p) for p in path], entries))

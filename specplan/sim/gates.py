@@ -77,7 +77,7 @@ def _issue(e, index: int, k: int, gate, sel, value: int) -> None:
                  f"gate {gate.name}: {sel.op} header", sel.family)
     values = [int(h[4]) for h in seen]
     if len(set(values)) > 1:
-        split = {}
+        split: dict[int, list[int]] = {}
         for r, v in zip(ranks, values):
             split.setdefault(v, []).append(r)
         sides = "; ".join(f"ranks {rs} chose {v}" for v, rs in split.items())

@@ -126,6 +126,7 @@ def prefill_side(raw: dict, sim, rank: int, views: dict) -> dict:
         works += [dist.isend(logits[ends].argmax(-1).contiguous(), dst=a["dst_world"]),
                   dist.isend(ctx, dst=a["dst_world"])]
     for w in works:
+        assert w is not None  # every rank here is in the world: isend returns its Work
         w.wait(timeout=datetime.timedelta(seconds=view.timeout_s))
     return {"rank": rank, "role": "prefill", "stage": e.stage, "sent_bytes": sent, "error": None}
 

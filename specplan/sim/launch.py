@@ -49,7 +49,7 @@ class Outcome:
     prepared: Prepared
     options: Options
     results: dict[int, dict]
-    returncodes: dict[int, int]
+    returncodes: dict[int, int | None]
     wall_s: float
     sim_dir: Path
     notes: list[str] = field(default_factory=list)
@@ -81,7 +81,8 @@ def write_config(sim_dir: Path, prep: Prepared, opt: Options, rendezvous_s: floa
 
 
 def start(sim_dir: Path, world: int, module: str = "specplan.sim.worker") -> list[Child]:
-    port, procs = free_port(), []
+    port = free_port()
+    procs: list[Child] = []
     for rank in range(world):
         env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                    WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),

@@ -22,7 +22,9 @@ combine order) is the same on every layout.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -96,11 +98,11 @@ class Shard:
     attn: tuple[int, int] = (1, 0)
     mlp: tuple[int, int] = (1, 0)
     experts: tuple[int, int, int, int] = (1, 0, 1, 0)
-    attn_reduce: object = staticmethod(lambda x: x)
-    mlp_enter: object = staticmethod(lambda x: (x, None))
-    mlp_reduce: object = staticmethod(lambda x: x)
-    moe_reduce: object = staticmethod(lambda x: x)  # over moe_tp
-    mlp_leave: object = staticmethod(lambda y, ctx: y)
+    attn_reduce: Callable[[torch.Tensor], torch.Tensor] = staticmethod(lambda x: x)
+    mlp_enter: Callable[[torch.Tensor], tuple[torch.Tensor, Any]] = staticmethod(lambda x: (x, None))
+    mlp_reduce: Callable[[torch.Tensor], torch.Tensor] = staticmethod(lambda x: x)
+    moe_reduce: Callable[[torch.Tensor], torch.Tensor] = staticmethod(lambda x: x)  # over moe_tp
+    mlp_leave: Callable[[torch.Tensor, Any], torch.Tensor] = staticmethod(lambda y, ctx: y)
     dispatch: Dispatch = field(default_factory=Dispatch)
     expert_rows: int = 0
     cache: dict = field(default_factory=dict)

@@ -4,7 +4,10 @@ a live line on a terminal, one line per finished round when stderr is piped or a
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 class RoundProgress:
@@ -15,7 +18,7 @@ class RoundProgress:
         self.total, self.done = total, 0
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
-        self._bar = None
+        self._bar: Progress | None = None
 
     def __enter__(self) -> RoundProgress:
         if self.live:
@@ -24,9 +27,9 @@ class RoundProgress:
 
             columns = (TextColumn("simulate"), BarColumn(), MofNCompleteColumn(), TextColumn("rounds"),
                        TimeElapsedColumn())
-            self._bar = Progress(*columns, console=Console(file=self.stream), transient=True)
-            self._bar.__enter__()
-            self._task = self._bar.add_task("rounds", total=self.total)
+            bar = self._bar = Progress(*columns, console=Console(file=self.stream), transient=True)
+            bar.__enter__()
+            self._task = bar.add_task("rounds", total=self.total)
         return self
 
     def update(self, finished: int) -> None:

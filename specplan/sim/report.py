@@ -99,12 +99,12 @@ def _against_model(outcome, by_request: dict, v: Verdict) -> None:
                                   f"target ran other weights or inputs than the model's")
                 continue
             scores = x.get("scores", {}).get(q, [])
-            at = next((i for i, (a, b) in enumerate(zip(scores, peaks))
-                       if abs(a - b) > 1e-6 * max(1.0, abs(b))), None)
-            if at is not None:
-                v.problems.append(f"request {q}: after token {at} the target (rank {rank}) predicts "
-                                  f"{got[at]} with logit {scores[at]:.6g} where the model on one "
-                                  f"process gives it {peaks[at]:.6g}: the target ran other weights "
+            off = next((i for i, (a, b) in enumerate(zip(scores, peaks))
+                        if abs(a - b) > 1e-6 * max(1.0, abs(b))), None)
+            if off is not None:
+                v.problems.append(f"request {q}: after token {off} the target (rank {rank}) predicts "
+                                  f"{got[off]} with logit {scores[off]:.6g} where the model on one "
+                                  f"process gives it {peaks[off]:.6g}: the target ran other weights "
                                   f"or inputs than the model's")
 
 
@@ -114,7 +114,7 @@ def summary(outcome) -> dict:
     if not res:
         return {}
     rounds = outcome.options.rounds
-    first = {}
+    first: dict[int, dict] = {}
     for x in res:  # one rank per replica speaks for its requests
         first.setdefault(x["replica"], x)
     commits = [n for x in first.values() for r, lens in x["commits"].items() if r != "0" for n in lens]

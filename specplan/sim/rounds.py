@@ -20,6 +20,8 @@ from specplan.sim.drafter import chain, chain_tree, eagle_chain, eagle_tree, ngr
 from specplan.sim.engine import Engine, coins
 from specplan.sim.model import causal
 
+Tree = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # retrieve_index, next_token, next_sibling
+
 
 def startup(e: Engine) -> None:
     """The free-memory MIN sites (DFlash, DSpark) once, before the prefill."""
@@ -46,7 +48,7 @@ def prefill(e: Engine) -> None:
     if e.last:
         values = {name: e.sample_or_argmax(logits[ends], counts)}
     first = e.decide(f"{e.method}_target", values)[name]
-    e.commit_rows([torch.arange(ends[b] - n + 1, ends[b] + 1) for b, n in enumerate(counts)],
+    e.commit_rows([torch.arange(int(ends[b]) - n + 1, int(ends[b]) + 1) for b, n in enumerate(counts)],
                   [[int(t)] for t in first])
     if e.last and not e.lookup:
         e.state["ctx"] = e.drafter_ctx(hidden, taps)[ends]
@@ -170,7 +172,7 @@ def _eagle_round(e: Engine) -> None:
         _extend(e, predict[lastrow])
 
 
-def _accept_eagle(e: Engine, candidates, tree, logits) -> dict:
+def _accept_eagle(e: Engine, candidates, tree: Tree, logits) -> dict:
     t0 = time.perf_counter()
     bs, n = candidates.shape
     width = e.width if e.lookup else e.steps + 1
@@ -212,7 +214,7 @@ def _coins(e: Engine, n: int):
     return u[:, :n].to(torch.float32).contiguous(), u[:, n].to(torch.float32).contiguous()
 
 
-def _tree_sample(e: Engine, candidates, tree, logits, width):
+def _tree_sample(e: Engine, candidates, tree: Tree, logits, width):
     bs, n = candidates.shape
     probs = torch.softmax(logits / e.sim.temperature, -1).view(bs, n, logits.shape[-1])  # bs may be 0
     probs = probs.to(torch.float32)
@@ -261,8 +263,8 @@ def _block_accept(e: Engine, candidates, logits, verify_lens):
     site = e.m.accept_site(e.sampling)
     if site.accept == "target_predict":  # every rank accepts the target's predictions itself
         (name,) = site.decisions
-        target = faults.verify_predictions(e, logits.argmax(-1).view(bs, n)) if e.last else None
-        target = e.decide(site.name, {name: target} if e.last else None)
+        predicted = faults.verify_predictions(e, logits.argmax(-1).view(bs, n)) if e.last else None
+        target = e.decide(site.name, {name: predicted} if e.last else None)
         _, correct, bonus = greedy_accept(candidates[:, 1:], target[name])
         return correct, bonus
     values = None

@@ -261,7 +261,7 @@ class Serving:
 
     # -- the last stage ------------------------------------------------------------------
     def _propose(self, q: Req) -> list[int]:
-        seq, out = list(q.spec.prompt) + q.out, []
+        seq, out = list(q.spec.prompt) + q.out, list[int]()
         for i in range(self.cfg.max_drafts):
             tok = target_next(seq + out)
             if _h("draft", self.cfg.seed, q.spec.id, len(seq) + i) % 5 < 2:

@@ -53,7 +53,7 @@ def cpu_plan(spec, where: Path):
     return compile_data(data, where)
 
 
-def launch(plan, cfg: ServingConfig, reqs, sim_dir: Path) -> tuple[dict[int, dict], list[str]]:
+def launch(plan, cfg: ServingConfig, reqs, sim_dir: Path) -> tuple[dict[int, dict | None], list[str]]:
     """One gloo process per stage (sim/launch.py's start) in `sim_dir`; {rank: its result}, notes."""
     from specplan.sim.launch import kill_all, start
 
@@ -75,7 +75,7 @@ def launch(plan, cfg: ServingConfig, reqs, sim_dir: Path) -> tuple[dict[int, dic
             time.sleep(0.05)
     finally:
         kill_all(procs)
-    results = {}
+    results: dict[int, dict | None] = {}
     for rank in range(cfg.pp):
         path = sim_dir / f"rank{rank}.json"
         results[rank] = json.loads(path.read_text()) if path.exists() else None

@@ -12,6 +12,7 @@ a middle stage). `Prepared.shrunk` lists every change, for the report.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -147,7 +148,7 @@ def sim_spec(spec, *, requests: int, max_layers: int,
     return data, shrunk, replicas
 
 
-def compile_data(data: dict, where: Path, source: str | None = None, shrunk: list[str] = ()) -> Plan:
+def compile_data(data: dict, where: Path, source: str | None = None, shrunk: Sequence[str] = ()) -> Plan:
     """Load the sim spec (written as JSON, which YAML reads) and plan it. A spec the changes made
     invalid is refused at `source` (the user's file), saying what the sim changed: no message
     points into the sim's own temporary folder."""

@@ -185,7 +185,7 @@ def _share(prep, opt, rank: int, world: int, result: dict, wall_s: float, sim_di
     results, notes = _gather(store, key, world, deadline)
     from specplan.sim.launch import Outcome
 
-    codes = {r: 3 if x.get("error") else 0 for r, x in results.items()}
+    codes: dict[int, int | None] = {r: 3 if x.get("error") else 0 for r, x in results.items()}
     outcome = Outcome(prep, opt, results, codes, wall_s, sim_dir, notes, trace_dir)
     code = report(outcome, opt.inject, console, as_json)
     import sys
@@ -197,7 +197,8 @@ def _share(prep, opt, rank: int, world: int, result: dict, wall_s: float, sim_di
 
 
 def _gather(store, key: str, world: int, deadline_s: float) -> tuple[dict[int, dict], list[str]]:
-    end, results = time.monotonic() + deadline_s, {}
+    end = time.monotonic() + deadline_s
+    results: dict[int, dict] = {}
     while len(results) < world and time.monotonic() < end:
         for r in range(world):
             if r not in results and store.check([f"{key}/rank{r}"]):
