@@ -33,8 +33,6 @@ from specplan.engines.vllm.hooks import RELEASES as VLLM_RELEASES
 
 if TYPE_CHECKING:
     from specplan.plan import Plan
-    from specplan.plugins.vllm import VllmState
-    from specplan.plugins.vllm_bridge import VllmBridge
 
 ENV_PLAN = "SPECPLAN_PLAN"
 ENV_ALLOW_UNTESTED = "SPECPLAN_ALLOW_UNTESTED_ENGINE"
@@ -90,8 +88,10 @@ class ActivePlan:
     engine_groups: dict = field(default_factory=dict)  # family -> every group, as the engine built them
     startup_s: dict = field(default_factory=dict)  # seconds spent in "check" and "bind"
     state: object = None  # the engine plugin's per-process hook state (SGLangState)
-    bridge: VllmBridge | None = None  # vLLM: the bridge to its tensors, once the runner is bound
-    vllm: VllmState | None = None  # vLLM: the hook state, once the runner is bound
+    # vLLM: its VllmBridge and VllmState once the runner is bound (object: common.py sits
+    # below the engine plugins, which import it)
+    bridge: object = None
+    vllm: object = None
 
     @property
     def name(self) -> str:

@@ -38,12 +38,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from specplan.plugins.common import (ENV_PLAN, ActivePlan, EngineRefused, activate, bind_engine,
                                      check_world, enabled, hooked, log_bound,
                                      refuse_unreached_gates, startup_check)
 from specplan.plugins.sglang_sites import SiteHooks
-from specplan.plugins.sglang_pp import PPRelay
+
+if TYPE_CHECKING:
+    from specplan.plugins.sglang_pp import PPRelay  # imported when PP is planned, not before
 from specplan.engines.sglang.hooks import table
 from specplan.plugins.roles import declared, serves
 

@@ -32,14 +32,19 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from specplan.plugins.common import fit_rows, wants_identity
 from specplan.plugins.roles import serves
 
 if TYPE_CHECKING:
     from specplan.plugins.common import ActivePlan
-    from specplan.plugins.sglang_pp import PPRelay
+
+
+class Relays(Protocol):
+    """What the converge half asks of sglang_pp.PPRelay (imported only under PP)."""
+
+    def record(self, site: str, round_: int, values: dict, live_rows: int, requests: object) -> None: ...
 
 # Inside a hooked eagle_sample: SGLang's own broadcasts of its accept are skipped (the plan's
 # boundary converges the same three tensors when eagle_sample returns).
@@ -80,7 +85,7 @@ class SiteHooks:
 
     active: ActivePlan
     round: int
-    pp: PPRelay | None
+    pp: Relays | None
 
     def _init_sites(self) -> None:
         self._sites: dict = {}  # slug -> its plan site (or None)

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Union
 
 import numpy as np
 import torch
@@ -39,6 +41,11 @@ def _signed(v: int) -> int:
     v &= _MASK
     return v - (1 << 64) if v >= 1 << 63 else v
 
+
+# What an engine hands as a round's rows (`as_batch` reads each): ids, (ids, generations), a Batch.
+Ids = Union[torch.Tensor, np.ndarray, Sequence[object]]
+Requests = Union["Batch", tuple[Ids, Ids], Ids, None]
+Lens = Union[torch.Tensor, Sequence[int]]  # one length per row
 
 K1, K2, K3, K4 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB, 0xD6E8FEB86659FD93
 _SK = tuple(_signed(k) for k in (K1, K2, K3, K4))  # as torch's int64 scalars
@@ -68,7 +75,7 @@ class Batch:
         return f"Batch({self.pairs()})"
 
 
-def as_batch(requests) -> Batch | None:
+def as_batch(requests: Requests) -> Batch | None:
     """`requests` as a Batch: a Batch, a pair (ids, generations) of sequences or tensors, ids
     alone (generation 0), or None (no identity)."""
     if requests is None or isinstance(requests, Batch):
@@ -88,7 +95,7 @@ def _host_list(x) -> list:
     return [r.item() if isinstance(r, torch.Tensor) else r for r in x]
 
 
-def request_word(q) -> int:
+def request_word(q: object) -> int:
     """A request id as a 64-bit word: an int as itself, anything else hashed (blake2b)."""
     if isinstance(q, (int, np.integer)) and not isinstance(q, bool):
         return int(q) & _MASK
@@ -166,7 +173,7 @@ def _mix_t(x: torch.Tensor) -> torch.Tensor:
     return x ^ _srl(x, 31)
 
 
-def digest_device(batch: Batch, live_rows: int, device) -> torch.Tensor:
+def digest_device(batch: Batch, live_rows: int, device: torch.device | str) -> torch.Tensor:
     """The digest as an int64 [1] tensor on `device`, no host read (tensor ids on `device`)."""
     n = live_rows
     q = batch.requests.reshape(-1)[:n].to(device, torch.int64)
@@ -195,17 +202,17 @@ class BatchHistory:
     """The batches of the last `depth` rounds, by round: what a pipeline stage holds for a relay
     that arrives k rounds after it was sent (`relay(..., round=r, requests=h.at(r))`)."""
 
-    def __init__(self, depth: int = 8):
+    def __init__(self, depth: int = 8) -> None:
         self.depth = depth
-        self._by_round: OrderedDict[int, object] = OrderedDict()
+        self._by_round: OrderedDict[int, Requests] = OrderedDict()
 
-    def record(self, round_: int, batch) -> None:
+    def record(self, round_: int, batch: Requests) -> None:
         self._by_round[round_] = batch
         self._by_round.move_to_end(round_)
         while len(self._by_round) > self.depth:
             self._by_round.popitem(last=False)
 
-    def at(self, round_: int):
+    def at(self, round_: int) -> Requests:
         try:
             return self._by_round[round_]
         except KeyError:
@@ -224,7 +231,7 @@ def first_difference(mine: list[tuple], theirs: list[tuple]) -> int | None:
     return None
 
 
-def describe_row(pair) -> str:
+def describe_row(pair: tuple | None) -> str:
     if pair is None:
         return "no row"
     q, g = pair

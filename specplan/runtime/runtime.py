@@ -32,6 +32,8 @@ from specplan.runtime.errors import CollectiveTimeout
 from specplan.runtime.guard import (BATCH_WORD, HEADER_WORDS, DeviceFlag, GuardHeader, batch_only,
                                     check_header, header_slot, read_header, words_header)
 from specplan.runtime.identity import Identity
+from specplan.runtime.batch import Lens, Requests
+from specplan.plan.load import PlanSource
 from specplan.runtime.plan_view import GuardedCollective, PlanView
 from specplan.runtime.prepared import DTYPES, PreparedCollective, accept_sites
 from specplan.runtime.probe import ProbeState, run_probe
@@ -82,8 +84,8 @@ class Runtime:
         return self._prep[b.id].buf.numel()
 
     # -- converges -------------------------------------------------------------------------
-    def converge(self, target, values: dict | None, *, round: int, live_rows: int,
-                 requests=None, seq_lens=None) -> dict[str, torch.Tensor]:
+    def converge(self, target: int | str, values: dict | None, *, round: int, live_rows: int,
+                 requests: Requests = None, seq_lens: Lens | None = None) -> dict[str, torch.Tensor]:
         """Converge one boundary (its id, or any site it carries) and return the source's values.
 
         `values` maps decision name -> tensor with `live_rows` leading rows (or capacity rows;
@@ -107,7 +109,7 @@ class Runtime:
         return out
 
     def relay(self, site: str, values: dict | None, *, round: int, live_rows: int,
-              requests=None) -> dict:
+              requests: Requests = None) -> dict:
         """Carry a last-stage site's decisions to the earlier stages over the pp family.
 
         `round` and `requests` are those of the round the relay was sent for: a stage that
@@ -169,7 +171,7 @@ class Runtime:
 
     # -- a relay carried in the engine's own message -------------------------------------------
     def relay_out(self, site: str, values: dict, *, round: int, live_rows: int,
-                  requests=None) -> torch.Tensor:
+                  requests: Requests = None) -> torch.Tensor:
         """The sending half of a site's relay, for an engine that carries it stage to stage in
         its own message (SGLang's PP output dict): the relay's guarded bytes, header (site,
         live rows, round, fingerprint, batch digest) and the site's decisions, in a private
@@ -182,7 +184,7 @@ class Runtime:
         return p.buf[: p.sent_bytes(live_rows)].clone()
 
     def relay_in(self, site: str, wire: torch.Tensor, *, round: int, live_rows: int,
-                 requests=None) -> dict[str, torch.Tensor]:
+                 requests: Requests = None) -> dict[str, torch.Tensor]:
         """The receiving half: `wire` is what `relay_out` made on the previous stage. Its header
         is checked against this stage's own round, live rows and rows (`requests`, those of the
         batch the message answers) as a relay's would be (DesyncError / BatchMismatch, on the
@@ -283,9 +285,9 @@ class Runtime:
         check_header(got, expected, p.b, rank=self.rank, source=hit[-1], names=self.names, when=when)
 
     # -- accept, probe, trace ----------------------------------------------------------------
-    def accept(self, target, values: dict | None, *, round: int, live_rows: int,
+    def accept(self, target: int | str, values: dict | None, *, round: int, live_rows: int,
                prefix_lens: torch.Tensor, draft_tokens: torch.Tensor | None = None,
-               verify_lens: torch.Tensor | None = None, requests=None) -> Accepted:
+               verify_lens: torch.Tensor | None = None, requests: Requests = None) -> Accepted:
         """Converge an accept boundary, then derive what the round commits from it.
 
         DSpark / DFlash style (correct_len, bonus): `finalize_accept` with the round's drafts.
@@ -303,7 +305,7 @@ class Runtime:
             self.trace.acceptance(round, requests, result.commit_lens)
         return result
 
-    def record_acceptance(self, round: int, requests, accepted_lens) -> None:
+    def record_acceptance(self, round: int, requests: Requests, accepted_lens: Lens) -> None:
         """Trace, per request, the tokens it committed this round (accepted drafts + the bonus),
         for an engine that derives its commit itself (`accept` records its own). `requests`:
         the engine's request ids, in row order; `accepted_lens`: ints or a tensor, one per row.
@@ -346,7 +348,7 @@ class Runtime:
             dist.destroy_process_group()
 
 
-def wait_for(work, *, what: str, timeout_s: float, rank: int) -> None:
+def wait_for(work: dist.Work, *, what: str, timeout_s: float, rank: int) -> None:
     """Wait on an async collective; a stall or a failed peer becomes a CollectiveTimeout."""
     try:
         done = work.wait(timeout=datetime.timedelta(seconds=timeout_s))
@@ -358,7 +360,7 @@ def wait_for(work, *, what: str, timeout_s: float, rank: int) -> None:
         raise CollectiveTimeout(f"{what} timed out after {timeout_s:g}s (this is rank {rank})")
 
 
-def bind(plan, *, rank: int | None = None, world_size: int | None = None,
+def bind(plan: PlanSource, *, rank: int | None = None, world_size: int | None = None,
          device: str | torch.device | None = None, groups: dict | None = None,
          hot_path: str = "auto", batch_identity: bool | None = None,
          rendezvous_s: float | None = None) -> Runtime:
