@@ -45,7 +45,7 @@ def hot_path_for(hot_path: str, device: torch.device) -> str:
     return "device" if device.type in ("cuda", "npu") else "host"
 
 
-def group_ranks(group) -> list[int] | None:
+def group_ranks(group: dist.ProcessGroup | None) -> list[int] | None:
     """The global ranks of a process group in group-rank order; None when this rank is not in it."""
     if group is None or group == dist.GroupMember.NON_GROUP_MEMBER:
         return None

@@ -13,6 +13,7 @@ creates both tp groups on all 8 ranks and returns rank 5's, [4..7]; the pp famil
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 import os
 
 import torch.distributed as dist
@@ -22,13 +23,14 @@ from specplan.runtime.plan_view import PlanView
 
 
 def start_world(backend: str, rank: int, world_size: int, timeout_s: float, *,
-                init_method: str | None = None, store=None) -> None:
+                init_method: str | None = None, store: dist.Store | None = None) -> None:
     """Join the default process group of `world_size` ranks over `backend`."""
     dist.init_process_group(backend, init_method=init_method, rank=rank, world_size=world_size,
                             timeout=datetime.timedelta(seconds=timeout_s), store=store)
 
 
-def new_groups(groups, rank: int, timeout_s: float, backend: str | None = None):
+def new_groups(groups: Iterable[list[int]], rank: int, timeout_s: float,
+               backend: str | None = None) -> dist.ProcessGroup | None:
     """Create every group of `groups` (lists of global ranks), in order, on this rank; return the
     one holding `rank`, or None. `backend` None: the default process group's."""
     own = None
@@ -40,7 +42,8 @@ def new_groups(groups, rank: int, timeout_s: float, backend: str | None = None):
     return own
 
 
-def start_process_group(plan: PlanView, rank, world_size, rendezvous_s: float | None = None) -> None:
+def start_process_group(plan: PlanView, rank: int | None, world_size: int | None,
+                        rendezvous_s: float | None = None) -> None:
     """Initialize torch.distributed from arguments or the torchrun environment, if not done,
     with the plan's backend.
 

@@ -24,7 +24,8 @@ Two checks share that layout:
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple, Union
 
 import numpy as np
 import torch
@@ -65,29 +66,33 @@ def expected_words(boundary: int, fingerprint: int) -> np.ndarray:
     return words
 
 
-def header_bytes(boundary: int, live_rows: int, round_: int, fingerprint: int, device,
+def header_bytes(boundary: int, live_rows: int, round_: int, fingerprint: int, device: torch.device | str,
                  batch: int = 0) -> torch.Tensor:
     """The 32 header bytes as one uint8 tensor on `device`, ready to pack at offset 0."""
     raw = bytearray(struct.pack(_FORMAT, boundary, live_rows, round_, fingerprint, batch))
     return torch.frombuffer(raw, dtype=torch.uint8).to(device)
 
 
+# A header slot: a numpy view of a CPU buffer on the host path, else the device tensor.
+Slot = Union[np.ndarray, torch.Tensor]
+
+
 def read_header(buffer: torch.Tensor) -> tuple[int, ...]:
     return struct.unpack(_FORMAT, buffer[:HEADER_BYTES].cpu().numpy().tobytes())
 
 
-def words_header(words) -> tuple[int, ...]:
+def words_header(words: np.ndarray | torch.Tensor | Sequence[int]) -> tuple[int, ...]:
     """The header fields of HEADER_WORDS int64 words (as `read_header` gives them)."""
     return struct.unpack(_FORMAT, np.asarray(words, dtype=np.int64).tobytes())
 
 
-def batch_only(got, expected) -> bool:
+def batch_only(got: Sequence[int], expected: Sequence[int]) -> bool:
     """Whether the headers differ in the batch word alone (same call, different batch)."""
     return got[BATCH_WORD + 1] != expected[BATCH_WORD + 1] and all(
         a == b for i, (a, b) in enumerate(zip(got, expected)) if i != BATCH_WORD + 1)
 
 
-def describe(header: tuple[int, ...], names: dict[int, str]) -> str:
+def describe(header: Sequence[int], names: dict[int, str]) -> str:
     h = Header(*header)
     what = names.get(h.boundary, "relay" if h.boundary >= RELAY_ID_BASE else "unknown boundary")
     return (f"boundary {h.boundary} ({what}), round {h.round}, live_rows {h.live_rows}, "
@@ -95,7 +100,7 @@ def describe(header: tuple[int, ...], names: dict[int, str]) -> str:
             f"batch {h.batch & (2**64 - 1):016x}")
 
 
-def check_header(got, expected, b: GuardedCollective, *, rank: int, source: int, names: dict[int, str],
+def check_header(got: Sequence[int], expected: Sequence[int], b: GuardedCollective, *, rank: int, source: int, names: dict[int, str],
                  when: str = "") -> None:
     if tuple(got) == tuple(expected):
         return
@@ -118,7 +123,7 @@ class GuardHeader:
 
     __slots__ = ("boundary", "words", "halves")
 
-    def __init__(self, boundary: int, fingerprint: int):
+    def __init__(self, boundary: int, fingerprint: int) -> None:
         self.boundary = boundary
         self.words = expected_words(boundary, fingerprint)
         self.halves = self.words[:1].view(np.int32)
@@ -130,13 +135,13 @@ class GuardHeader:
     def set_batch(self, word: int) -> None:
         self.words[BATCH_WORD] = word
 
-    def write(self, slot) -> None:
+    def write(self, slot: Slot) -> None:
         if isinstance(slot, np.ndarray):
             slot[:] = self.words
         else:
             slot.copy_(torch.from_numpy(self.words))
 
-    def matches(self, slot) -> bool:
+    def matches(self, slot: Slot) -> bool:
         got = slot if isinstance(slot, np.ndarray) else slot.cpu().numpy()
         return got.tobytes() == self.words.tobytes()
 
@@ -144,7 +149,7 @@ class GuardHeader:
         return words_header(self.words)
 
 
-def header_slot(buffer: torch.Tensor, *, device_path: bool = False):
+def header_slot(buffer: torch.Tensor, *, device_path: bool = False) -> Slot:
     """The typed view of a buffer's header bytes that a guard writes and checks."""
     view = buffer[:HEADER_BYTES].view(torch.int64)
     return view.numpy() if buffer.device.type == "cpu" and not device_path else view
@@ -191,7 +196,8 @@ class DeviceGuard:
 
     __slots__ = ("boundary", "flag", "row", "words", "halves", "got", "_live", "_batch")
 
-    def __init__(self, boundary: int, fingerprint: int, source: int, flag: DeviceFlag, device):
+    def __init__(self, boundary: int, fingerprint: int, source: int, flag: DeviceFlag,
+                 device: torch.device | str) -> None:
         self.boundary, self.flag = boundary, flag
         row = np.zeros(DeviceFlag.WORDS, dtype=np.int64)
         row[0], row[-1] = 1, source
@@ -209,7 +215,7 @@ class DeviceGuard:
             self.halves[LIVE_HALF].fill_(live_rows)
             self._live = live_rows
 
-    def set_batch(self, word) -> None:
+    def set_batch(self, word: torch.Tensor | int) -> None:
         """The batch digest word: a device int64 [1] tensor (copied on the device, no host
         read) or an int (a fill, skipped when unchanged). It joins the device compare."""
         if isinstance(word, torch.Tensor):

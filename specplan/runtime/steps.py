@@ -16,9 +16,10 @@ import torch
 import torch.distributed as dist
 
 from specplan.runtime.errors import FingerprintMismatch
-from specplan.runtime.runtime import accept_site, accept_sites, derive_commit, fired, wait_for
+from specplan.runtime.runtime import (Accepted, Runtime, accept_site, accept_sites, derive_commit, fired,
+                                     wait_for)
 
-def check_plan(rt, fingerprint: str) -> None:
+def check_plan(rt: Runtime, fingerprint: str) -> None:
     """Refuse a Runtime bound to another plan than the one a module was generated from."""
     if rt.plan.fingerprint == fingerprint:
         return
@@ -28,25 +29,29 @@ def check_plan(rt, fingerprint: str) -> None:
         f"and import the runtime module written beside that plan.json")
 
 
-def converge_boundary(rt, boundary: int, *, round: int, live_rows: int, **values) -> dict:
+def converge_boundary(rt: Runtime, boundary: int, *, round: int, live_rows: int,
+                      **values: torch.Tensor | None) -> dict:
     """One fused converge: every member of this rank's group gets the source's values."""
     return rt.converge(boundary, _held(values), round=round, live_rows=live_rows)
 
 
-def relay_site(rt, site: str, *, round: int, live_rows: int, **values) -> dict:
+def relay_site(rt: Runtime, site: str, *, round: int, live_rows: int,
+               **values: torch.Tensor | None) -> dict:
     """Carry a last-stage site's decisions to the earlier stages (only the source sends)."""
     relay = rt.plan.relay_of(site)
+    assert relay is not None, f"the plan relays no site {site!r}"
     source = rt.ranks[relay.family][relay.source_member]
     return rt.relay(site, _held(values) if rt.rank == source else None, round=round, live_rows=live_rows)
 
 
-def exchange_token_counts(rt, counts: torch.Tensor | None, *, round: int) -> torch.Tensor:
+def exchange_token_counts(rt: Runtime, counts: torch.Tensor | None, *, round: int) -> torch.Tensor:
     """DP-attention's token-count exchange: [group size, ints_per_rank] int32 on every member,
     as plan.json's `dp_agreement` states it (family, op, ints per rank).
 
     An idle DP rank passes None and sends zeros (the dummy pass every member must still run).
     """
     dp = rt.plan.plan.dp_agreement
+    assert dp is not None, "the plan has no dp_agreement (no DP-attention)"
     op, family, ints_per_rank = dp.op, dp.family, dp.ints_per_rank
     group, ranks = rt.groups[family], rt.ranks[family]
     mine = torch.zeros(ints_per_rank, dtype=torch.int32, device=rt.device)
@@ -62,8 +67,8 @@ def exchange_token_counts(rt, counts: torch.Tensor | None, *, round: int) -> tor
     return out
 
 
-def finalize(rt, site: str | None, *, live_rows: int, prefix_lens: torch.Tensor | None,
-             draft_tokens: torch.Tensor | None = None, **decisions):
+def finalize(rt: Runtime, site: str | None, *, live_rows: int, prefix_lens: torch.Tensor | None,
+             draft_tokens: torch.Tensor | None = None, **decisions: torch.Tensor) -> Accepted | None:
     """What the accept site that fired commits, from converged decisions only (`Runtime.accept`
     without the converge, which the program already ran); None when the engine passed no
     prefix_lens. A round with alternative accept sites gets the fired one's name from the
@@ -85,5 +90,5 @@ def _held(values: dict) -> dict | None:
     return held or None
 
 
-def _wait(rt, work, what: str) -> None:
+def _wait(rt: Runtime, work: dist.Work, what: str) -> None:
     wait_for(work, what=what, timeout_s=rt.plan.timeout_s, rank=rt.rank)
