@@ -32,7 +32,13 @@ from specplan.engines.sglang import hooks as sglang_hooks
 from specplan.engines.vllm.hooks import RELEASES as VLLM_RELEASES
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import torch
+
     from specplan.plan import Plan
+    from specplan.runtime import Runtime
+    from specplan.runtime.batch import Batch
 
 ENV_PLAN = "SPECPLAN_PLAN"
 ENV_ALLOW_UNTESTED = "SPECPLAN_ALLOW_UNTESTED_ENGINE"
@@ -67,7 +73,7 @@ class EngineRefused(SystemExit):
     """The engine must not start: one line naming the plan path (or engine) and the reason
     (logged as an ERROR when raised, as the engine may print a SystemExit nowhere)."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str) -> None:
         super().__init__(f"specplan: {message}")
         log().error("refused: %s", message)
 
@@ -160,7 +166,7 @@ def supported(engine: str, version: str) -> bool:
     return False
 
 
-def read_plan_file(path: str, engine: str):
+def read_plan_file(path: str, engine: str) -> Plan:
     """Load SPECPLAN_PLAN and validate it: a specplan plan, for this engine, unedited."""
     from specplan.plan import PlanFileError, load_plan
 
@@ -213,8 +219,8 @@ def refuse_unreached_gates(active: ActivePlan, reached: frozenset[str]) -> None:
                             "(docs/engines.md, Gates); start without the option that takes them")
 
 
-def bind_engine(active: ActivePlan, *, rank: int, world_size: int, groups: dict, device=None,
-                hot_path: str | None = None):
+def bind_engine(active: ActivePlan, *, rank: int, world_size: int, groups: dict,
+                device: torch.device | str | None = None, hot_path: str | None = None) -> Runtime:
     """Bind the plan's runtime on the engine's own process groups (family -> this rank's group).
     `hot_path`: bind's; None reads SPECPLAN_HOT_PATH (default auto: the device path on CUDA / NPU).
 
@@ -232,13 +238,13 @@ def bind_engine(active: ActivePlan, *, rank: int, world_size: int, groups: dict,
     return rt
 
 
-def wants_identity(rt) -> bool:
+def wants_identity(rt: object) -> bool:
     """Whether a call's rows are worth reading from the engine: batch identity is on (the plan's
     `runtime.batch_identity`, or bind's override) or a trace records them."""
     return bool(getattr(rt, "batch_identity", False) or getattr(rt, "trace", None))
 
 
-def fit_rows(rows, live_rows: int):
+def fit_rows(rows: tuple[Sequence, Sequence | None] | None, live_rows: int) -> Batch | None:
     """(request ids, generations) as the runtime's `requests=` for `live_rows` rows: rows past
     live_rows dropped, padding rows (a padded batch) as request -1 generation 0; None stays None."""
     if rows is None:

@@ -12,7 +12,10 @@ groups: `attn_tp: engine [4,5], plan [4..7]`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from specplan.verify.findings import Finding
+from specplan.plan.load import PlanSource
 from specplan.plan import PlanView, load_plan
 
 # The engine's speculative settings, under the plan's key names (what `engine_spec` holds).
@@ -26,7 +29,7 @@ def plan_settings(view: PlanView) -> dict:
                                 list(drafter.layer_ids) if drafter is not None else [])))
 
 
-def format_ranks(ranks) -> str:
+def format_ranks(ranks: Iterable[int]) -> str:
     """`[0..15]` for a run of three or more consecutive ranks, else the ranks: `[0,1]`, `[0,4,8]`."""
     ranks = list(ranks)
     parts, i = [], 0
@@ -42,7 +45,7 @@ def format_ranks(ranks) -> str:
     return "[" + ",".join(parts) + "]"
 
 
-def compare(plan, engine_groups: dict[str, list[list[int]]], engine_spec: dict, *,
+def compare(plan: PlanSource, engine_groups: dict[str, list[list[int]]], engine_spec: dict, *,
             rank: int | None = None) -> list[Finding]:
     """One ERROR finding per family or speculative key where the engine differs from the plan.
 

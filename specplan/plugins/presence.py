@@ -17,7 +17,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from typing import TYPE_CHECKING
+
 from specplan.plugins.common import EngineRefused
+
+if TYPE_CHECKING:
+    from torch.distributed import Store
 
 NONE = "-"  # what a rank without a plan writes
 PLANLESS_TIMEOUT_S = 60.0  # how long a rank without a plan waits for its peers' entries
@@ -25,7 +30,7 @@ _PREFIX = "specplan/presence"
 
 
 def agree(fingerprint: str | None, name: str | None, rank: int, world: int, timeout_s: float,
-          store=None) -> None:
+          store: Store | None = None) -> None:
     """Write this rank's entry, wait for all `world`, refuse (EngineRefused) unless every rank
     holds the plan of `fingerprint` or none does. `name`: the plan's, for the message."""
     if store is None:

@@ -35,10 +35,13 @@ alone. A GateMismatch ends the rank under the guard (vllm_guard.py, exit 3).
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from dataclasses import dataclass, replace
 
 from specplan.plugins.roles import serves
+
+if TYPE_CHECKING:
+    from specplan.runtime.errors import GateMismatch
 
 STEP, OWNER = "step_batch_descriptor", "batch_shard_owner"
 GUARDED = (STEP, OWNER)
@@ -69,7 +72,7 @@ class GateGroup:
         dist.all_gather(out, mine, group=self.group)
         return [[int(v) for v in t.tolist()] for t in out]
 
-    def mismatch(self, what: str, sides: str):
+    def mismatch(self, what: str, sides: str) -> GateMismatch:
         from specplan.runtime.errors import GateMismatch
 
         return GateMismatch(f"gate {self.gate} (decode, agreed over {self.family} {self.ranks}): "

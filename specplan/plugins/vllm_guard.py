@@ -33,6 +33,7 @@ import inspect
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from specplan.engines.hooks import Hook
@@ -44,14 +45,14 @@ EXIT_DIVERGENCE = EXIT_FOUND_PROBLEM  # the ranks were found to disagree
 _ENGINE_RAISED = "__specplan_engine_raised__"
 
 
-def signature_of(fn) -> str:
+def signature_of(fn: Callable[..., Any]) -> str:
     """`(self, input_batch, recv_drafts)`: names, kinds and defaults, no annotations."""
     sig = inspect.signature(fn)
     params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
     return str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
 
 
-def locate(hook: Hook, version: str, table: Release):
+def locate(hook: Hook, version: str, table: Release) -> tuple[Any, str, Callable[..., Any]]:
     """(owner, name, function) of a table entry; EngineRefused when vLLM has no such function."""
     try:
         owner: Any = importlib.import_module(hook.module)
@@ -69,7 +70,7 @@ def locate(hook: Hook, version: str, table: Release):
     return owner, name, fn
 
 
-def check_signature(hook: Hook, fn, version: str, table: Release) -> None:
+def check_signature(hook: Hook, fn: Callable[..., Any], version: str, table: Release) -> None:
     found = signature_of(fn)
     if found == hook.signature:
         return
@@ -83,11 +84,11 @@ def _missing(hook: Hook, version: str, table: Release, why: str) -> EngineRefuse
                          f"{hook.target}{hook.signature}")
 
 
-def engine_call(fn):
+def engine_call(fn: Callable[..., Any]) -> Callable[..., Any]:
     """fn, its exceptions marked as vLLM's own (passed through by `guarded`)."""
 
     @functools.wraps(fn)
-    def call(*args, **kwargs):
+    def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except BaseException as exc:
@@ -97,7 +98,8 @@ def engine_call(fn):
     return call
 
 
-def guarded(target: str, rank_of, body, *args, **kwargs):
+def guarded(target: str, rank_of: Callable[[], object], body: Callable[..., Any], *args: Any,
+            **kwargs: Any) -> Any:
     """body(*args, **kwargs); an exception of the plugin's own ends the process (`fatal`)."""
     try:
         return body(*args, **kwargs)
@@ -109,7 +111,7 @@ def guarded(target: str, rank_of, body, *args, **kwargs):
         fatal(target, rank_of(), exc)
 
 
-def fatal(target: str, rank, exc: BaseException) -> None:
+def fatal(target: str, rank: object, exc: BaseException) -> None:
     """Print the one line and the traceback, then end this process (see the module docstring)."""
     from specplan.runtime.errors import RuntimeDivergence
 

@@ -25,7 +25,7 @@ import functools
 import os
 import sys
 
-from specplan.plugins.common import ENV_ALLOW_UNTESTED, ENV_HOT_PATH, ENV_LOG_LEVEL, ENV_PLAN
+from specplan.plugins.common import ENV_ALLOW_UNTESTED, ENV_HOT_PATH, ENV_LOG_LEVEL, ENV_PLAN, ActivePlan
 
 RAY_EXTRA = "VLLM_RAY_EXTRA_ENV_VARS_TO_COPY"
 # every variable the plugin (and the runtime it binds) reads
@@ -42,7 +42,7 @@ def copy_to_ray() -> None:
         os.environ[RAY_EXTRA] = ",".join(names + added)
 
 
-def agree(active, rank: int, world: int) -> None:
+def agree(active: ActivePlan, rank: int, world: int) -> None:
     """The plan's ranks: every rank holds this plan (presence.py), within its timeout_s."""
     from specplan.plugins.presence import agree as presence
 
