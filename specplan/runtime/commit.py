@@ -4,12 +4,16 @@ the same): `Runtime.accept` and the generated programs' `finalize` step both cal
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from specplan.engines import convention
 from specplan.methods.base import Site
 from specplan.runtime.kernels import finalize_accept
+
+if TYPE_CHECKING:
+    from specplan.plan import Plan
 
 
 @dataclass
@@ -23,7 +27,7 @@ class Accepted:
     cap_trim_lens: torch.Tensor | None = None
 
 
-def fired(sites: dict, target, dec: dict) -> tuple[str, dict]:
+def fired(sites: dict, target: int | str | None, dec: dict) -> tuple[str, dict]:
     """The accept site that fired and its decisions: for a boundary of one accept site, that
     site and all of `dec`; for alternatives (a mixed batch) the named site's, which the caller
     must name."""
@@ -42,7 +46,7 @@ def fired(sites: dict, target, dec: dict) -> tuple[str, dict]:
     return site.name, {k: v for k, v in dec.items() if k in mine}
 
 
-def accept_site(plan, name: str) -> Site:
+def accept_site(plan: Plan, name: str) -> Site:
     """The method's record of the plan's accept site `name` (its Site.accept layout), as the
     plan's engine runs the method (methods/)."""
     return convention(plan.engine).method(plan.speculative.method).site(name)

@@ -166,7 +166,7 @@ class DeviceFlag:
 
     WORDS = 2 + 2 * HEADER_WORDS
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device) -> None:
         self.round_word = torch.zeros(1, dtype=torch.int64, device=device)
         self.record = torch.zeros(self.WORDS, dtype=torch.int64, device=device)
         self._round: int | None = None

@@ -49,7 +49,7 @@ class Runtime:
     by `check_round`; waits are the backend's own, see specplan.runtime.guard)."""
 
     def __init__(self, plan: PlanView, device: torch.device, adopted: dict | None = None,
-                 hot_path: str = "host", batch_identity: bool | None = None):
+                 hot_path: str = "host", batch_identity: bool | None = None) -> None:
         self.plan, self.device, self.backend = plan, device, plan.backend
         self.rank, self.world_size = dist.get_rank(), dist.get_world_size()
         self.groups, self.ranks = comm.create_groups(plan, adopted)

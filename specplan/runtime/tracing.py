@@ -20,12 +20,12 @@ from pathlib import Path
 
 import torch
 
-from specplan.runtime.batch import as_batch
+from specplan.runtime.batch import Lens, Requests, as_batch
 from specplan.runtime.hashing import hash64, preview
 
 
 class TraceWriter:
-    def __init__(self, trace_dir: str, rank: int, replica: int, fingerprint: str):
+    def __init__(self, trace_dir: str, rank: int, replica: int, fingerprint: str) -> None:
         path = Path(trace_dir)
         path.mkdir(parents=True, exist_ok=True)
         self.rank, self.replica, self.fingerprint = rank, replica, fingerprint
@@ -35,7 +35,8 @@ class TraceWriter:
         record.update(rank=self.rank, replica=self.replica, fingerprint=self.fingerprint)
         self.file.write(json.dumps(record, separators=(",", ":")) + "\n")
 
-    def converge(self, round_: int, site: str, values: dict, requests, seq_lens) -> None:
+    def converge(self, round_: int, site: str, values: dict, requests: Requests,
+                 seq_lens: Lens | None) -> None:
         for name, t in values.items():
             if t.dim() == 0:
                 self._write({"round": round_, "request": None, "site": site, "decision": name,
@@ -49,7 +50,8 @@ class TraceWriter:
                              "decision": name, "hash": hash64(rows[i]), "value": preview(rows[i]),
                              "seq_len": seq, "positions": None})
 
-    def commit(self, round_: int, requests, prefix, new_seq, out_tokens, commit_lens) -> None:
+    def commit(self, round_: int, requests: Requests, prefix: torch.Tensor, new_seq: torch.Tensor,
+               out_tokens: torch.Tensor, commit_lens: torch.Tensor) -> None:
         """What the round committed per request: its logical positions and tokens."""
         ids = _Rows(requests)
         for i in range(new_seq.shape[0]):
@@ -59,7 +61,7 @@ class TraceWriter:
                          "decision": "out_tokens", "hash": hash64(tokens), "value": preview(tokens),
                          "seq_len": int(new_seq[i]), "positions": list(range(int(prefix[i]), int(new_seq[i])))})
 
-    def acceptance(self, round_: int, requests, accepted_lens) -> None:
+    def acceptance(self, round_: int, requests: Requests, accepted_lens: Lens) -> None:
         """Per request, the tokens it committed this round (accepted drafts + the bonus)."""
         lens = accepted_lens.tolist() if isinstance(accepted_lens, torch.Tensor) else list(accepted_lens)
         ids = _Rows(requests)
@@ -76,7 +78,7 @@ class TraceWriter:
 class _Rows:
     """Per row, the trace's `request` and `generation` (read to the host once per call)."""
 
-    def __init__(self, requests):
+    def __init__(self, requests: Requests) -> None:
         batch = as_batch(requests)
         self.pairs = batch.pairs() if batch is not None else None
 
