@@ -157,14 +157,16 @@ def _received_target(h: Handoff, stage: int) -> set[int]:
 def _ranges(ids: set[int]) -> str:
     if not ids:
         return "no target layer"
-    out, ordered = [], sorted(ids)
+    out: list[str] = []
+    ordered = sorted(ids)
     start = prev = ordered[0]
-    for i in ordered[1:] + [None]:
-        if i is not None and i == prev + 1:
+    for i in ordered[1:]:
+        if i == prev + 1:
             prev = i
             continue
         out.append(f"[{start}, {prev + 1})")
         start = prev = i
+    out.append(f"[{start}, {prev + 1})")
     return ", ".join(out)
 
 

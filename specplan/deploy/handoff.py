@@ -34,7 +34,7 @@ from specplan.mesh.digits import Digits
 
 @dataclass(frozen=True)
 class Handoff:
-    rules: object
+    rules: Rules
     prefill: Geometry
     decode: Geometry
     classes: dict[tuple[int, int], dict]  # decode (attention-TP rank, stage) -> its pull

@@ -61,7 +61,7 @@ def load_target(path: str) -> Spec | InstancePair:
     spec = spec_from_source(source)
     if spec.disaggregation is None or spec.disaggregation.peer is None:
         return spec
-    return _from_peer(spec, source)
+    return _from_peer(spec, spec.disaggregation.peer, source)
 
 
 def load_pair(first: str, second: str) -> InstancePair:
@@ -74,8 +74,7 @@ def load_pair(first: str, second: str) -> InstancePair:
     return InstancePair(f"{prefill.spec.name}+{decode.spec.name}", first, prefill, decode, connector)
 
 
-def _from_peer(spec: Spec, source: YamlSource) -> InstancePair:
-    peer = spec.disaggregation.peer
+def _from_peer(spec: Spec, peer: str, source: YamlSource) -> InstancePair:
     target = _resolve(source, ("disaggregation", "peer"), peer, Path(source.file).parent)
     other = spec_from_source(read_source(target))
     prefill, decode, connector = pair(spec, other, source.file)
@@ -114,7 +113,7 @@ def _from_file(source: YamlSource) -> InstancePair:
     connector = data.get("connector")
     if connector is not None and not isinstance(connector, str):
         problems.append(source.diag(("connector",), f"expected a string, found {kind_of(connector)}"))
-    specs = []
+    specs: list[Spec | None] = []
     for role in ROLES:  # every error of both instances at once
         try:
             specs.append(_instance_spec(source, role) if _body_ok(bodies, role) else None)
@@ -122,7 +121,9 @@ def _from_file(source: YamlSource) -> InstancePair:
             problems += exc.diagnostics
     if problems:
         raise SpecError(problems)
-    prefill, decode, connector = pair(*specs, source.file, deployment=(source, connector))
+    a, b = specs
+    assert a is not None and b is not None  # a missing body is a problem raised above
+    prefill, decode, connector = pair(a, b, source.file, deployment=(source, connector))
     return InstancePair(_deployment_name(source), source.file, prefill, decode, connector)
 
 
@@ -165,7 +166,7 @@ def _instance_spec(source: YamlSource, role: str) -> Spec:
         inst = rooted(source, ("instances", role))
         if "name" not in body:  # an inline instance is named after its deployment and role
             inst.data = {"name": f"{_deployment_name(source)}-{role}", **body}
-            inst.value_at[("name",)] = source.loc(("instances", role)) or (None, None)
+            inst.value_at[("name",)] = source.loc(("instances", role)) or (None, None)  # type: ignore[assignment]  # no place: diagnostics print None
     else:
         path = _resolve(source, ("instances", role), body, Path(source.file).parent)
         inst = whole(read_source(path))

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from specplan.engines import of
 from specplan.errors import Diagnostic, SpecError
 from specplan.schema import Spec
+from specplan.schema.model import Connector, Role
 from specplan.schema.yaml_source import YamlSource
 
-OTHER = {"prefill": "decode", "decode": "prefill"}
+OTHER: dict[Role, Role] = {"prefill": "decode", "decode": "prefill"}
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,8 @@ class Instance:
         return self.spec.line_of()[0]
 
 
-def pair(a: Spec, b: Spec, where: str, deployment: tuple[YamlSource, str | None] | None = None):
+def pair(a: Spec, b: Spec, where: str, deployment: tuple[YamlSource, str | None] | None = None
+         ) -> tuple[Instance, Instance, str]:
     """(prefill Instance, decode Instance, connector) of two specs; roles from their
     disaggregation keys, else from their order (a deployment file's slots, or A then B)."""
     role_a, role_b = _roles(a, b, ordered=deployment is not None)
@@ -43,7 +45,7 @@ def pair(a: Spec, b: Spec, where: str, deployment: tuple[YamlSource, str | None]
             Instance("decode", _with_role(decode, "decode")), connector)
 
 
-def _with_role(spec: Spec, role: str) -> Spec:
+def _with_role(spec: Spec, role: Role) -> Spec:
     """The instance's spec with its role, so the planner plans that role's rounds only (an
     instance named by its slot in a deployment file, or by its order, may not write it)."""
     if spec.disaggregation is not None and spec.disaggregation.role == role:
@@ -53,7 +55,7 @@ def _with_role(spec: Spec, role: str) -> Spec:
     return spec.model_copy(update={"disaggregation": Disaggregation(role=role)})
 
 
-def _roles(a: Spec, b: Spec, ordered: bool) -> tuple[str, str]:
+def _roles(a: Spec, b: Spec, ordered: bool) -> tuple[Role, Role]:
     ra = a.disaggregation.role if a.disaggregation else None
     rb = b.disaggregation.role if b.disaggregation else None
     if ordered:
@@ -62,11 +64,13 @@ def _roles(a: Spec, b: Spec, ordered: bool) -> tuple[str, str]:
     return ra, rb or OTHER[ra]
 
 
-def _connector(prefill: Spec, decode: Spec, deployment) -> str:
-    named = [(s.disaggregation.connector, _where(s, ("disaggregation", "connector")), s)
-             for s in (prefill, decode) if s.disaggregation and s.disaggregation.connector]
-    if deployment is not None and deployment[1] is not None:
-        source, value = deployment
+def _connector(prefill: Spec, decode: Spec,
+               deployment: tuple[YamlSource, str | None] | None) -> str:
+    named: list[tuple[Connector | str, str, Spec | None]] = [
+        (s.disaggregation.connector, _where(s, ("disaggregation", "connector")), s)
+        for s in (prefill, decode) if s.disaggregation and s.disaggregation.connector]
+    source, value = deployment if deployment is not None else (None, None)
+    if source is not None and value is not None:
         line, col = source.loc(("connector",)) or (None, None)
         named.insert(0, (value, f"{source.file}:{line}:{col}", None))
     values = {v for v, _, _ in named}

@@ -30,7 +30,7 @@ def _instance(g: Geometry, tag: str) -> dict:
 def links(h: Handoff) -> list[dict]:
     """(prefill global rank, decode rank, stage, layers) of every pull the plan holds."""
     p = h.prefill
-    index = {}
+    index: dict[tuple[int, int, int, int], int] = {}
     for r in range(p.num_ranks):
         index.setdefault((p.dp_of[r], p.tp_of[r], p.cp_of[r], p.pp_of[r]), r)
     out = []

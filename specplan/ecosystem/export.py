@@ -12,6 +12,7 @@ import json
 import shlex
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 from dataclasses import dataclass, field
 
 from specplan.ecosystem.faithful import dp_attention_note, plan_comment, render_faithful, restated
@@ -163,7 +164,7 @@ def _kept(spec: Spec) -> list[str]:
     from specplan.ecosystem.launch_import import split_command
     from specplan.engines import of
 
-    words = [w for arg in spec.engine_args for w in shlex.split(arg)]
+    words = [w for arg in spec.engine_args or () for w in shlex.split(arg)]
     _, _, rest = split_command(spec.engine, words)
     args, _ = read_words(of(spec).flag_table(), rest)
     modelled = of(spec).launch.modelled
@@ -290,7 +291,7 @@ def _sglang_env(spec: Spec, sites: dict, launch: Launch) -> None:
         launch.env.append(("SGLANG_SPEC_TP_SYNC", value, "SpecTpSync sites the plan converges: "
                            + (", ".join(sorted(on)) or "none")))
     if t.pp > 1 and m.speculates and SGLang.methods[m.name].pp == "gated" and \
-            convention(spec.engine, spec.engine_version).pp_spec:
+            cast(SGLang, convention(spec.engine, spec.engine_version)).pp_spec:
         launch.env.append(("SGLANG_ENABLE_PP_SPEC", "1", "EAGLE decode rounds under pipeline "
                            "parallel (the gated last-stage relay)"))
     if spec.model.pp_partition and t.pp > 1:

@@ -53,14 +53,16 @@ def render_faithful(spec: Spec, launch, title: str) -> str:
     from specplan.engines import of
 
     unset = of(spec).launch.env_defaults  # what the engine does with the variable unset: not added
-    line_env = {a.partition("=")[0]: a.partition("=")[2] for a in spec.engine_args
+    engine_args = spec.engine_args
+    assert engine_args is not None  # a faithful export is of an imported line
+    line_env = {a.partition("=")[0]: a.partition("=")[2] for a in engine_args
                 if "=" in a.split(" ")[0] and not a.startswith("-")}
     added_env = [(n, v, why) for n, v, why in launch.env
                  if line_env.get(n) != v and (n, v) not in unset
                  and not (n == "VLLM_USE_V2_MODEL_RUNNER" and spec.topology.pp == 1)]
     added_flags = []
     s = spec.speculative
-    has_draft = any(a.split(" ")[0] == "--speculative-draft-model-path" for a in spec.engine_args)
+    has_draft = any(a.split(" ")[0] == "--speculative-draft-model-path" for a in engine_args)
     if METHODS[s.method].needs_draft_checkpoint and s.draft_path is None and not has_draft:
         for flag, value, _ in launch.args:
             if value == DRAFT_PLACEHOLDER and flag.startswith("--speculative-draft"):
@@ -72,7 +74,7 @@ def render_faithful(spec: Spec, launch, title: str) -> str:
         out.append("# added by specplan:")
         out += [f"#   {flag} {value}: {why}" for flag, value, why in added_flags]
         out += [f"export {n}={shlex.quote(v)}  # {why}" for n, v, why in added_env]
-    command = launch.command_prefix() + " ".join(spec.engine_args)
+    command = launch.command_prefix() + " ".join(engine_args)
     if launch.plan_path:
         out += plan_comment(launch)
     if added_flags:
@@ -127,9 +129,9 @@ def engine_args_problems(spec: Spec) -> list:
     except (FlagProblem, ImportProblem, ValueError) as exc:
         entry = i if not isinstance(exc, (FlagProblem, ImportProblem)) else _entry_named(words, str(exc))
         path = ("engine_args",) if entry is None else ("engine_args", entry)
-        file, line, col = spec.where(*path)
+        file, at_line, col = spec.where(*path)
         at = "engine_args" if entry is None else f"engine_args[{entry}]"
-        return [Diagnostic(file, line, col, at, f"{exc}: {conv.title}'s parser refuses the launch "
+        return [Diagnostic(file, at_line, col, at, f"{exc}: {conv.title}'s parser refuses the launch "
                            "line engine_args hold, and export prints it back as written")]
     return []
 

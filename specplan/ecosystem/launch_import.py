@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shlex
+from typing import Any, cast
 
 from specplan.ecosystem.argv import check_json_keys, read_words
 from specplan.ecosystem.shell import parse_script, shell_words
@@ -73,7 +74,7 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str],
     try:
         args, values = read_words(table, words)
         if values.get("config"):  # both engines: the file's keys first, the line overrides them
-            _, values = read_words(table, config_words(values["config"], notes) + words)
+            _, values = read_words(table, config_words(cast(str, values["config"]), notes) + words)
         check_json_keys(table, values)
     except FlagProblem as exc:
         raise FlagRefused(str(exc)) from None
@@ -245,7 +246,7 @@ def own_mtp(config: dict | None) -> bool:
 def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str | None,
           config: dict | None = None) -> dict:
     """Spec data: the base (or the engine's own behaviour) with the launch line on top."""
-    data = spec_data(base) if base else {"behaviour": "engine"}
+    data: dict[str, Any] = spec_data(base) if base else {"behaviour": "engine"}
     data["engine"] = engine
     data.pop("engine_version", None)
     if not convention(engine, launch["_version"]).newest:  # the newest: left unwritten
@@ -299,7 +300,7 @@ def _speculative(engine: str, data: dict, launch: dict, base: Spec | None,
     if auto is not None:
         told.update(_engine_widths(auto, told["method"], base, config, launch["_notes"],
                                    launch["_version"]))
-    named = METHODS.get(told.get("method"))
+    named = METHODS.get(told.get("method", ""))
     if named and named.without_draft and "draft_path" not in told and own_mtp(config):
         # SGLang runs EAGLE on the checkpoint's own MTP layers: NEXTN (Method.without_draft)
         told["method"] = named.without_draft

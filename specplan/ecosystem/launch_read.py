@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import overload
 
 from specplan.ecosystem.flags import (DEEPEP_BACKENDS, DRAFT_PLACEHOLDER, DTYPE_ALIASES,
                                       FP8_QUANTIZATION, KV_CACHE_DTYPES, MODEL_PLACEHOLDER,
@@ -38,6 +39,12 @@ def _newest(engine: str) -> str:
     from specplan.engines import convention
 
     return convention(engine).title
+
+
+@overload
+def _int(values: dict, dest: str, flag: str, default: int = 1) -> int: ...
+@overload
+def _int(values: dict, dest: str, flag: str, default: None) -> int | None: ...
 
 
 def _int(values: dict, dest: str, flag: str, default: int | None = 1) -> int | None:
@@ -110,7 +117,7 @@ def read_sglang(v: dict, env: dict, notes: list[str]) -> dict:
         topo["backend"] = "zbal"
         notes.append("SGLANG_ZBAL_LOCAL_MEM_SIZE > 0 on npu: SGLang's collectives run on zbal, not "
                      "hccl (SGLang 0.5.23 platforms/device_mixin.py _DEVICE_TO_DISTRIBUTED_BACKEND)")
-    runtime = {}
+    runtime: dict[str, bool | int] = {}
     if v.get("disable_overlap_schedule") and topo.get("pp", 1) == 1:
         runtime["async_scheduling"] = False  # under pipeline parallel SGLang requires it anyway
     cap = _int(v, "cuda_graph_max_bs_decode", "--cuda-graph-max-bs-decode", None)
@@ -156,7 +163,7 @@ def _model(v: dict, path, notes: list[str]) -> dict:
 
 
 def _moe(backend, flag: str, eplb, notes: list[str]) -> dict:
-    out = {}
+    out: dict[str, str | bool] = {}
     if backend in DEEPEP_BACKENDS:
         out["a2a"] = "deepep"
     elif backend is not None and backend not in NO_A2A_BACKENDS:
@@ -248,7 +255,7 @@ def read_vllm(v: dict, env: dict, notes: list[str]) -> dict:
                   ep=ep, nodes=nodes)
     if env.get("VLLM_USE_V2_MODEL_RUNNER") in ("0", "false", "False"):
         raise ImportProblem("VLLM_USE_V2_MODEL_RUNNER=0: specplan models vLLM's Model Runner V2")
-    runtime = {}
+    runtime: dict[str, bool | int] = {}
     if v.get("async_scheduling") is not None:
         runtime["async_scheduling"] = bool(v["async_scheduling"])
     model = _model(v, v.get("model_tag") or v.get("model"), notes)

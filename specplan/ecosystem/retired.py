@@ -86,7 +86,9 @@ def modernise(engine: str, words: list[str]) -> tuple[list[str], list[str]]:
     release = _written_for(data, table, found)
     if release is None:
         return words, []  # no older release reads them either: the supported refusal stands
-    out, notes, moved = list(words), [], {}
+    out = list(words)
+    notes: list[str] = []
+    moved: dict[str, object] = {}
     for word in reversed(found):  # from the end: the indexes before stay valid
         new, note = _rewrite(engine, data, table, release, word, moved, words)
         out[word.index:word.index + 1 + len(word.values)] = new

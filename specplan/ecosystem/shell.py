@@ -53,7 +53,9 @@ def assignment(tokens: list[str], variables: dict[str, str]) -> bool:
     if not tokens or not all(_ASSIGN.match(t) for t in tokens):
         return False
     for token in tokens:
-        name, value = _ASSIGN.match(token).groups()
+        match = _ASSIGN.match(token)
+        assert match is not None  # every token matched above
+        name, value = match.groups()
         variables[name] = expand(value, variables)
     return True
 
@@ -131,7 +133,9 @@ def _assigns_only(tokens: list[str]) -> bool:
 
 def _script_lines(text: str) -> list[tuple[int, str]]:
     """(first line number, text) of each logical line: `\\`-continued lines joined."""
-    out, start, parts = [], 1, []
+    out: list[tuple[int, str]] = []
+    parts: list[str] = []
+    start = 1
     for number, line in enumerate(text.splitlines(), 1):
         if not parts:
             start = number

@@ -33,9 +33,9 @@ def render_picture(kind: str, fmt: str, data: dict, planning, plan: Plan,
     from specplan.pictures import round_text
 
     pic = round_pic.RoundPicture(planning.graph, plan)
-    render = {"svg": round_pic.render_svg, "mermaid": round_text.render_mermaid,
-              "dot": round_text.render_dot}[fmt]
-    return render(pic)
+    draw = {"svg": round_pic.render_svg, "mermaid": round_text.render_mermaid,
+            "dot": round_text.render_dot}[fmt]
+    return draw(pic)
 
 
 def write_picture(spec_path: str, kind: str, fmt: str, data: dict, planning, plan: Plan,

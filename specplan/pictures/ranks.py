@@ -67,7 +67,8 @@ def _positions(data: dict, cell_w: float, cell_h: float, top: float) -> tuple[di
     gap, pad, head = 14, 12, 22
     box_w = pad * 2 + cols * cell_w + (cols - 1) * gap
     box_h = head + pad + rows_per_node * (cell_h + gap + 6)
-    pos, boxes = {}, []
+    pos: dict[int, tuple[float, float, tuple[int, int]]] = {}
+    boxes: list[tuple[float, float, float, float, int]] = []
     for row in drawn_ranks(data):
         node, local = row["node"], row["local_rank"]
         y0 = top + node * (box_h + 16)
