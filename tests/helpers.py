@@ -17,6 +17,7 @@ status, the traceback it prints, imports); everything else runs in process, in m
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -87,6 +88,23 @@ def _in_process(argv: list[str], cwd, env: dict | None, catch: bool) -> Run:
     with contextlib.chdir(cwd) if cwd else contextlib.nullcontext():
         res = CliRunner().invoke(main, argv, env=env, catch_exceptions=catch)
     return Run(res.exit_code, res.stdout, res.stderr, res.output, res.exception)
+
+
+def model_config(tmp: Path, config: dict) -> Path:
+    """A model's config.json in `tmp`, as `--model-config` reads it."""
+    path = tmp / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def hf_cache(home: Path, configs: Path) -> str:
+    """A Hugging Face cache in `home` holding each model's config.json from `configs` (a JSON
+    object: model path -> its config), as import finds a line's model; HF_HOME's value."""
+    for model, config in json.loads(configs.read_text()).items():
+        snap = home / "hub" / ("models--" + model.strip("/").replace("/", "--")) / "snapshots" / "a"
+        snap.mkdir(parents=True)
+        (snap / "config.json").write_text(json.dumps(config))
+    return str(home)
 
 
 def compile_spec(tmp: Path, text: str) -> Path:

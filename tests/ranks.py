@@ -122,6 +122,15 @@ def _rank(env: dict, module: str, argv: list[str], out: str, err: str) -> None:
     sys.stderr.flush()
 
 
+def serve_engine(workers: dict, argv: list[str], harness: str) -> None:
+    """An engines worker module's main: argv is the worker, the wheel's root and the worker's
+    arguments; `harness` (a module of tests/engines/) puts that wheel first, then `serve`."""
+    worker, root, *args = argv
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "engines"))
+    importlib.import_module(harness).install(root)
+    serve(workers, [worker, *args])
+
+
 def serve(workers: dict, argv: list[str]) -> None:
     """A rank's side: run `workers[argv[0]](*argv[1:])`, report how it ended (the module's
     table) and exit the process."""

@@ -21,7 +21,8 @@ retired.json holds, per engine:
   names, dest, nargs, what a bare flag sets, its help, the last older release that had it
   (`last`), the release that no longer has it (`retired_in`: the next release read), and the
   `replacement` the parsers imply: `renamed` (the same destination under a supported name),
-  `sets` (a bare flag that set a destination a supported flag now takes as a value), `key`
+  `sets` (a bare flag that set a destination a supported flag now takes as a value),
+  `implied` (a bare flag its last release's help says another supported flag turns on), `key`
   (vLLM: a field of the supported release's --speculative-config), `split` (the destination
   now split among several flags: its meaning changed) or none.
 """
@@ -51,7 +52,7 @@ from specplan.engines.releases import RELEASES  # noqa: E402
 OLDER = {
     "sglang": ("0.3.6", "0.4.0", "0.4.3", "0.4.6", "0.4.8", "0.4.10", "0.5.2", "0.5.5", "0.5.10",
                "0.5.15", "0.5.19"),
-    "vllm": ("0.6.6", "0.7.3", "0.8.5", "0.10.2", "0.15.0", "0.25.0", "0.29.0"),
+    "vllm": ("0.6.6", "0.7.3", "0.8.5", "0.9.2", "0.10.2", "0.15.0", "0.25.0", "0.29.0"),
 }
 _BINARY = (".so", ".cubin", ".fatbin")
 
@@ -108,12 +109,15 @@ def replacement(row: dict, supported: dict, mapped: dict | None = None) -> dict 
             key = row["dest"][len(prefix):] if row["dest"].startswith(prefix) else None
             if key and key in spec["keys"] and row["nargs"] == "1":
                 return {"kind": "key", "flag": "--speculative-config", "key": key}
-    said = _said(row, flags)
+    said = _said(row, flags) or _implied(row, flags)
     if said:
         return said
     words = f"{row.get('help') or ''} {row.get('refuses') or ''}"
-    if re.search(r"has no effect|[Pp]lease drop this argument", words):
-        return {"kind": "dropped"}  # the release's own words: giving it changes nothing
+    unused = r"has no effect|[Pp]lease drop this argument"
+    if re.search(unused, words) and re.search(unused, row.get("first_help", words)):
+        # the releases' own words, from the first that had it on: giving it changes nothing
+        # (a flag that did something first and "has no effect" later changed meaning)
+        return {"kind": "dropped"}
     # its destination now two or more, one word each after it (cuda_graph_max_bs -> _decode,
     # _prefill): the meaning was divided
     split = sorted(_long(f) for f in flags if f["dest"].startswith(row["dest"] + "_")
@@ -203,6 +207,20 @@ def _said(row: dict, flags: list[dict]) -> dict | None:
     return {"kind": "help", "flags": [_long(flag)]}
 
 
+def _implied(row: dict, flags: list[dict]) -> dict | None:
+    """A bare flag the release's own help says another supported flag turns on ("When
+    `--reasoning-parser` is specified, reasoning mode is automatically enabled."): `implied`,
+    with that sentence. Import drops the flag only where the line gives the other one."""
+    words = f"{row.get('refuses') or ''} {row.get('help') or ''}"
+    found = re.search(r"[^.]*\b[Ww]hen [`']?(--[a-z0-9-]+)[`']? is (?:specified|given|set)"
+                      r"[^.]*\bautomatically enabled\.", words)
+    by_name = {n: f for f in flags for n in f["names"]}
+    if row["nargs"] != "0" or not found or found.group(1) not in by_name:
+        return None
+    return {"kind": "implied", "flag": _long(by_name[found.group(1)]),
+            "said": found.group(0).strip(), "from": "help"}
+
+
 def _long(flag: dict) -> str:
     return next((n for n in flag["names"] if n.startswith("--")), flag["names"][0])
 
@@ -230,7 +248,8 @@ def build(engine: str) -> dict:
             had = rows.get(key, {})
             row["names"] = sorted({*had.get("names", ()), *gone})
             rows[key] = {**row, "first": had.get("first", version), "last": version,
-                         "retired_in": order[i + 1]}
+                         "retired_in": order[i + 1],
+                         "first_help": had.get("first_help", row.get("help") or "")}
             mapped = code_mappings(engine, version).get(flag["dest"])
             if mapped:
                 rows[key]["post_init"] = mapped
@@ -238,6 +257,7 @@ def build(engine: str) -> dict:
     retired = []
     for row in rows.values():
         row["replacement"] = replacement(row, supported_help, row.get("post_init"))
+        del row["first_help"]  # read by replacement only
         retired.append(row)
     retired.sort(key=lambda r: r["names"][0])
     return {"engine": engine, "supported": oldest, "releases": list(OLDER[engine]),

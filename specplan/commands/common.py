@@ -53,7 +53,7 @@ class InputRefused(UserError):
 
 
 def as_plan(path: str) -> dict[str, Any] | None:
-    from specplan.files import not_readable, read_bounded
+    from specplan.io.files import not_readable, read_bounded
     from specplan.plan.load import MAX_PLAN_BYTES
 
     if not_readable(path, MAX_PLAN_BYTES):

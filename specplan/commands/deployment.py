@@ -164,7 +164,7 @@ class DeploymentTarget:
         then <out>/kv_handoff.json: the handoff beside the fingerprints of the plans it pairs.
         Every file or none, as for one spec: a failure leaves `out` as it was."""
         from specplan.commands.spec_target import write_runtime_module
-        from specplan.files import staged_dir, write_atomic
+        from specplan.io.files import staged_dir, write_atomic
         from specplan.lower import write_plan
 
         _, own = self._checked

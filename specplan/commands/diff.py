@@ -21,8 +21,8 @@ def diffed(traces: tuple[str, ...], *, acceptance: bool = False, threshold: floa
     `acceptance` run B's acceptance against run A's. Bad traces raise TraceError (exit 2)."""
     if acceptance:
         return _acceptance(traces, threshold)
-    from specplan.trace import first_divergence
-    from specplan.trace_input import load_traces
+    from specplan.trace.diff import first_divergence
+    from specplan.trace.read import load_traces
 
     records = load_traces(list(traces))  # every line checked: bad input is exit 2 with file:line
     found = first_divergence(records)
@@ -33,7 +33,7 @@ def diffed(traces: tuple[str, ...], *, acceptance: bool = False, threshold: floa
 
 
 def _acceptance(runs: tuple[str, ...], threshold: float) -> Said:
-    from specplan.trace import Acceptance, acceptance, mixed_plans, shortfall
+    from specplan.trace.diff import Acceptance, acceptance, mixed_plans, shortfall
 
     if len(runs) != 2:
         return Said(EXIT_BAD_INPUT, "", (f"diff --acceptance: takes two runs, RUN_A RUN_B (their "

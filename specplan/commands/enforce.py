@@ -32,7 +32,7 @@ def enforced(target: str | None, out: str, engine: str | None, line: list[str],
     """Enforce for the CLI and the API alike: (exit code, stdout text, stderr lines); both files
     written, or neither (an ERROR in specplan's own plan: exit 3)."""
     from specplan.ecosystem.enforce import enforce
-    from specplan.files import staged_dir, write_atomic
+    from specplan.io.files import staged_dir, write_atomic
     from specplan.lower import write_plan
     from specplan.schema import load_spec
     from specplan.verify.formats import render_text, terminal_width

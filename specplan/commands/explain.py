@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def explained(target: Target, *, rank: int | None = None, lazy: bool = False) -> dict[str, Any]:
     """Explain for the API (and the CLI's --json --rank): the `explain --json` object, or with
     `rank` that rank's view, after the options' refusals."""
-    from specplan.explain import rank_data
+    from specplan.views.explain import rank_data
 
     target.refuse_explain(rank=rank, picture=None)
     data = target.explain_data(lazy=lazy)

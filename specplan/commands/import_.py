@@ -55,7 +55,7 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
                                                   model_shape, read_launch)
     from specplan.ecosystem.yaml_out import reload, to_yaml
     from specplan.errors import UserError
-    from specplan.files import write_atomic
+    from specplan.io.files import write_atomic
     from specplan.schema import load_spec
 
     check_release(engine, version)
@@ -104,7 +104,7 @@ def _line(line: list[str], environ: dict[str, str], script: str | None, options:
     from specplan.ecosystem.lws_import import is_lws
     from specplan.ecosystem.nodes_import import per_node
     from specplan.ecosystem.shell import expand
-    from specplan.files import read_text
+    from specplan.io.files import read_text
 
     supplied = _supplied(environ, options)
     if isinstance(supplied, str):

@@ -120,8 +120,8 @@ class SpecTarget(PlanTarget):
                                         f"the world: expected 0 .. {world - 1}")])
 
     def explain_data(self, *, lazy: bool = True) -> dict[str, Any]:
-        from specplan.explain import explain_data
-        from specplan.round_view import round_data
+        from specplan.views.explain import explain_data
+        from specplan.views.round_view import round_data
 
         data = explain_data(self._spec, self.planning.mesh, lazy=lazy)
         data["round"] = round_data(self.plan, lazy=lazy)
@@ -129,14 +129,14 @@ class SpecTarget(PlanTarget):
 
     def print_explain(self, data: dict[str, Any], *, as_json: bool, rank: int | None,
                       all_families: bool, console: FittingConsole | None) -> None:
-        from specplan.explain import rank_data, render
-        from specplan.round_view import render_round
+        from specplan.views.explain import rank_data, render
+        from specplan.views.round_view import render_round
 
         if as_json and rank is not None:
             dump_json(rank_data(data, rank))
             return
         if as_json:  # rows are written as they are made: 1M ranks never sit in memory at once
-            from specplan.explain_stream import write_json
+            from specplan.views.explain_stream import write_json
 
             write_json(data, sys.stdout.write)
             sys.stdout.write("\n")
@@ -162,7 +162,7 @@ class SpecTarget(PlanTarget):
         return self.plan
 
     def write(self, out: Path, *, runtime: bool) -> Iterator[str]:
-        from specplan.files import staged_dir
+        from specplan.io.files import staged_dir
         from specplan.lower import write_plan
 
         plan = self.plan
@@ -267,7 +267,7 @@ def _written(spec: Spec, folder: Path) -> Path:
 def write_runtime_module(plan: Plan, out_dir: Path) -> str:
     """The torch half of compile, imported only after plan.json is written; a runtime module
     of another plan in `out_dir` is removed (it would sit beside a plan it does not run)."""
-    from specplan.files import remove_stale
+    from specplan.io.files import remove_stale
 
     try:
         from specplan.lower.fx_module import write_runtime_module as write

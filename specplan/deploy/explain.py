@@ -26,10 +26,10 @@ ROLE_ROUNDS = {  # what passes.build_round.planned_rounds plans per role
 
 def instance_data(spec) -> dict[str, Any]:
     """The explain object of one instance, exactly as `specplan explain SPEC --json` prints it."""
-    from specplan.explain import explain_data
+    from specplan.views.explain import explain_data
     from specplan.lower import build_plan
     from specplan.passes import plan as run_passes
-    from specplan.round_view import round_data
+    from specplan.views.round_view import round_data
 
     planning = run_passes(spec)
     data = explain_data(spec, planning.mesh)
@@ -51,7 +51,7 @@ def deployment_data(dep: InstancePair, handoff: Handoff | None = None) -> dict[s
 
 
 def render_deployment(data: dict, console: Console) -> None:
-    from specplan.explain import render
+    from specplan.views.explain import render
 
     pre, dec = data["instances"]["prefill"], data["instances"]["decode"]
     console.print(f"[bold]{data['name']}[/bold]  prefill {pre['name']} ({pre['engine']}, "
@@ -80,7 +80,7 @@ def group_handoff(entries: list[dict]) -> list[tuple[list[int], dict]]:
 
 
 def _handoff_table(entries: list[dict], console: Console) -> None:
-    from specplan.explain import _ranks_str
+    from specplan.views.explain import _ranks_str
 
     if not entries:
         return

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from specplan.behaviour import resolve
+from specplan.schema.behaviour import resolve
 from specplan.engines import build_mesh, of
 from specplan.engines.handoff import Axes
 from specplan.mesh import Mesh

@@ -17,7 +17,7 @@ from pathlib import Path
 from specplan.deploy.merge import SHARED, MergedSource, inherit, rooted, whole
 from specplan.deploy.pairing import Instance, pair
 from specplan.errors import Diagnostic, SpecError
-from specplan.files import not_readable
+from specplan.io.files import not_readable
 from specplan.schema import Spec
 from specplan.schema.load import spec_from_source
 from specplan.schema.yaml_source import YamlSource, kind_of, read_source

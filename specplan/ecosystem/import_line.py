@@ -7,7 +7,7 @@ import json
 
 from specplan.ecosystem.launch_import import FlagRefused, ImportProblem, find_config, read_launch
 from specplan.errors import UserError
-from specplan.files import read_text
+from specplan.io.files import read_text
 
 
 def draft_taps(engine: str, data: dict, draft_config: str | None, launch: dict) -> None:

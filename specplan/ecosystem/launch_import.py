@@ -143,7 +143,7 @@ def _config_yaml(path: str) -> dict:
     import yaml
 
     from specplan.errors import UserError
-    from specplan.files import read_text
+    from specplan.io.files import read_text
 
     try:
         text = read_text(path, "a YAML file of option: value")

@@ -159,10 +159,21 @@ def _rewrite(engine: str, data: dict, table: FlagTable, release: str, word: Word
     if kind == "dropped":
         return [], (f"{head} was retired in {since} and changed nothing ({title} {row['last']}: "
                     f"{_said(row)}); dropped")
+    if kind == "implied" and not value and (row.get("sets") or {}).get(_full(group, word, table)) is True \
+            and _value_of(table, line, rep["flag"]) is not None:
+        return [], (f"{head} was retired in {since}; `{rep['flag']}`, on the line, turns it on "
+                    f"({title} {row['last']}: {rep['said']!r}); dropped")
     if kind == "key" and len(value) == 1:
         moved[rep["key"]] = _json_value(value[0])
         return [], f"{head} is `{rep['flag']}` key `{rep['key']}` since {since}"
     raise ImportProblem(_refusal(head, since, row, rep, title))
+
+
+def _full(group: list[str], word: Word, table: FlagTable) -> str | None:
+    """The option of `group` the word spells (exact, else the one it abbreviates)."""
+    name = table.normal(word.name)
+    return next((n for n in group if n == name), None) or \
+        next((n for n in group if n.startswith(name)), None)
 
 
 def _assigned(table: FlagTable, assign: list, line: list[str]) -> list[str]:
@@ -202,6 +213,10 @@ def _refusal(head: str, since: str, row: dict, rep: dict, title: str) -> str:
         now = "; ".join(f"`{f}`: {h}" for f, h in rep.get("help", {}).items())
         return (f"{head} changed meaning in {since}: it meant {_said(row)!r} ({title} "
                 f"{row['last']}); its place is now taken by {now}; choose one and write it")
+    if kind == "implied":
+        return (f"{head} was retired in {since}; {title} {row['last']} says: {rep['said']!r}, "
+                f"and `{rep['flag']}` is not on the line (or the spelling turns it off): "
+                f"give `{rep['flag']}` to turn it on")
     if kind == "help":
         return (f"{head} was retired in {since}; {title} {row['last']} says: {_said(row)!r} "
                 f"(the value to give {', '.join(rep['flags'])} is not on the line)")

@@ -1,5 +1,5 @@
 """The behaviour a spec resolves to: specplan's own choices, or an engine's profile
-(`behaviour: engine`, each convention's `behaviour`); behaviour.py applies the YAML knobs.
+(`behaviour: engine`, each convention's `behaviour`); schema/behaviour.py applies the YAML knobs.
 
 Its own module, below base.py and gates.py, because a gate's agreement reads it
 (engines/gates.py `GateRow.agreed`) and base.py imports the gates.

@@ -8,7 +8,7 @@ parser has no `--attn-dp-size` (SGLang before it was added) spells DP-attention 
 
 from __future__ import annotations
 
-from specplan.engines.flag_table import FlagProblem, FlagTable
+from specplan.engines.flag_table import FlagTable
 
 Arg = tuple[str, "str | None", str]  # (flag, value, comment), as export writes it
 
@@ -38,11 +38,3 @@ def respell(args: list[Arg], table: FlagTable) -> list[Arg]:
         else:
             raise Unspellable(f"{flag} is not a flag of this release's parser")
     return out
-
-
-def accepts(table: FlagTable, flag: str) -> bool:
-    try:
-        table.match(flag)
-    except FlagProblem:
-        return False
-    return True

@@ -27,7 +27,7 @@ import jinja2
 import torch
 import torch.fx
 
-from specplan.files import write_atomic
+from specplan.io.files import write_atomic
 from specplan.plan import Plan, load_plan
 from specplan.plan.codec import encode
 from specplan.plan.load import PlanSource

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specplan.behaviour import resolve
+from specplan.schema.behaviour import resolve
 from specplan.engines import Choices
 from specplan.ir import Draft, StageGraph
 from specplan.mesh import Mesh

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from specplan.files import write_atomic as _write_file
+from specplan.io.files import write_atomic as _write_file
 
 if TYPE_CHECKING:
     from specplan.plan import Plan

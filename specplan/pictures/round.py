@@ -19,7 +19,7 @@ from specplan.ir.graph import StageGraph
 from specplan.ir.nodes import ROUNDS, Node
 from specplan.pictures.svg import LINE_H, Canvas, text_width
 from specplan.plan import Plan
-from specplan.round_view import human_bytes
+from specplan.views.round_view import human_bytes
 
 FILL = {"decision": "#fff3b0", "converge": "#ffb870", "materialize": "#c7f0c2",
         "compute": "#a9c8f0", "commit": "#dddddd"}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from specplan.engines import of, shown_version
 from specplan.engines.releases import newest
-from specplan.files import write_atomic
+from specplan.io.files import write_atomic
 from specplan.mesh import Family
 from specplan.methods.base import nbytes
 from specplan.ir.draft import SiteDraft

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from specplan.errors import Diagnostic, UserError
-from specplan.files import not_readable, read_bounded
+from specplan.io.files import not_readable, read_bounded
 from specplan.ir.nodes import ROUNDS
 from specplan.plan.artifact import SCHEMA_VERSION, Plan, fingerprint
 from specplan.plan.codec import ABSENT, Problem, decode

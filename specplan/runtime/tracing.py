@@ -7,7 +7,7 @@ the plan fingerprint (every line, so a file read alone still says which plan wro
 physical KV slots: those may rightly differ between ranks (logical layout must agree, physical
 addresses need not). Acceptance lines (site `acceptance`, decision `accepted_len`) carry the
 tokens a request committed in a round (accepted drafts + the bonus) as `accepted`.
-`specplan diff` (specplan/trace.py) reads these files without torch.
+`specplan diff` (specplan/trace/diff.py) reads these files without torch.
 
 Writing a trace reads every traced value back to the host: it is a debugging mode, outside
 the device path's no-synchronisation guarantee.

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from specplan.errors import Diagnostic, SpecError
-from specplan.files import not_readable, read_bounded
+from specplan.io.files import not_readable, read_bounded
 
 Loc = tuple[int, int]  # 1-based line, column
 PathKey = tuple[Any, ...]

@@ -76,7 +76,7 @@ def baseline_json(findings: list, plan: str) -> str:
 
 def write_baseline(path: str, findings: list, plan: str) -> None:
     """Atomically (files.py `write_atomic`): a reader never sees half a baseline."""
-    from specplan.files import write_atomic
+    from specplan.io.files import write_atomic
 
     write_atomic(path, baseline_json(findings, plan), what="the baseline")
 
@@ -84,7 +84,7 @@ def write_baseline(path: str, findings: list, plan: str) -> None:
 def read_baseline(path: str) -> Baseline:
     """A baseline file, a `check --format json` output or a SARIF log; exit 2 (SpecError) when
     FILE is none of these."""
-    from specplan.files import not_readable, read_bounded
+    from specplan.io.files import not_readable, read_bounded
 
     problem = not_readable(path, MAX_BASELINE_BYTES)
     if problem:

@@ -101,7 +101,7 @@ def test_a_deployment_s_plan_is_its_pair_of_plans():
 
 
 def test_a_deployment_compile_writes_both_instances_or_neither(tmp_path, monkeypatch):
-    import specplan.files
+    import specplan.io.files
 
     out = tmp_path / "out"
     out.mkdir()
@@ -111,9 +111,9 @@ def test_a_deployment_compile_writes_both_instances_or_neither(tmp_path, monkeyp
     assert sorted(p.name for p in out.iterdir()) == ["decode"]  # prefill/ not written either
 
     def fail(*args, **kwargs):  # the last file, after both plans: nothing of them is left
-        raise specplan.files.output_error(tmp_path / "pd", OSError(28, "No space left on device"))
+        raise specplan.io.files.output_error(tmp_path / "pd", OSError(28, "No space left on device"))
 
-    monkeypatch.setattr(specplan.files, "write_atomic", fail)
+    monkeypatch.setattr(specplan.io.files, "write_atomic", fail)
     with pytest.raises(specplan.errors.UserError):
         specplan.load(str(ROOT / PD)).compile(tmp_path / "pd")
     assert not (tmp_path / "pd").exists()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from specplan import compile
-from specplan.round_view import round_data, typical_batch
+from specplan.views.round_view import round_data, typical_batch
 from specplan.schema import load_spec
 from tests.helpers import cli
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from specplan.explain import explain_data, render
+from specplan.views.explain import explain_data, render
 from specplan.engines import build_mesh
 from specplan.schema import load_spec
 from tests.helpers import cli

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from specplan import explain_stream
-from specplan.explain import explain_data, rank_data, render
+from specplan.views import explain_stream
+from specplan.views.explain import explain_data, rank_data, render
 from specplan.lower import build_plan
 from specplan.passes import plan as run_passes
-from specplan.round_view import render_round, round_data
+from specplan.views.round_view import render_round, round_data
 from specplan.schema import load_spec
 from tests.helpers import cli
 

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.helpers import hf_cache
 
 GATES = Path(__file__).resolve().parent / "gates"
 CORPUS = sorted(GATES.glob("*.sh"))
@@ -25,12 +26,7 @@ _HEAD = re.compile(r"^# (source|fix|gate|expect): (\S+)", re.M)
 
 @pytest.fixture(scope="module")
 def hf_home(tmp_path_factory):
-    home = tmp_path_factory.mktemp("hf")
-    for path, config in json.loads((GATES / "configs.json").read_text()).items():
-        snap = home / "hub" / ("models--" + path.strip("/").replace("/", "--")) / "snapshots" / "a"
-        snap.mkdir(parents=True)
-        (snap / "config.json").write_text(json.dumps(config))
-    return str(home)
+    return hf_cache(tmp_path_factory.mktemp("hf"), GATES / "configs.json")
 
 
 def _head(path: Path) -> dict[str, str]:

@@ -10,6 +10,8 @@ import json
 import pytest
 
 from specplan.schema import load_spec
+from tests.helpers import model_config
+
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden_size": 4096,
          "vocab_size": 128256}
@@ -17,9 +19,7 @@ LLAMA = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden
 
 @pytest.fixture
 def config(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(LLAMA))
-    return str(path)
+    return str(model_config(tmp_path, LLAMA))
 
 
 def _import(cli, config, *line, extra=()):

@@ -8,6 +8,8 @@ import json
 import pytest
 
 from specplan.schema.load import load_spec_text
+from tests.helpers import model_config
+
 
 DSV3 = {"num_hidden_layers": 61, "hidden_size": 7168, "vocab_size": 129280,
         "n_routed_experts": 256, "num_experts_per_tok": 8, "kv_lora_rank": 512,
@@ -16,9 +18,7 @@ DSV3 = {"num_hidden_layers": 61, "hidden_size": 7168, "vocab_size": 129280,
 
 @pytest.fixture
 def config(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(DSV3))
-    return str(path)
+    return str(model_config(tmp_path, DSV3))
 
 
 def _import(cli, engine, config, *line, script=None):

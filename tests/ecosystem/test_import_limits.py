@@ -17,6 +17,8 @@ import pytest
 from specplan.schema.load import load_spec_text
 from specplan.schema.model import MAX_DRAFTS
 from specplan.sim.bounds import SIM_MAX_WIDTH
+from tests.helpers import model_config
+
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 4, "hidden_size": 256,
          "vocab_size": 1000, "num_attention_heads": 8, "num_key_value_heads": 8}
@@ -27,9 +29,7 @@ VL = ("vllm", "serve", "m", "-tp", "2", "--speculative-config")
 
 @pytest.fixture
 def config(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(LLAMA))
-    return path
+    return model_config(tmp_path, LLAMA)
 
 
 def imported(cli, tmp_path, engine, config, *line):

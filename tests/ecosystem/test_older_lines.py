@@ -7,13 +7,13 @@ reason its `# expect:` comment gives (issue 38: old recipes, shell variables).""
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from test_public_lines import _expect, check_line
+from tests.helpers import hf_cache
 
 OLDER = Path(__file__).resolve().parent / "older"
 CORPUS = sorted(OLDER.glob("*.sh"))
@@ -21,12 +21,7 @@ CORPUS = sorted(OLDER.glob("*.sh"))
 
 @pytest.fixture(scope="module")
 def hf_home(tmp_path_factory):
-    home = tmp_path_factory.mktemp("hf")
-    for path, config in json.loads((OLDER / "configs.json").read_text()).items():
-        snap = home / "hub" / ("models--" + path.strip("/").replace("/", "--")) / "snapshots" / "a"
-        snap.mkdir(parents=True)
-        (snap / "config.json").write_text(json.dumps(config))
-    return str(home)
+    return hf_cache(tmp_path_factory.mktemp("hf"), OLDER / "configs.json")
 
 
 def test_the_corpus_is_public_older_and_wide():

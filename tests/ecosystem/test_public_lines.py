@@ -7,7 +7,6 @@ Hugging Face cache built here, never the network.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections import Counter
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from specplan.ecosystem.launch_import import parse_script
+from tests.helpers import hf_cache
 
 PUBLIC = Path(__file__).resolve().parent / "public"
 CORPUS = sorted(PUBLIC.glob("*.sh"))
@@ -24,12 +24,7 @@ _EXPECT = re.compile(r"^# expect: (imported|refused): (.+)$", re.M)
 
 @pytest.fixture(scope="module")
 def hf_home(tmp_path_factory):
-    home = tmp_path_factory.mktemp("hf")
-    for path, config in json.loads((PUBLIC / "configs.json").read_text()).items():
-        snap = home / "hub" / ("models--" + path.strip("/").replace("/", "--")) / "snapshots" / "a"
-        snap.mkdir(parents=True)
-        (snap / "config.json").write_text(json.dumps(config))
-    return str(home)
+    return hf_cache(tmp_path_factory.mktemp("hf"), PUBLIC / "configs.json")
 
 
 def _expect(path: Path) -> tuple[str, str]:

@@ -16,6 +16,8 @@ from specplan.engines import convention
 from specplan.engines.flag_table import flag_table
 from specplan.engines.releases import RELEASES
 from specplan.schema import load_spec
+from tests.helpers import model_config
+
 
 DSV3 = {"num_hidden_layers": 61, "hidden_size": 7168, "vocab_size": 129280,
         "n_routed_experts": 256, "num_experts_per_tok": 8, "architectures": ["DeepseekV3ForCausalLM"]}
@@ -29,9 +31,7 @@ model: {{num_layers: 4, hidden_size: 256, vocab_size: 1024}}
 
 @pytest.fixture
 def config(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(DSV3))
-    return str(path)
+    return str(model_config(tmp_path, DSV3))
 
 
 def test_every_release_has_its_own_table():

@@ -152,3 +152,23 @@ def test_an_older_release_alias_reads_as_the_flag_it_named(cli, config, tmp_path
     assert ("`--disable-piecewise-cuda-graph` is `--cuda-graph-backend-prefill disabled` since "
             "0.5.20") in result.stderr
     assert load_spec(out).runtime.max_batch == 8
+
+
+MTP = ["--speculative-config", '{"method": "deepseek_mtp", "num_speculative_tokens": 1}']
+
+
+def test_a_flag_another_flag_turns_on_is_dropped_only_beside_it(cli, config, tmp_path):
+    """vLLM 0.9.2's help of `--enable-reasoning`: "When `--reasoning-parser` is specified,
+    reasoning mode is automatically enabled." (retired.json `implied`)."""
+    out = tmp_path / "s.yaml"
+    line = ["vllm", "serve", "m", "--tensor-parallel-size", "8", *MTP, "--enable-reasoning"]
+    result = cli("import", "--engine", "vllm", "--model-config", config(DSV3), "-o", str(out),
+                 "--", *line, "--reasoning-parser", "deepseek_r1")
+    assert result.exit_code == 0, result.stderr
+    assert ("written for vLLM <= 0.9.2: `--enable-reasoning` was retired in 0.10.2; "
+            "`--reasoning-parser`, on the line, turns it on") in result.stderr
+    args = " ".join(load_spec(out).engine_args)
+    assert "--reasoning-parser deepseek_r1" in args and "--enable-reasoning" not in args
+    alone = cli("import", "--engine", "vllm", "--model-config", config(DSV3), "--", *line)
+    assert alone.exit_code == 2
+    assert "`--reasoning-parser` is not on the line" in alone.stderr

@@ -7,11 +7,12 @@ _handle_ngram on the same lines)."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from specplan.schema.load import load_spec_text
+from tests.helpers import model_config
+
 
 LLAMA = {"num_hidden_layers": 32, "hidden_size": 4096, "vocab_size": 128256,
          "architectures": ["LlamaForCausalLM"]}
@@ -23,9 +24,7 @@ IGNORED = "--speculative-eagle-topk 1 is not what SGLang's NGRAM runs: it takes 
 
 @pytest.fixture
 def config(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(LLAMA))
-    return path
+    return model_config(tmp_path, LLAMA)
 
 
 def _import(cli, config, *flags, out=None):

@@ -5,13 +5,14 @@ refused, naming it."""
 
 from __future__ import annotations
 
-import json
 import shlex
 
 import pytest
 
 from specplan.ecosystem.launch_import import parse_script
 from specplan.schema import load_spec
+from tests.helpers import model_config
+
 
 DSV3 = {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 61, "hidden_size": 7168,
         "vocab_size": 129280, "n_routed_experts": 256, "num_experts_per_tok": 8,
@@ -20,9 +21,7 @@ DSV3 = {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 61, "hi
 
 @pytest.fixture
 def config(tmp_path):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(DSV3))
-    return str(path)
+    return str(model_config(tmp_path, DSV3))
 
 
 def _run(cli, tmp_path, config, text, *extra, env=None):

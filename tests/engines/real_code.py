@@ -10,9 +10,12 @@ engine's function changes what runs here.
 from __future__ import annotations
 
 import ast
+import sys
 import textwrap
+import types
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 from wheels import engine_root
 
@@ -58,3 +61,19 @@ def _find(tree: ast.AST, names: list[str]) -> ast.FunctionDef:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef)) and node.name == names[0]:
             return node if len(names) == 1 else _find(node, names[1:])
     raise LookupError(f"{'.'.join(names)} is not in the engine's file: {textwrap.shorten(str(names), 80)}")
+
+
+def sglang_cp_hook(setitem: Callable, version: str | None = None) -> Callable:
+    """SGLang's handle_context_parallelism (arg_groups/parallel_hook.py) of `version`, its
+    imports stubbed through `setitem` (a monkeypatch's, on sys.modules): the CP layers' package
+    and the connector parser, which the argument checks never reach."""
+    for name in ("sglang", "sglang.srt", "sglang.srt.layers", "sglang.srt.layers.cp"):
+        setitem(sys.modules, name, types.ModuleType(name))
+    cp_base = types.ModuleType("sglang.srt.layers.cp.base")
+    cp_base.init_cp_strategy = lambda **kw: None  # type: ignore[attr-defined]
+    setitem(sys.modules, "sglang.srt.layers.cp.base", cp_base)
+    connector = SimpleNamespace(INSTANCE="instance")
+    return function("sglang", "sglang/srt/arg_groups/parallel_hook.py", "handle_context_parallelism", {
+        "run_hook": lambda *a: None, "validate_prefill_cp_platform": None,
+        "resolving_view": lambda args: args, "resolved_view": lambda args: args,
+        "parse_connector_type": lambda path: connector.INSTANCE, "ConnectorType": connector}, version)

@@ -10,17 +10,12 @@ import json
 import os
 import sys
 
-from tests.ranks import serve
+from tests.ranks import serve_engine
 
 
 def main(argv: list[str]) -> None:
     """argv: the worker, the wheel's root, the worker's arguments (tests/ranks.py's protocol)."""
-    worker, root, *args = argv
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import sglang_harness
-
-    sglang_harness.install(root)
-    serve(WORKERS, [worker, *args])
+    serve_engine(WORKERS, argv, "sglang_harness")
 
 
 def start_engine(topology: dict, speculative: dict) -> dict:

@@ -9,12 +9,10 @@ equal specplan's dcp family. Run with `pytest -m engines`.
 from __future__ import annotations
 
 import logging
-import sys
-import types
 from types import SimpleNamespace
 
 import pytest
-from real_code import function, statements
+from real_code import function, sglang_cp_hook, statements
 from topologies import CASES, SGLANG, VLLM, Case
 
 from specplan.engines import convention
@@ -98,16 +96,7 @@ def test_vllm_dcp_groups_are_the_engines(vllm_dcp_groups, case: Case):
 
 @pytest.fixture(scope="module")
 def sglang_context(monkeypatch_module):
-    for name in ("sglang", "sglang.srt", "sglang.srt.layers", "sglang.srt.layers.cp"):
-        monkeypatch_module.setitem(sys.modules, name, types.ModuleType(name))
-    cp_base = types.ModuleType("sglang.srt.layers.cp.base")
-    cp_base.init_cp_strategy = lambda **kw: None
-    monkeypatch_module.setitem(sys.modules, "sglang.srt.layers.cp.base", cp_base)
-    connector = SimpleNamespace(INSTANCE="instance")
-    return function("sglang", "sglang/srt/arg_groups/parallel_hook.py", "handle_context_parallelism", {
-        "run_hook": lambda *a: None, "validate_prefill_cp_platform": None,
-        "resolving_view": lambda args: args, "resolved_view": lambda args: args,
-        "parse_connector_type": lambda path: connector.INSTANCE, "ConnectorType": connector})
+    return sglang_cp_hook(monkeypatch_module.setitem)
 
 
 @pytest.fixture(scope="module")

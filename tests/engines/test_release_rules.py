@@ -13,12 +13,10 @@ are downloaded on first use, tests/engines/wheels.py).
 
 from __future__ import annotations
 
-import sys
-import types
 from types import SimpleNamespace
 
 import pytest
-from real_code import function, statements
+from real_code import function, sglang_cp_hook, statements
 
 from specplan.engines import convention
 from specplan.engines.releases import RELEASES, newest
@@ -93,16 +91,7 @@ def test_pp_speculative_decoding_per_release(version, method, algorithm):
 # -- CP with plain DP replicas -----------------------------------------------------------
 
 def _cp_check(version: str, monkeypatch):
-    for name in ("sglang", "sglang.srt", "sglang.srt.layers", "sglang.srt.layers.cp"):
-        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    cp_base = types.ModuleType("sglang.srt.layers.cp.base")
-    cp_base.init_cp_strategy = lambda **kw: None
-    monkeypatch.setitem(sys.modules, "sglang.srt.layers.cp.base", cp_base)
-    connector = SimpleNamespace(INSTANCE="instance")
-    return function("sglang", "sglang/srt/arg_groups/parallel_hook.py", "handle_context_parallelism", {
-        "run_hook": lambda *a: None, "validate_prefill_cp_platform": None,
-        "resolving_view": lambda args: args, "resolved_view": lambda args: args,
-        "parse_connector_type": lambda path: connector.INSTANCE, "ConnectorType": connector}, version)
+    return sglang_cp_hook(monkeypatch.setitem, version)
 
 
 CP_CASES = [{"tp": 2, "dp": 2, "cp": 2}, {"tp": 4, "dp": 2, "cp": 4}, {"tp": 4, "dp": 2, "cp": 2},

@@ -17,24 +17,17 @@ Each rank reports by tests/ranks.py's protocol: `RESULT <json>`, `REFUSED <line>
 from __future__ import annotations
 
 import json
-import os
-import sys
 from collections import deque
 from types import SimpleNamespace as NS
 
-from tests.ranks import serve
+from tests.ranks import serve_engine
 
 R, K, V = 3, 3, 64  # requests, speculative tokens, vocabulary
 
 
 def main(argv: list[str]) -> None:
     """argv: the worker, the wheel's root, the worker's arguments (tests/ranks.py's protocol)."""
-    worker, root, *args = argv
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import vllm_harness
-
-    vllm_harness.install(root)
-    serve(WORKERS, [worker, *args])
+    serve_engine(WORKERS, argv, "vllm_harness")
 
 
 def step(tp: str, pp: str, dp: str, speculative: str, fault: str = "") -> dict:

@@ -18,18 +18,14 @@ import json
 import os
 import sys
 
-from tests.ranks import serve
+from tests.ranks import serve_engine
 
 PLAN_VARS = ("SPECPLAN_PLAN", "SPECPLAN_HOT_PATH")
 
 
 def main(argv: list[str]) -> None:
-    worker, root, *args = argv
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import vllm_harness
-
-    vllm_harness.install(root)
-    serve(WORKERS, [worker, *args])
+    """argv: the worker, the wheel's root, the worker's arguments (tests/ranks.py's protocol)."""
+    serve_engine(WORKERS, argv, "vllm_harness")
 
 
 def mixed(tp: str, pp: str, speculative: str, without: str, silent: str = "") -> dict:

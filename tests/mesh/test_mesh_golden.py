@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from specplan.explain import explain_data
+from specplan.views.explain import explain_data
 from specplan.engines import build_mesh
 from specplan.schema import load_spec
 

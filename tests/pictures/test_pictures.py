@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from specplan.explain import explain_data
+from specplan.views.explain import explain_data
 from specplan.lower import build_plan
 from specplan.passes import plan as run_passes
 from specplan.pictures import render_picture

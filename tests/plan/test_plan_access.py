@@ -21,15 +21,15 @@ PLAN_KEYS = {f.name for m in (model, artifact) for v in vars(m).values()
 
 NOT_PLAN = {
     # explain_data / round_data output: the JSON view `explain --json` prints, not plan.json
-    "explain.py::*": "explain view (built from the mesh)",
+    "views/explain.py::*": "explain view (built from the mesh)",
     "commands/spec_target.py::SpecTarget.explain_data": "explain view",
     "commands/spec_target.py::SpecTarget.print_explain": "explain view",
     "deploy/explain.py::*": "explain view of a deployment",
     "deploy/load.py::*": "deployment YAML data",
     "pictures/kv.py::*": "explain view of a deployment",
-    "round_view.py::render_round": "round_data output",
-    "round_view.py::_pipeline": "round_data output",
-    "round_view.py::_render_gates": "round_data output",
+    "views/round_view.py::render_round": "round_data output",
+    "views/round_view.py::_pipeline": "round_data output",
+    "views/round_view.py::_render_gates": "round_data output",
     "pictures/ranks.py::*": "explain view",
     "pictures/round.py::RoundPicture._edges": "IR edge data",
     # a check baseline: findings as JSON (their ids), not plan.json
@@ -41,7 +41,7 @@ NOT_PLAN = {
     "sim/setup.py::compile_data": "spec data",
     "sim/setup.py::foreign": "spec data",
     "ecosystem/*": "engine arguments and spec data",
-    "behaviour.py::*": "spec data",
+    "schema/behaviour.py::*": "spec data",
     "engines/*": "engine conventions and spec data",
     "mesh/*": "a family rule as data",
     # sim.json, timings, trace records, the guard header, rank lists
@@ -51,8 +51,8 @@ NOT_PLAN = {
     "sim/report.py::*": "sim.json and timings",
     "sim/engine.py::Engine.decide": "timings",
     "sim/comm.py::*": "rank lists by family",
-    "trace.py::*": "trace records",
-    "trace_input.py::*": "trace records",
+    "trace/diff.py::*": "trace records",
+    "trace/read.py::*": "trace records",
     "commands/load.py::load_spec_arg": "a JSON file that may be a plan, read only to say so",
     "commands/import_.py::imported": "engine arguments (a launch line read)",
     "runtime/host_sync.py::_device_to_host": "a torch op's keyword arguments",

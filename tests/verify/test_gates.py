@@ -16,10 +16,10 @@ MOE = "model: {num_layers: 8, hidden_size: 64, vocab_size: 512, moe: {num_expert
 
 
 def _spec(tmp_path, name, *, behaviour="engine", topology, model=MODEL, method="dspark",
-          extra=""):
+          extra="", engine="sglang"):
     path = tmp_path / f"{name}.yaml"
     taps = ", aux_layers: [1, 3, 5]" if method in ("dspark", "dflash", "eagle3") else ""
-    path.write_text(f"name: {name}\nengine: sglang\nbehaviour: {behaviour}\n"
+    path.write_text(f"name: {name}\nengine: {engine}\nbehaviour: {behaviour}\n"
                     f"topology: {topology}\n{model}"
                     f"speculative: {{method: {method}, num_steps: 3, sampling: greedy{taps}}}\n{extra}")
     return str(path)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 
+from test_gates import _spec as gate_spec
+
 MODEL = "model: {num_layers: 8, hidden_size: 64, vocab_size: 512}\n"
 MOE = "model: {num_layers: 8, hidden_size: 64, vocab_size: 512, moe: {num_experts: 8, top_k: 2}}\n"
 ADAPTIVE = ("engine_args:\n  - --speculative-config '{\"method\":\"dspark\",\"num_speculative_tokens\":3,"
@@ -18,12 +20,8 @@ ADAPTIVE = ("engine_args:\n  - --speculative-config '{\"method\":\"dspark\",\"nu
 
 
 def _spec(tmp_path, name, *, topology, model=MODEL, method="mtp", behaviour="engine", extra=""):
-    path = tmp_path / f"{name}.yaml"
-    taps = ", aux_layers: [1, 3, 5]" if method in ("dspark", "dflash", "eagle3") else ""
-    path.write_text(f"name: {name}\nengine: vllm\nbehaviour: {behaviour}\ntopology: {topology}\n"
-                    f"{model}speculative: {{method: {method}, num_steps: 3, sampling: greedy{taps}}}\n"
-                    f"{extra}")
-    return str(path)
+    return gate_spec(tmp_path, name, topology=topology, model=model, method=method,
+                     behaviour=behaviour, extra=extra, engine="vllm")
 
 
 def _gates(cli, spec) -> dict[str, dict]:

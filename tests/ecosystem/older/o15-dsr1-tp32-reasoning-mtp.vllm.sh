@@ -1,5 +1,5 @@
 # source: https://github.com/vllm-project/vllm/issues/12256 (DeepSeek-R1 at tp 32, a comment, Feb 2025)
-# expect: refused: `--enable-reasoning` was retired
+# expect: refused: --speculative-config has neither method nor model
 RAY_IGNORE_UNHANDLED_ERRORS=1 NCCL_P2P_LEVEL=NVL NCCL_IB_CUDA_SUPPORT=1 NCCL_NET_GDR_LEVEL=2 NCCL_IB_DISABLE=0  NCCL_IB_HCA=mlx5 NCCL_DEBUG=INFO vllm serve \
 	 /app/DeepSeek-R1 \
 	 --served-model-name "deepseek-reasoner-1212" \

@@ -12,6 +12,7 @@ declares); this module owns specplan's own choices and the knobs.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from specplan.engines import Choices, convention
 from specplan.engines.base import RelayMode
@@ -40,7 +41,8 @@ def _apply_knobs(spec: Spec, c: Choices) -> Choices:
     engine_sites = c.engine_sites
     if "policy" in sync_set and not c.policy_modelled:
         engine_sites = None  # specplan's own policy replaces the engine's site choices
-    pick = {k: getattr(spec.pipeline, k) for k in
+    # each key a Choices field of the same name and type
+    pick: dict[str, Any] = {k: getattr(spec.pipeline, k) for k in
             ("relay", "relay_drafts", "payload_width", "draft_layer_ids", "tap_ids", "aux_routing")
             if k in pipe_set}
     if "group" in sync_set:

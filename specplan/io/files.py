@@ -62,8 +62,8 @@ def _write(target: Path, tmp: Path, text: str | bytes, path, what: str) -> Path:
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(target))
         mode = _kept_mode(target)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
-        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8")) as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text if isinstance(text, bytes) else text.encode("utf-8"))
             if mode is not None:  # replacing a file keeps its permissions (0640 stays 0640)
                 os.fchmod(fh.fileno(), mode)
         os.replace(tmp, target)

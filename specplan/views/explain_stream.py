@@ -19,10 +19,14 @@ import itertools
 import json
 import math
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from specplan.mesh import Mesh
 from specplan.mesh.digits import partitions
 from specplan.mesh.family import Family, _offsets
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 BLOCK = 1 << 14  # ranks per block: big enough that Python's per-block cost is small, small in memory
 Dim = tuple[int, int, int]  # (size, stride, weight) of one axis of a column
@@ -103,7 +107,8 @@ class Groups(Listing):
         """The groups' first members in creation order, about BLOCK ranks' worth at a time."""
         dims = list(zip(self.fam.shape[:self.split], self.fam.strides[:self.split]))
         per_block = max(1, BLOCK // max(1, len(self.members)))
-        inner, count = [], 1
+        inner: list[tuple[int, int]] = []
+        count = 1
         while dims and count * dims[-1][0] <= per_block:
             inner.insert(0, dims.pop())
             count *= inner[0][0]
@@ -202,7 +207,7 @@ class Rows(Listing):
         seps = [json.dumps(k) + ":" for k in self.keys]
         seps = [f",{key}" for key in seps[1:]] + ["},{" + seps[0]]
         for start in range(0, self.world, size):
-            cols = [range(start, start + size)]
+            cols: list[Sequence[int]] = [range(start, start + size)]
             for key, col in self.columns.items():
                 if not _is_rule(col):
                     cols.append(col[start:start + size])
@@ -211,8 +216,8 @@ class Rows(Listing):
                 cols.append(list(map(int.__add__, first[key], itertools.repeat(add, size))) if add
                             else first[key])
             flat: list = [None] * (size * len(cols))
-            for i, col in enumerate(cols):
-                flat[i::len(cols)] = col
+            for i, values in enumerate(cols):
+                flat[i::len(cols)] = values
             yield [_interleave(flat, seps, "{" + seps[-1][3:], "}")]
 
 
@@ -226,7 +231,8 @@ def _interleave(values: list[int], seps: list[str], head: str, tail: str) -> str
     return head + "".join(out)
 
 
-def _is_rule(col) -> bool:
+def _is_rule(col: list[Dim] | list[int]) -> TypeIs[list[Dim]]:
+    """A column given by its (size, stride, weight) dims, not one value per rank."""
     return not col or isinstance(col[0], tuple)
 
 

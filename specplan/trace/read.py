@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from specplan.errors import Diagnostic, UserError
-from specplan.files import not_readable, read_bounded
+from specplan.io.files import not_readable, read_bounded
 
 RANK_FILE = re.compile(r"^rank(0|[1-9][0-9]*)\.jsonl$")
 REQUIRED = {"round": int, "site": str, "decision": str, "hash": int}
@@ -53,7 +53,9 @@ def read_run(paths: list[str]) -> tuple[dict[int, list[dict]], dict[int, Path]]:
     traces: dict[int, list[dict]] = {}
     origin: dict[int, Path] = {}
     for f in trace_files(paths):
-        rank = int(RANK_FILE.match(f.name).group(1))
+        named = RANK_FILE.match(f.name)
+        assert named is not None  # trace_files keeps only rank<N> files
+        rank = int(named.group(1))
         if rank in origin and origin[rank].resolve() != f.resolve():
             raise _fail(f, f"rank {rank} again: {origin[rank]} holds its trace too")
         origin[rank] = f
@@ -91,8 +93,8 @@ def _records(f: Path, rank: int) -> list[dict]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise _fail(f, "is not UTF-8 text; expected JSON lines", line, 1) from None
+        at = raw[: exc.start].count(b"\n") + 1
+        raise _fail(f, "is not UTF-8 text; expected JSON lines", at, 1) from None
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():

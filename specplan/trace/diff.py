@@ -127,7 +127,7 @@ def plans(paths: list[str]) -> dict[str, list[str]]:
     """Plan fingerprint -> the trace files stamped with it (from each file's first record;
     files of traces older than the stamp are left out). Every line is checked first
     (TraceError, exit 2)."""
-    from specplan.trace_input import read_run
+    from specplan.trace.read import read_run
 
     traces, origin = read_run(paths)
     out: dict[str, list[str]] = {}
@@ -168,7 +168,7 @@ class Acceptance:
 def acceptance(run: str) -> Acceptance | None:
     """The mean over every (replica, request, round) a run's traces record an accepted length
     for; a replica's ranks record the same requests, so each is counted once."""
-    from specplan.trace_input import read_run
+    from specplan.trace.read import read_run
 
     seen: dict[tuple, int] = {}
     for records in read_run([run])[0].values():

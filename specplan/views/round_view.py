@@ -85,7 +85,7 @@ def round_data(plan: Plan, lazy: bool = False) -> dict[str, Any]:
 def _source_ranks(fam: Family, member: int, lazy: bool):
     """The rank at `member` of every group, in creation order, from the rule (not the groups)."""
     if lazy:
-        from specplan.explain_stream import Members
+        from specplan.views.explain_stream import Members
 
         return Members(fam, member)
     offset = fam.rank_at(0, member)
@@ -135,7 +135,7 @@ def render_round(data: dict, console: Console) -> None:
     for col in ("ranks", "round", "collectives", f"bytes ({at})", f"live rows (batch {typical})",
                 "per-layer"):
         table.add_column(col)
-    legend = {}
+    legend: dict[tuple[str, str, str], None] = {}
     for cls in data["per_rank_class"]:
         for rnd, r in cls["rounds"].items():
             if r["collectives"] or r["per_layer_collectives"]:
@@ -188,11 +188,12 @@ def _pipeline(pipe: dict, console: Console) -> None:
 
 def human_bytes(n: int) -> str:
     """1536 -> '1.5 KiB'."""
+    size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(size)
 
 
 def _render_gates(gates: list[dict], console: Console) -> None:

@@ -24,7 +24,7 @@ SHOW_RANKS = 64
 
 def explain_data(spec: Spec, mesh: Mesh, lazy: bool = False) -> dict[str, Any]:
     from specplan.engines import convention, shown_version
-    from specplan.explain_stream import Groups, Replicas, Rows
+    from specplan.views.explain_stream import Groups, Replicas, Rows
 
     ranks = Rows(mesh) if lazy else _rank_rows(mesh)
     s = spec.speculative
@@ -159,7 +159,7 @@ def rank_data(data: dict[str, Any], rank: int) -> dict[str, Any]:
         groups[name] = {"group_rank": group_rank, "ranks": group}
     rep = data["replicas"][row["replica"]]
     stage = data["stages"][row["pp"]]
-    rounds = next((c["rounds"] for c in data.get("round", {}).get("per_rank_class", [])
+    rounds: dict[str, Any] = next((c["rounds"] for c in data.get("round", {}).get("per_rank_class", [])
                    if c["rule"].get("pp", 0) == row["pp"]), {})
     return {"name": data["name"], "engine": data["engine"], "world_size": data["world_size"],
             "fingerprint": data.get("round", {}).get("fingerprint"), "rank": rank, "row": row,

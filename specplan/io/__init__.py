@@ -1,0 +1,1 @@
+"""Bounded file reads, atomic writes, staged folders written all together or none."""

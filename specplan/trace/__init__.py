@@ -1,0 +1,1 @@
+"""Per-rank trace files: reading them (read.py) and finding where ranks first diverge (diff.py)."""
