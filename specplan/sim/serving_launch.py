@@ -82,7 +82,7 @@ def launch(plan, cfg: ServingConfig, reqs, sim_dir: Path) -> tuple[dict[int, dic
     return results, notes
 
 
-def collect(cfg: ServingConfig, reqs, results: dict[int, dict]) -> tuple[ServingOutcome, list[str]]:
+def collect(cfg: ServingConfig, reqs, results: dict[int, dict | None]) -> tuple[ServingOutcome, list[str]]:
     """The run's outcome: the last stage's tokens, stage 0's counts, and the first error (by
     rank) the runtime raised; or the lines naming ranks that failed otherwise."""
     expected = {r.id: plain_decode(list(r.prompt), r.max_tokens) for r in reqs}
@@ -99,6 +99,7 @@ def collect(cfg: ServingConfig, reqs, results: dict[int, dict]) -> tuple[Serving
         return ServingOutcome({}, expected, None, None, {}), [
             f"rank {k} failed: {(results[k] or {}).get('error') or 'no result (killed)'}" for k in missing]
     last, first = results[cfg.pp - 1], results[0]
+    assert last is not None and first is not None  # no rank missing: every one has its result
     outputs = {int(q): v for q, v in last["outputs"].items()}
     return ServingOutcome(outputs, expected, None, None, first["stats"]), []
 
