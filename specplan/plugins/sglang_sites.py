@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from specplan.plugins.common import fit_rows, wants_identity
 from specplan.plugins.roles import serves
@@ -68,7 +68,7 @@ EAGLE_ACCEPT = ("predict", "accept_index", "num_correct_drafts")  # eagle_sample
 _ONE_RANK = type("OneRank", (), {"world_size": 1, "cpu_group": None})()
 
 
-def slug_of(site) -> str:
+def slug_of(site: Any) -> str:  # SGLang's SpecTpSyncSite (an engine enum member, untyped)
     return site.name.lower().replace("_", "-")
 
 
@@ -273,7 +273,7 @@ class SiteHooks:
         return original(group, tensor, *args, **kwargs)
 
 
-def batch_rows(batch):
+def batch_rows(batch: Any) -> tuple[list, list | None] | None:
     """A ScheduleBatch's rows as (request ids, generations), in row order, read now: `rid` per
     request and the generation of its request-to-token pool row. None without requests; the
     generations None (0) without a pool."""

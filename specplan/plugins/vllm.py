@@ -162,7 +162,7 @@ def wrap(owner, name: str, state, serves: str, target: str) -> None:
     setattr(owner, name, wrapper)
 
 
-def independent_dp(active: ActivePlan, config, world: int, rank: int) -> None:
+def independent_dp(active: ActivePlan, config: Any, world: int, rank: int) -> None:
     """vLLM 0.32+ runs each data-parallel rank of a dense model as an engine of its own, a world
     of tp * pp ranks (vllm/v1/engine/core.py run_engine_core:
     `reconfigure_for_independent_dp_rank`, "Non-MoE DP ranks are completely independent"). A
@@ -191,7 +191,7 @@ def _used(family: str, config) -> bool:
     return model is not None and bool(getattr(model, "is_moe", False))
 
 
-def engine_spec(config) -> dict:
+def engine_spec(config: Any) -> dict:
     """vLLM's speculative settings under the plan's keys (None: not known at this point)."""
     from specplan.engines.vllm.methods import ROWS
 
