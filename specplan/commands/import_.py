@@ -72,8 +72,8 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
             pick_release(engine, env, argv, strict)
         if own_form:
             launch["_line"] = None
-        detect_vllm_method(launch, draft_config)
         config = read_config(find_config(model_config, launch["model"].get("path")))
+        detect_vllm_method(launch, draft_config, config)
         data = build(engine, launch, base, model_shape(config) if config else {}, name, config)
         draft_taps(engine, data, draft_config, launch)
     except ImportProblem as exc:

@@ -32,18 +32,31 @@ def draft_taps(engine: str, data: dict, draft_config: str | None, launch: dict) 
                             f"eagle_aux_hidden_state_layer_ids ({path})")
 
 
-def detect_vllm_method(launch: dict, draft_config: str | None) -> None:
+def detect_vllm_method(launch: dict, draft_config: str | None, target: dict | None = None) -> None:
     """A vLLM --speculative-config without `method`: the method vLLM fills in (from the draft's
-    name, then its config.json; engines/vllm/methods.py vllm_method), said in a note."""
+    name, then its config.json; engines/vllm/methods.py vllm_method), said in a note. A line
+    written for an older release whose own code took a draft-less config on some targets as
+    MTP with the target as the draft (engines/vllm/methods.py older_mtp): `mtp`, which the
+    supported releases need spelt out, so the modern export carries it. `target`: the model's
+    config.json, when at hand."""
     from specplan.ecosystem.launch_read import vllm_method_of
     from specplan.engines.base import NoDefault
-    from specplan.engines.vllm.methods import vllm_method
+    from specplan.engines.vllm.methods import older_mtp, vllm_method
 
     spec = launch.get("speculative") or {}
     detect = spec.pop("_detect", None)
     if detect is None:
         return
     model = detect["model"]
+    older = older_mtp(launch.get("_written_for"), target) if model is None else None
+    if older is not None:
+        spec["method"] = vllm_method_of("mtp")
+        if "_auto" in spec:
+            spec["_auto"]["vllm_method"] = spec["method"]
+        launch["_notes"].append(f"speculative.method {spec['method']} (vLLM's mtp): {older}")
+        if launch.get("_line") is not None:  # the modern line says it, as its releases need
+            launch["_line"] = [_with_method(text) for text in launch["_line"]]
+        return
     path = find_config(draft_config, model if isinstance(model, str) else None)
     try:
         name, why = vllm_method(model, read_config(path) if path else None)
@@ -54,6 +67,22 @@ def detect_vllm_method(launch: dict, draft_config: str | None) -> None:
         spec["_auto"]["vllm_method"] = spec["method"]
     launch["_notes"].append(f"speculative.method {spec['method']} (vLLM's {name}): the line names "
                             f"no method and vLLM fills it in: {why}")
+
+
+def _with_method(text: str) -> str:
+    """One argument of the kept line (its shell text): a --speculative-config with `method`
+    "mtp" put first (its own keys kept, in their order); any other argument as it is."""
+    import shlex
+
+    from specplan.ecosystem.retired import quoted
+
+    words = shlex.split(text)
+    name, eq, inline = words[0].partition("=") if words else ("", "", "")
+    if name.replace("_", "-") != "--speculative-config" or (not eq and len(words) != 2):
+        return text
+    own = json.loads(inline if eq else words[1])
+    value = json.dumps({"method": "mtp", **own})
+    return f"{name}={shlex.quote(value)}" if eq else quoted([name, value])
 
 
 def pick_release(engine: str, env: dict[str, str], argv: list[str], strict: bool = False) -> dict:
@@ -71,11 +100,12 @@ def pick_release(engine: str, env: dict[str, str], argv: list[str], strict: bool
         from specplan.ecosystem.retired import modernise
 
         env_words, program, words = split_command(engine, argv)
-        modern, notes = modernise(engine, words)
+        modern, notes, older = modernise(engine, words)
         if not notes:
             raise
     launch = _pick_release(engine, env, [*env_words, *program, *modern])
     launch["_notes"][:0] = notes
+    launch["_written_for"] = older
     return launch
 
 

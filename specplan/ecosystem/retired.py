@@ -74,18 +74,19 @@ def _retired_words(table: FlagTable, words: list[str]) -> list[Word]:
     return out
 
 
-def modernise(engine: str, words: list[str]) -> tuple[list[str], list[str]]:
-    """(the words in the supported spelling, one note per retired flag); ImportProblem when a
-    retired flag has no supported spelling of the same meaning. Words the supported release
-    reads are returned untouched (no retired word: the same list and no note)."""
+def modernise(engine: str, words: list[str]) -> tuple[list[str], list[str], str | None]:
+    """(the words in the supported spelling, one note per retired flag, the older release the
+    line was written for); ImportProblem when a retired flag has no supported spelling of the
+    same meaning. Words the supported release reads are returned untouched (no retired word:
+    the same list, no note and no release)."""
     table = flag_table(engine, RELEASES[engine][0])
     found = _retired_words(table, words)
     data = retired_data(engine)
     if not found or data is None:
-        return words, []
+        return words, [], None
     release = _written_for(data, table, found)
     if release is None:
-        return words, []  # no older release reads them either: the supported refusal stands
+        return words, [], None  # no older release reads them either: the supported refusal stands
     out = list(words)
     notes: list[str] = []
     moved: dict[str, object] = {}
@@ -94,8 +95,8 @@ def modernise(engine: str, words: list[str]) -> tuple[list[str], list[str]]:
         out[word.index:word.index + 1 + len(word.values)] = new
         notes.insert(0, note)
     if moved:  # filled from the end: the line's own order back
-        out = _with_spec_config(out, dict(reversed(list(moved.items()))))
-    return out, notes
+        out = with_spec_config(out, dict(reversed(list(moved.items()))))
+    return out, notes, release
 
 
 def _written_for(data: dict, table: FlagTable, found: list[Word]) -> str | None:
@@ -250,7 +251,7 @@ def _json_value(text: str) -> object:
         return text
 
 
-def _with_spec_config(words: list[str], moved: dict) -> list[str]:
+def with_spec_config(words: list[str], moved: dict) -> list[str]:
     """vLLM: the retired speculative flags' values as keys of --speculative-config (merged
     into the line's own, if it has one)."""
     for i, word in enumerate(words):

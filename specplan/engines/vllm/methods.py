@@ -122,3 +122,33 @@ def vllm_method(model: object, draft: Config | None) -> tuple[str, str]:
                        f"SpeculativeConfig.hf_config_override; {_WHERE})")
     return "draft_model", (f"the draft's name and config ({kind or 'no model_type'}) name no "
                            f"other method, so vLLM runs it as draft_model ({_WHERE})")
+
+
+# The older releases whose own code, given num_speculative_tokens and no draft model, took the
+# target itself as the draft (its MTP layers: SpeculativeConfig.hf_config_override turns
+# deepseek_v3 into deepseek_mtp) when the target's hf_text_config.model_type was one of these;
+# read from each release's wheel (vllm/config.py, 0.10.2: vllm/config/__init__.py). 0.6.6 refused
+# every such config; from 0.15.0 on, as in the supported releases, only `method: mtp` (or
+# ngram/suffix) does it, else "num_speculative_tokens was provided but without speculative model".
+OLDER_MTP: dict[str, tuple[str, frozenset[str]]] = {
+    "0.7.3": ("SpeculativeConfig.maybe_create_spec_config", frozenset({"deepseek_v3"})),
+    "0.8.5": ("SpeculativeConfig.__post_init__", frozenset({"deepseek_v3"})),
+    "0.9.2": ("SpeculativeConfig.__post_init__", frozenset({"deepseek_v3", "mimo"})),
+    "0.10.2": ("SpeculativeConfig.__post_init__",
+               frozenset({"deepseek_v3", "mimo", "ernie4_5_moe", "qwen3_next"})),
+}
+
+
+def older_mtp(release: str | None, target: Config | None) -> str | None:
+    """Why a --speculative-config with neither method nor model means `mtp` on a line written
+    for the older vLLM `release` (None: it did not, or the target's config is not at hand)."""
+    if release not in OLDER_MTP or target is None:
+        return None
+    text = target.get("text_config")
+    kind = (text if isinstance(text, dict) else target).get("model_type")
+    where, kinds = OLDER_MTP[release]
+    if kind not in kinds:
+        return None
+    return (f"the line names no method and no draft model, and vLLM {release}'s {where} took "
+            f"the target itself (model_type {kind!r}) as its MTP draft; the supported releases "
+            "need `method: mtp` spelt out")
