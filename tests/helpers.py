@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 UNWRAPPED = "100000"  # the COLUMNS `cli` runs commands at unless told: wider than any line
@@ -105,6 +106,18 @@ def hf_cache(home: Path, configs: Path) -> str:
         snap.mkdir(parents=True)
         (snap / "config.json").write_text(json.dumps(config))
     return str(home)
+
+
+def corpus_hf_home(folder: Path) -> Any:
+    """A corpus folder's module-scoped `hf_home` fixture: a Hugging Face cache of the model
+    configs in folder/configs.json (hf_cache), for the tests/ecosystem corpus tests."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def hf_home(tmp_path_factory: Any) -> str:
+        return hf_cache(tmp_path_factory.mktemp("hf"), folder / "configs.json")
+
+    return hf_home
 
 
 def compile_spec(tmp: Path, text: str) -> Path:

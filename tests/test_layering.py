@@ -20,26 +20,31 @@ DOC = ROOT / "docs" / "architecture.md"
 # Bottom first. A name is a package or a top-level module of specplan/ ("specplan" is the
 # package's own __init__.py). docs/architecture.md shows this table with the reason for each
 # layer; test_doc_shows_the_layers keeps the two the same.
-LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("errors", "io", "version", "trace")),
-    ("methods", ("methods",)),
-    ("mesh", ("mesh",)),
-    ("engines", ("engines",)),
-    ("schema", ("schema",)),
-    ("ir", ("ir",)),
-    ("passes", ("passes",)),
-    ("plan", ("plan",)),
-    ("verify", ("verify",)),
-    ("runtime", ("runtime",)),
-    ("lower", ("lower",)),
-    ("views", ("views", "pictures")),
-    ("sim", ("sim",)),
-    ("deploy", ("deploy",)),
-    ("ecosystem", ("ecosystem",)),
-    ("plugins", ("plugins",)),
-    ("commands", ("commands",)),
-    ("api", ("specplan", "api")),
-    ("cli", ("cli", "__main__")),
+# One line a layer: its name, then its packages and modules when they are not just the name.
+_TABLE = """
+foundation errors io version trace
+methods
+mesh
+engines
+schema
+ir
+passes
+plan
+verify
+runtime
+lower
+views views pictures
+sim
+deploy
+ecosystem
+plugins
+commands
+api specplan api
+cli cli __main__
+"""
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
+    (words[0], tuple(words[1:]) or (words[0],))
+    for words in (line.split() for line in _TABLE.strip().splitlines())
 )
 LAYER_OF = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 

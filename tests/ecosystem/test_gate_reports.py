@@ -17,16 +17,12 @@ import re
 from pathlib import Path
 
 import pytest
-from tests.helpers import hf_cache
+from tests.helpers import corpus_hf_home
 
 GATES = Path(__file__).resolve().parent / "gates"
 CORPUS = sorted(GATES.glob("*.sh"))
 _HEAD = re.compile(r"^# (source|fix|gate|expect): (\S+)", re.M)
-
-
-@pytest.fixture(scope="module")
-def hf_home(tmp_path_factory):
-    return hf_cache(tmp_path_factory.mktemp("hf"), GATES / "configs.json")
+hf_home = corpus_hf_home(GATES)
 
 
 def _head(path: Path) -> dict[str, str]:

@@ -13,15 +13,11 @@ from pathlib import Path
 
 import pytest
 from test_public_lines import _expect, check_line
-from tests.helpers import hf_cache
+from tests.helpers import corpus_hf_home
 
 OLDER = Path(__file__).resolve().parent / "older"
 CORPUS = sorted(OLDER.glob("*.sh"))
-
-
-@pytest.fixture(scope="module")
-def hf_home(tmp_path_factory):
-    return hf_cache(tmp_path_factory.mktemp("hf"), OLDER / "configs.json")
+hf_home = corpus_hf_home(OLDER)
 
 
 def test_the_corpus_is_public_older_and_wide():

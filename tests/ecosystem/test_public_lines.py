@@ -15,16 +15,12 @@ from pathlib import Path
 import pytest
 
 from specplan.ecosystem.launch_import import parse_script
-from tests.helpers import hf_cache
+from tests.helpers import corpus_hf_home
 
 PUBLIC = Path(__file__).resolve().parent / "public"
 CORPUS = sorted(PUBLIC.glob("*.sh"))
 _EXPECT = re.compile(r"^# expect: (imported|refused): (.+)$", re.M)
-
-
-@pytest.fixture(scope="module")
-def hf_home(tmp_path_factory):
-    return hf_cache(tmp_path_factory.mktemp("hf"), PUBLIC / "configs.json")
+hf_home = corpus_hf_home(PUBLIC)
 
 
 def _expect(path: Path) -> tuple[str, str]:
