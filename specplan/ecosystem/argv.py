@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass
 
 from specplan.ecosystem.shell import option_like as _option_like
-from specplan.ecosystem.shell import quoted, unresolved
+from specplan.ecosystem.shell import shell_text
 from specplan.engines.flag_table import EngineFlag, FlagProblem, FlagTable
 
 _OPT_LEVELS = {"0", "1", "2", "3"}
@@ -37,7 +37,7 @@ class Arg:
     @property
     def text(self) -> str:
         """The words as the shell reads them back: a kept shell variable stays expandable."""
-        return " ".join(quoted(w) if unresolved(w) else shlex.quote(w) for w in self.words)
+        return " ".join(shell_text(w) for w in self.words)
 
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from specplan.ecosystem.faithful import dp_attention_note, plan_comment, render_faithful, restated
 from specplan.ecosystem.flags import DRAFT_PLACEHOLDER, DTYPES, FP8_QUANTIZATION, MODEL_PLACEHOLDER
+from specplan.ecosystem.shell import split_words
 from specplan.ecosystem.translate import Refusal, refusal, translate
 from specplan.engines.base import PerEngine
 from specplan.engines.sglang import spec_tp_sync
@@ -146,7 +147,7 @@ def _reads(conv, arg: str) -> bool:
     from specplan.engines.flag_table import FlagProblem
 
     try:
-        _, values = read_words(conv.flag_table(), shlex.split(arg))
+        _, values = read_words(conv.flag_table(), split_words(arg))
     except FlagProblem:
         return False
     return all(values.get(d) is None or values[d] in ok for d, ok in conv.launch.accepted_values.items())
@@ -164,7 +165,7 @@ def _kept(spec: Spec) -> list[str]:
     from specplan.ecosystem.launch_import import split_command
     from specplan.engines import of
 
-    words = [w for arg in spec.engine_args or () for w in shlex.split(arg)]
+    words = [w for arg in spec.engine_args or () for w in split_words(arg)]
     _, _, rest = split_command(spec.engine, words)
     args, _ = read_words(of(spec).flag_table(), rest)
     modelled = of(spec).launch.modelled

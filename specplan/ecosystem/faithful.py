@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 
 from specplan.ecosystem.flags import DRAFT_PLACEHOLDER
+from specplan.ecosystem.shell import split_words
 from specplan.methods import METHODS
 from specplan.schema import Spec
 
@@ -26,7 +27,7 @@ def restated(spec: Spec, env: dict[str, str] | None = None) -> list[str] | None:
 
     if not spec.engine_args:
         return None
-    words = [w for arg in spec.engine_args for w in shlex.split(arg)]
+    words = [w for arg in spec.engine_args for w in split_words(arg)]
     launch = read_launch(spec.engine, dict(env or {}), words, spec.engine_version)
     # A method drafting with the checkpoint's own layers reads back as itself only from a
     # config that has them (ecosystem/launch_import.py own_mtp).
@@ -95,7 +96,7 @@ def dp_attention_note(spec: Spec) -> list[str]:
     from specplan.ecosystem.launch_import import split_command
     from specplan.engines import convention
 
-    words = [w for arg in spec.engine_args or () for w in shlex.split(arg)]
+    words = [w for arg in spec.engine_args or () for w in split_words(arg)]
     args, _ = read_words(convention(spec.engine, spec.engine_version).flag_table(), split_command(spec.engine, words)[2])
     written = {a.dest: a.text for a in args if a.flag is not None}
     if "enable_dp_attention" not in written or "dp_size" not in written:
@@ -121,7 +122,7 @@ def engine_args_problems(spec: Spec) -> list:
     words: list[tuple[int, str]] = []
     try:
         for i, arg in enumerate(spec.engine_args or ()):
-            words += [(i, w) for w in shlex.split(arg)]
+            words += [(i, w) for w in split_words(arg)]
         line = [w for _, w in words]
         read_words(conv.flag_table(), split_command(spec.engine, line)[2])
         if line:  # what export's re-reading (faithful.restated) raises, before it runs

@@ -7,7 +7,9 @@ environment with `--use-env`) expand `$NAME`, `${NAME}` and `${NAME:-default}` i
 after them. A variable still unknown is kept verbatim where its flag is not planned (host,
 port, log paths) or is a checkpoint path (the shape then comes from --model-config or
 --base); in a planned flag (a width, a method, a count) import refuses it, naming it.
-Command substitution (`$(...)`, backquotes) and arithmetic are never run: refused.
+Command substitution (`$(...)`, backquotes) and arithmetic are never run: like a variable, one
+the plan does not read is kept (`$(...)` one word, written back unquoted so the shell still
+runs it), one that decides the plan is refused.
 """
 
 from __future__ import annotations
@@ -73,6 +75,14 @@ def ran(word: str) -> bool:
     return bool(_RUN.search(word))
 
 
+def shell_text(word: str) -> str:
+    """A word as the shell reads it back: a command substitution as written, a kept shell
+    variable double-quoted (still expanded), anything else quoted as a literal."""
+    if isinstance(word, Substitution):
+        return word
+    return quoted(word) if _VAR.search(word) and not _RUN.search(word) else shlex.quote(word)
+
+
 def quoted(word: str) -> str:
     """A word holding a kept variable, quoted so the shell still expands it: "${MODEL}/x"."""
     escaped = word.replace("\\", "\\\\").replace('"', '\\"')
@@ -90,8 +100,9 @@ def parse_script(text: str, supplied: dict[str, str] | None = None) -> tuple[dic
     variables = dict(supplied or {})
     array: str | None = None
     for number, line in _script_lines(text):
+        line, held = _hold_substitutions(line)
         try:
-            tokens = shlex.split(line, comments=True)
+            tokens = [_restore(t, held) for t in shlex.split(line, comments=True)]
         except ValueError as exc:  # an unclosed quote, a backslash before the end
             raise ImportProblem(f"line {number} of the script: {str(exc).lower()} (an unclosed "
                                 "quote or a trailing backslash); expected a shell command line") from None
@@ -127,6 +138,53 @@ def assigns_only(line: str) -> bool:
         return False
 
 
+def _hold_substitutions(line: str) -> tuple[str, list[str]]:
+    """`line` with each unquoted command substitution `$(...)` (parentheses balanced) replaced
+    by one placeholder word, and the substitutions in order: shlex would cut `$(seq -s ' ' 1 64)`
+    into words of its own, while the shell gives it to the command as it runs it."""
+    held: list[str] = []
+    out: list[str] = []
+    i, quote = 0, ""
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif line.startswith("$(", i) and not line.startswith("$((", i):
+            depth, j = 0, i + 1
+            while j < len(line):
+                depth += {"(": 1, ")": -1}.get(line[j], 0)
+                if depth == 0:
+                    break
+                j += 1
+            if depth == 0:
+                held.append(line[i:j + 1])
+                out.append(f"__specplan_substitution_{len(held) - 1}__")
+                i = j + 1
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out), held
+
+
+def split_words(text: str) -> list[str]:
+    """shlex.split, but a command substitution `$(...)` stays one word, as written (an
+    engine_args entry export keeps verbatim; ecosystem/shell.py shell_words)."""
+    line, held = _hold_substitutions(text)
+    return [_restore(t, held) for t in shlex.split(line)]
+
+
+class Substitution(str):
+    """A word holding a command substitution the shell runs as the line starts (unquoted or in
+    double quotes): written back as it was, so the shell still runs it; specplan never does."""
+
+
+def _restore(token: str, held: list[str]) -> str:
+    word = re.sub(r"__specplan_substitution_(\d+)__", lambda m: held[int(m.group(1))], token)
+    return Substitution(word) if word != token else token
+
+
 def _assigns_only(tokens: list[str]) -> bool:
     return bool(tokens) and all(re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", t) for t in tokens)
 
@@ -158,14 +216,17 @@ def shell_words(conv, table, words: list[str], notes: list[str]) -> None:
         var = None if word in _PLACEHOLDER_WORDS else unresolved(word)
         if var is None:
             continue
-        if ran(word):
-            raise ImportProblem(f"the launch line holds a shell expansion, {word!r}: specplan runs "
-                                "no command or arithmetic of the shell; give its value on the line")
         dest, flag = _dest_of(table, words, i)
         if dest is None or dest not in conv.launch.modelled or dest in PATH_DESTS:
-            notes.append(f"kept {var} as written ({flag or 'an argument'}): the plan does not "
-                         "depend on it")
+            never = " (never run)" if ran(word) else ""
+            notes.append(f"kept {var} as written{never} ({flag or 'an argument'}): the plan "
+                         "does not depend on it")
             continue
+        if ran(word):
+            raise ImportProblem(f"the launch line holds a shell expansion, {word!r} in {flag}: "
+                                f"it decides the plan ({conv.launch.modelled[dest]}) and "
+                                "specplan runs no command or arithmetic of the shell; give its "
+                                "value on the line")
         name = var.strip("${}").partition(":")[0]
         raise ImportProblem(f"the launch line holds a shell expansion, {var!r} in {flag} "
                             f"{word}: it decides the plan ({conv.launch.modelled[dest]}) and "

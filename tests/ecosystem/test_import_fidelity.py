@@ -56,13 +56,23 @@ def test_mla_comes_from_kv_lora_rank(cli, config):
     assert spec.model.attention == "mla"
 
 
-@pytest.mark.parametrize("word", ["$((8998+1))", "$(hostname -i)"])
-def test_a_command_or_arithmetic_of_the_shell_is_refused_not_run(cli, config, tmp_path, word):
+@pytest.mark.parametrize("word", ["$((4*2))", "$(nproc)", "'$(nproc)'"])
+def test_a_command_or_arithmetic_of_the_shell_that_decides_the_plan_is_refused_not_run(
+        cli, config, tmp_path, word):
     script = tmp_path / "run.sh"
-    script.write_text(f"python -m sglang.launch_server --model-path m --host '{word}' --tp 8\n")
+    script.write_text(f"python -m sglang.launch_server --model-path m --host h --tp {word}\n")
     result, _ = _import(cli, "sglang", config, script=str(script))
     assert result.exit_code == 2
     assert "specplan runs no command or arithmetic of the shell" in result.stderr
+
+
+def test_a_quoted_dollar_paren_is_a_literal_and_stays_one(cli, config, tmp_path):
+    """Single quotes: the shell runs nothing, and neither does the exported line."""
+    script = tmp_path / "run.sh"
+    script.write_text("python -m sglang.launch_server --model-path m --host '$(hostname -i)' --tp 8\n")
+    result, spec = _import(cli, "sglang", config, script=str(script))
+    assert result.exit_code == 0, result.stderr
+    assert "--host '$(hostname -i)'" in spec.engine_args
 
 
 @pytest.mark.parametrize("word", ["${local_ip}", "$HOST"])

@@ -90,3 +90,26 @@ def test_paths_hosts_and_ports_are_kept_as_written_and_exported_back(cli, tmp_pa
 def test_an_env_value_that_is_not_a_pair_is_bad_input(cli, tmp_path, config):
     result, _ = _run(cli, tmp_path, config, "python3 -m sglang.launch_server --tp 8\n", "--env", "TP")
     assert result.exit_code == 2 and "--env TP: expected NAME=VALUE" in result.stderr
+
+
+def test_a_command_substitution_is_one_word_never_run_kept_where_the_plan_does_not_read_it(
+        cli, tmp_path, config):
+    text = ("python3 -m sglang.launch_server --model-path m --tp-size 8 "
+            "--cuda-graph-bs-decode $(seq -s ' ' 1 $((2 * 32))) --port 30000\n")
+    result, spec = _run(cli, tmp_path, config, text)
+    assert result.exit_code == 0, result.stderr
+    assert "kept $(seq -s ' ' 1 $((2 * 32))) as written (never run)" in result.stderr
+    assert "--cuda-graph-bs-decode $(seq -s ' ' 1 $((2 * 32)))" in spec.engine_args
+    exported = cli("export", str(tmp_path / "s.yaml"))
+    assert exported.exit_code == 0, exported.stderr
+    line = [s for s in exported.stdout.splitlines() if s.startswith("python3")][0]
+    assert " --cuda-graph-bs-decode $(seq -s ' ' 1 $((2 * 32))) " in line  # the shell runs it
+
+
+def test_a_command_substitution_that_decides_the_plan_is_refused_naming_it(cli, tmp_path, config):
+    result, _ = _run(cli, tmp_path, config,
+                     "python3 -m sglang.launch_server --model-path m --tp-size $(nvidia-smi -L | wc -l)\n")
+    assert result.exit_code == 2
+    assert ("the launch line holds a shell expansion, '$(nvidia-smi -L | wc -l)' in --tp-size: it "
+            "decides the plan (topology.tp) and specplan runs no command or arithmetic of the "
+            "shell; give its value on the line") in result.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import UNWRAPPED
+from tests.helpers import UNWRAPPED, cli
 
 ROOT = Path(__file__).resolve().parents[2]
 TP4 = """
@@ -40,8 +40,7 @@ def test_a_world_size_that_is_not_the_specs_exits_2_naming_both(tmp_path):
     spec.write_text(TP4)
     env = dict(_env(), RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
                MASTER_PORT=str(_port()))
-    done = subprocess.run([sys.executable, "-m", "specplan", "simulate", str(spec)], env=env,
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = cli("simulate", spec, process=True, program="specplan", env=env, cwd=tmp_path, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr == (f"{spec}: torchrun started 2 ranks (WORLD_SIZE=2), but spec eagle-tp4 is "
                            "for 4 ranks: start --nnodes x --nproc-per-node = 4 processes\n")
@@ -86,8 +85,8 @@ def test_a_spec_the_engine_refuses_to_launch_fails_by_that_refusal_under_allow_e
                     "speculative: {method: eagle3, num_steps: 2}\n")
     env = dict(_env(), RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
                MASTER_PORT=str(_port()))
-    done = subprocess.run([sys.executable, "-m", "specplan", "simulate", str(spec), "--allow-errors"],
-                          env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = cli("simulate", spec, "--allow-errors", process=True, program="specplan", env=env,
+               cwd=tmp_path, timeout=120)
     assert done.returncode == 3, done.stdout + done.stderr
     assert done.stdout.startswith("FAIL: sglang refuses to launch this topology: SGLang runs "
                                   "speculative decoding under pipeline parallel (pp=2)")

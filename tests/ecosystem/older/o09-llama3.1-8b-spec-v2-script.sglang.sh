@@ -1,5 +1,8 @@
 # source: https://github.com/sgl-project/sglang/pull/11398 (beta spec-overlap for EAGLE, Oct 2025)
-# expect: refused: specplan runs no command or arithmetic of the shell
+# expect: imported: SGLang 0.5.23
+# note: written for SGLang <= 0.5.19: `--cuda-graph-bs` is `--cuda-graph-bs-decode` since 0.5.20
+# note: kept $(seq -s ' ' 1 64) as written (never run) (--cuda-graph-bs-decode): the plan does not depend on it
+# modern: python -m sglang.launch_server --dtype float16 --model-path meta-llama/Meta-Llama-3.1-8B-Instruct --attention-backend triton --decode-log-interval 1 --cuda-graph-bs-decode $(seq -s ' ' 1 64) --speculative-algorithm EAGLE --speculative-draft-model lmsys/sglang-EAGLE-LLaMA3-Instruct-8B --speculative-num-steps 5 --speculative-eagle-topk 1 --speculative-num-draft-tokens 6 --host 127.0.0.1 --port 23333
 export SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1
 export SGLANG_ENABLE_SPEC_V2=1
 MODEL=meta-llama/Meta-Llama-3.1-8B-Instruct

@@ -1,5 +1,5 @@
 # source: https://github.com/sgl-project/sglang/pull/13208 (prefill, Ascend NPU)
-# expect: refused: specplan runs no command or arithmetic of the shell
+# expect: refused: --disaggregation-transfer-backend ascend: specplan plans mooncake | nixl
 python -m sglang.launch_server --model-path ${MODEL_PATH}  --disaggregation-mode prefill --host ${P_IP[$i]} \
 --port 8000 --disaggregation-bootstrap-port $((8998+$i)) --trust-remote-code --nnodes 1 --node-rank 0 \
 --tp-size 16 --mem-fraction-static 0.6 --attention-backend ascend --device npu --quantization w8a8_int8 \
