@@ -130,6 +130,7 @@ def vllm_method(model: object, draft: Config | None) -> tuple[str, str]:
 # read from each release's wheel (vllm/config.py, 0.10.2: vllm/config/__init__.py). 0.6.6 refused
 # every such config; from 0.15.0 on, as in the supported releases, only `method: mtp` (or
 # ngram/suffix) does it, else "num_speculative_tokens was provided but without speculative model".
+# tests/engines/test_older_mtp_wheels.py (-m versions) reads each wheel's SpeculativeConfig to check this.
 OLDER_MTP: dict[str, tuple[str, frozenset[str]]] = {
     "0.7.3": ("SpeculativeConfig.maybe_create_spec_config", frozenset({"deepseek_v3"})),
     "0.8.5": ("SpeculativeConfig.__post_init__", frozenset({"deepseek_v3"})),
