@@ -50,12 +50,13 @@ def detect_vllm_method(launch: dict, draft_config: str | None, target: dict | No
     model = detect["model"]
     older = older_mtp(launch.get("_written_for"), target) if model is None else None
     if older is not None:
-        spec["method"] = vllm_method_of("mtp")
+        name, why = older
+        spec["method"] = vllm_method_of(name)
         if "_auto" in spec:
             spec["_auto"]["vllm_method"] = spec["method"]
-        launch["_notes"].append(f"speculative.method {spec['method']} (vLLM's mtp): {older}")
+        launch["_notes"].append(f"speculative.method {spec['method']} (vLLM's {name}): {why}")
         if launch.get("_line") is not None:  # the modern line says it, as its releases need
-            launch["_line"] = [_with_method(text) for text in launch["_line"]]
+            launch["_line"] = [_with_method(text, name) for text in launch["_line"]]
         return
     path = find_config(draft_config, model if isinstance(model, str) else None)
     try:
@@ -69,9 +70,9 @@ def detect_vllm_method(launch: dict, draft_config: str | None, target: dict | No
                             f"no method and vLLM fills it in: {why}")
 
 
-def _with_method(text: str) -> str:
+def _with_method(text: str, method: str) -> str:
     """One argument of the kept line (its shell text): a --speculative-config with `method`
-    "mtp" put first (its own keys kept, in their order); any other argument as it is."""
+    put first (its own keys kept, in their order); any other argument as it is."""
     import shlex
 
     from specplan.ecosystem.retired import quoted
@@ -81,7 +82,7 @@ def _with_method(text: str) -> str:
     if name.replace("_", "-") != "--speculative-config" or (not eq and len(words) != 2):
         return text
     own = json.loads(inline if eq else words[1])
-    value = json.dumps({"method": "mtp", **own})
+    value = json.dumps({"method": method, **own})
     return f"{name}={shlex.quote(value)}" if eq else quoted([name, value])
 
 

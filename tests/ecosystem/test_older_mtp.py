@@ -23,9 +23,11 @@ REFUSED = "--speculative-config has neither method nor model"
     ("0.6.6", "deepseek_v3", False), ("0.15.0", "deepseek_v3", False), (None, "deepseek_v3", False),
 ])
 def test_older_mtp_only_where_that_release_detected_the_target(release, model_type, detected):
-    why = older_mtp(release, {"model_type": model_type})
-    assert (why is not None) == detected
-    if detected:
+    found = older_mtp(release, {"model_type": model_type})
+    assert (found is not None) == detected
+    if found is not None:
+        name, why = found
+        assert name == "mtp"
         assert f"vLLM {release}'s SpeculativeConfig." in why and repr(model_type) in why
 
 

@@ -140,9 +140,10 @@ OLDER_MTP: dict[str, tuple[str, frozenset[str]]] = {
 }
 
 
-def older_mtp(release: str | None, target: Config | None) -> str | None:
-    """Why a --speculative-config with neither method nor model means `mtp` on a line written
-    for the older vLLM `release` (None: it did not, or the target's config is not at hand)."""
+def older_mtp(release: str | None, target: Config | None) -> tuple[str, str] | None:
+    """(vLLM's method name, why) where a --speculative-config with neither method nor model
+    means MTP on a line written for the older vLLM `release` (None: it did not, or the target's
+    config is not at hand)."""
     if release not in OLDER_MTP or target is None:
         return None
     text = target.get("text_config")
@@ -150,6 +151,6 @@ def older_mtp(release: str | None, target: Config | None) -> str | None:
     where, kinds = OLDER_MTP[release]
     if kind not in kinds:
         return None
-    return (f"the line names no method and no draft model, and vLLM {release}'s {where} took "
-            f"the target itself (model_type {kind!r}) as its MTP draft; the supported releases "
-            "need `method: mtp` spelt out")
+    return "mtp", (f"the line names no method and no draft model, and vLLM {release}'s {where} "
+                   f"took the target itself (model_type {kind!r}) as its MTP draft; the "
+                   "supported releases need `method: mtp` spelt out")
