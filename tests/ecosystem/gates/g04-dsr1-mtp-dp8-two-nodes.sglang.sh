@@ -1,0 +1,5 @@
+# source: https://github.com/sgl-project/sglang/issues/6296 (DeepSeek-R1 MTP with DP-attention on two nodes hangs; without --enable-dp-attention it runs: a DP rank without requests ran no draft forward while its peers' draft collectives waited for it)
+# fix: https://github.com/sgl-project/sglang/pull/6081 (MTP under DP-attention: an idle DP rank runs the draft's idle forward too); SGLang 0.5.23's scheduler gathers each DP rank's batch over tp and gives an idle rank its idle batch (SchedulerDPAttnAdapter.get_idle_batch)
+# gate: dp_idle_forward
+# expect: clean
+python -m sglang.launch_server --model-path /data2/deepseek-ai/DeepSeek-R1 --port 2233 --trust-remote-code --dist-init-addr 10.93.75.30:1235 --nnodes 2 --node-rank $1 --tp-size 16 --dp-size 8 --enable-dp-attention --mem-fraction-static 0.7 --disable-radix-cache --speculative-algorithm EAGLE --speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2 --speculative-draft-model-path /data2/deepseek-ai/DeepSeek-V3-0324-NextN
