@@ -144,7 +144,7 @@ class SpecTarget(PlanTarget):
         assert console is not None, "tables print through the console"
         render(data, console, rank, all_families)
         if rank is None:
-            render_round(data["round"], console)
+            render_round(data["round"], console, self.plan.pipeline)
 
     def picture(self, kind: str, fmt: str, family: str | None, out: str | None) -> str | None:
         from specplan.pictures import write_picture

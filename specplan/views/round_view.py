@@ -25,6 +25,7 @@ from rich.text import Text
 from specplan.mesh.family import Family
 from specplan.plan import ABSENT, Plan
 from specplan.plan.codec import encode
+from specplan.plan.model import Pipeline
 
 COLLECTIVES = ("broadcast", "all_reduce_min", "all_gather", "all_reduce_sum", "all_to_all", "ring")
 TARGET = ("target_verify", "target_prefill")
@@ -119,7 +120,9 @@ def _live_bytes(plan: Plan, op, typical: int) -> int:
     return op.bytes
 
 
-def render_round(data: dict, console: Console) -> None:
+def render_round(data: dict, console: Console, pipeline: Pipeline) -> None:
+    """The round view's tables from round_data's `data`; the pipeline lines from the typed
+    plan's `pipeline` (plan.json is read only through the typed plan)."""
     at = f"max_batch={data['max_batch']}"
     table = Table(title=f"sites (decode round unless noted; bytes per rank at {at})", title_justify="left")
     for col in ("site", "round", "group", "source", "bytes", "converge", "boundary", "why"):
@@ -147,7 +150,7 @@ def render_round(data: dict, console: Console) -> None:
     console.print(table)
     for line in _legend(data["max_batch"], typical, list(legend)):
         console.print(Text(line))
-    _pipeline(data["pipeline"], console)
+    _pipeline(pipeline, console)
 
 
 def _legend(max_batch: int, typical: int, per_layer: list[tuple[str, str, str]]) -> list[str]:
@@ -170,20 +173,19 @@ def source_text(member: int, ranks: list[int]) -> str:
     return f"member {member} = ranks {shown}"
 
 
-def _pipeline(pipe: dict, console: Console) -> None:
-    d = pipe["drafter"]
-    if d:
-        console.print(f"drafter: stage {d['stage']}, pipeline size 1, tp {d['tp']}, "
-                      f"draft-layer ids {d['layer_ids'] or '-'}")
-    for mode in ("chain", "direct"):
-        links = pipe["routing"][mode]
+def _pipeline(pipe: Pipeline, console: Console) -> None:
+    d = pipe.drafter
+    if d is not None:
+        console.print(f"drafter: stage {d.stage}, pipeline size 1, tp {d.tp}, "
+                      f"draft-layer ids {list(d.layer_ids) or '-'}")
+    for mode, links in (("chain", pipe.routing.chain), ("direct", pipe.routing.direct)):
         if links:
-            mark = " (planned)" if mode == pipe["aux_routing"] else ""
-            text = ", ".join(f"{a}->{b}: {l['taps']} taps {human_bytes(l['bytes'])} +{l['messages']} msg"
-                             for l in links for a, b in [l["link"]])
+            mark = " (planned)" if mode == pipe.aux_routing else ""
+            text = ", ".join(f"{a}->{b}: {l.taps} taps {human_bytes(l.bytes)} +{l.messages} msg"
+                             for l in links for a, b in [l.link])
             console.print(f"taps {mode}{mark}: {text}")
-    for r in pipe["relay"]["sites"]:
-        console.print(f"relay {r['site']}: {r['mode']} over pp from the last stage, {human_bytes(r['bytes'])}")
+    for r in pipe.relay.sites:
+        console.print(f"relay {r.site}: {r.mode} over pp from the last stage, {human_bytes(r.bytes)}")
 
 
 def human_bytes(n: int) -> str:

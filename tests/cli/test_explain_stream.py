@@ -70,6 +70,7 @@ def test_listings_read_as_the_lists(path):
 @pytest.mark.parametrize("path", SPECS, ids=IDS)
 def test_one_rank_and_the_tables_read_the_same(path):
     eager, lazy = both(path)
+    pipeline = build_plan(run_passes(load_spec(path))).pipeline
     for rank in range(eager["world_size"]):
         assert rank_data(lazy, rank) == rank_data(eager, rank)
     for rank, every in ((None, False), (None, True), (eager["world_size"] - 1, True)):
@@ -79,7 +80,7 @@ def test_one_rank_and_the_tables_read_the_same(path):
             con = Console(file=out, width=200, highlight=False)
             render(data, con, rank, every)
             if rank is None:
-                render_round(data["round"], con)
+                render_round(data["round"], con, pipeline)
             shown.append(out.getvalue())
         assert shown[0] == shown[1]
 
