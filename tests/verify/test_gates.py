@@ -174,12 +174,21 @@ def test_dspark_verify_budget_from_an_event_query_is_an_error(cli, tmp_path):
     assert "ConfidenceRelay.resolve" in found[0]["message"]
 
 
+def test_dspark_verify_budget_in_step_is_still_each_ranks_own(cli, tmp_path):
+    # Without overlap the budget is computed in step, from this rank's own confidences: no
+    # site broadcasts them (sglang PR #31195's logs), so the gate stays an ERROR.
+    in_step = _spec(tmp_path, "nooverlap", topology="{tp: 4, device: cuda}",
+                    extra=_ragged("--disable-overlap-schedule"))
+    [found] = _gate_findings(cli, in_step)
+    assert (found["gate"], found["group"]) == ("dspark_verify_budget", "tp")
+    assert "computed in step (DSparkVerifyPlanner.compute_budget_sync)" in found["message"]
+
+
 def test_dspark_verify_budget_clean_where_it_is_not_rank_local(cli, tmp_path):
     static = _spec(tmp_path, "static", topology="{tp: 4, device: cuda}")
     assert "dspark_verify_budget" not in {g["name"] for g in _plan(cli, static, tmp_path)["gates"]}
-    in_step = _spec(tmp_path, "nooverlap", topology="{tp: 4, device: cuda}",
-                    extra=_ragged("--disable-overlap-schedule"))
-    assert _gate_findings(cli, in_step) == []
+    alone = _spec(tmp_path, "alone", topology="{tp: 1, device: cuda}", extra=_ragged())
+    assert _gate_findings(cli, alone) == []
     own = _spec(tmp_path, "own-budget", behaviour="specplan", topology="{tp: 4, device: cuda}",
                 extra=_ragged())
     gate = next(g for g in _plan(cli, own, tmp_path)["gates"] if g["name"] == "dspark_verify_budget")

@@ -3,8 +3,9 @@ a spec takes, the group vLLM agrees each over, check's verdict, and specplan's o
 
 Verdicts read from the code: every per-step gate is agreed by the replica's one
 SchedulerOutput (and, with DP over a MoE model, the 7 x dp DP-sync all-reduce) over every
-group it selects, so it is clean; DSpark's adaptive verify budget is agreed over TP alone (rank
-0's profiled cost curves, broadcast over TP), so with prefill context parallel it is an ERROR.
+group it selects, so it is clean; DSpark's adaptive verify budget is agreed by no group (rank
+0's cost curves are broadcast over TP, the confidences it ranks are each rank's own), so with
+tp > 1 or prefill context parallel it is an ERROR (vllm#54011; tests/ecosystem/gates g05).
 """
 
 from __future__ import annotations
@@ -60,15 +61,19 @@ def test_ngram_has_no_drafter_gates(cli, tmp_path):
     assert set(_gates(cli, spec)) == {"step_batch_descriptor"}
 
 
-def test_adaptive_verify_budget_over_tp_is_clean_and_across_pcp_an_error(cli, tmp_path):
+def test_adaptive_verify_budget_is_agreed_by_no_group(cli, tmp_path):
     tp = _spec(tmp_path, "adaptive-tp", topology="{tp: 2}", method="dspark", extra=ADAPTIVE)
-    assert _gates(cli, tp)["adaptive_verify_budget"]["family"] == "tp"
-    assert _gate_findings(cli, tp) == []
-    pcp = _spec(tmp_path, "adaptive-pcp", topology="{tp: 2, cp: 2}", method="dspark", extra=ADAPTIVE)
-    [found] = _gate_findings(cli, pcp)
-    assert (found["gate"], found["group"], found["round"]) == ("adaptive_verify_budget", "pcp", "decode")
-    assert "agreed over tp (2 rank(s))" in found["message"]
+    gate = _gates(cli, tp)["adaptive_verify_budget"]
+    assert gate["family"] is None and "_stale_confidences" in gate["agreed_by"]
+    [found] = _gate_findings(cli, tp)
+    assert (found["gate"], found["group"], found["round"]) == ("adaptive_verify_budget", "tp", "decode")
+    assert "agreed by no group" in found["message"] and "all_reduce over tp" in found["message"]
     assert "AdaptiveVerificationManager.get_num_tokens" in found["message"]
+    pcp = _spec(tmp_path, "adaptive-pcp", topology="{tp: 2, cp: 2}", method="dspark", extra=ADAPTIVE)
+    assert sorted(f["group"] for f in _gate_findings(cli, pcp)) == ["pcp", "tp"]
+    # One rank decides for itself alone: nothing to disagree with.
+    alone = _spec(tmp_path, "adaptive-1", topology="{tp: 1}", method="dspark", extra=ADAPTIVE)
+    assert _gate_findings(cli, alone) == []
     # Without the key in --speculative-config the budget is fixed: no gate.
     fixed = _spec(tmp_path, "fixed", topology="{tp: 2, cp: 2}", method="dspark")
     assert "adaptive_verify_budget" not in _gates(cli, fixed)

@@ -61,12 +61,21 @@ def _env(spec: Spec, name: str) -> str | None:
 
 
 def _ragged_budget(spec: Spec) -> bool:
-    """DSpark's host verify budget from the ConfidenceRelay ring: a non-static
-    SGLANG_RAGGED_VERIFY_MODE under the overlap scheduler (dspark_planner.py
-    DSparkVerifyPlanner.__init__; without overlap the budget is computed in step from the
-    broadcast confidence)."""
-    mode = _env(spec, "SGLANG_RAGGED_VERIFY_MODE")
-    return mode in ("cap-accept", "compact") and not _flag(spec, "--disable-overlap-schedule")
+    """DSpark's verify budget is scheduled under a non-static SGLANG_RAGGED_VERIFY_MODE
+    (dspark_planner.py DSparkVerifyPlanner.__init__): from the ConfidenceRelay ring under the
+    overlap scheduler, in step (compute_budget_sync) without it."""
+    return _env(spec, "SGLANG_RAGGED_VERIFY_MODE") in ("cap-accept", "compact")
+
+
+def _budget_agreed(spec: Spec, choices: Choices) -> tuple[str | None, str]:
+    where = ("in step (DSparkVerifyPlanner.compute_budget_sync)"
+             if _flag(spec, "--disable-overlap-schedule") else
+             "only on a rank whose CUDA event query (copy_done[slot].query()) found the "
+             "confidence copy done (ConfidenceRelay.resolve)")
+    return None, (f"the budget is computed {where} from this rank's own confidence-head "
+                  "outputs, which no site broadcasts (DSPARK_DRAFT carries the tokens, "
+                  "DSPARK_PLAN the verify_lens; sglang PR #31195 logs TP0 0.811, TP1 0.810); "
+                  "no collective agrees it")
 
 
 def _budget_selects(spec: Spec) -> tuple[Selected, ...]:
@@ -227,10 +236,7 @@ GATES: tuple[GateRow, ...] = (
         name="dspark_verify_budget", phase="decode", input="rank_local",
         function="managers/overlap_utils.py ConfidenceRelay.resolve (dspark_planner.py "
                  "DSparkVerifyPlanner.prepare_verify_budget)",
-        methods=("dspark",), when=_ragged_budget,
-        agreed=lambda spec, choices: (None, "the budget exists only on a rank whose CUDA event "
-                                      "query (copy_done[slot].query()) found the confidence "
-                                      "copy done; no collective agrees it"),
+        methods=("dspark",), when=_ragged_budget, agreed=_budget_agreed,
         selects=_budget_selects, carrier="dspark_plan_verify",
         doc="A rank with a budget plans ragged verify lengths, broadcasts them and picks a "
             "verify graph tier; a rank without one verifies every draft at the full width."),

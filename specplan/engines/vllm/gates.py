@@ -153,16 +153,16 @@ def _adaptive(spec: Spec) -> bool:
     return bool(speculative_key(spec, "enable_adaptive_verification"))
 
 
-def _over_tp(spec: Spec, choices: Choices) -> tuple[str | None, str]:
-    return "tp", ("set_cost_curves broadcasts rank 0's profiled cost curves over the TP group "
-                  "(get_tp_group().broadcast_object); the confidences come from the drafter's "
-                  "gathered logits")
+def _budget_agreed(spec: Spec, choices: Choices) -> tuple[str | None, str]:
+    return None, ("set_cost_curves broadcasts rank 0's cost curves over TP, but get_num_tokens "
+                  "ranks this rank's own copy of the confidence head's outputs "
+                  "(_stale_confidences): no collective agrees the budget, and the "
+                  "confidences differ across TP ranks in their last bits (vllm#56831)")
 
 
 def _budget_selects(spec: Spec) -> tuple[Selected, ...]:
     return _forward(spec, "the verify forward's all-reduces over the budget-trimmed token count",
-                    "prefill context parallel's gather of the trimmed rows: each pcp rank's TP "
-                    "group broadcast its own cost curves")
+                    "prefill context parallel's gather of the budget-trimmed rows")
 
 
 def _owner_agreed(spec: Spec, choices: Choices) -> tuple[str | None, str]:
@@ -214,7 +214,7 @@ GATES: tuple[GateRow, ...] = (
         name="adaptive_verify_budget", phase="decode", input="rank_local",
         function="v1/worker/gpu/spec_decode/adaptive_verification.py "
                  "AdaptiveVerificationManager.get_num_tokens",
-        methods=("dspark",), when=_adaptive, agreed=_over_tp, selects=_budget_selects,
+        methods=("dspark",), when=_adaptive, agreed=_budget_agreed, selects=_budget_selects,
         doc="DSpark's adaptive verification trims the drafts each step to the budget its cost "
             "tables (profiled on the rank's own timings) and confidences pick: the verify "
             "forward's token count."),
