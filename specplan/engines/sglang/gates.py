@@ -157,6 +157,19 @@ def _target_collectives(spec: Spec) -> tuple[Selected, ...]:
     return out
 
 
+def _dpa_graphs(spec: Spec) -> bool:
+    """DP-attention with decode graphs captured: each step replays a graph or runs eagerly."""
+    return _dpa(spec) and _captures(spec)
+
+
+def _dp_target_gate(name: str, function: str, when: Callable[[Spec], bool], what: str,
+                    doc: str) -> GateRow:
+    """A DP-attention step's choice (`what` is chosen or read from the token counts gathered
+    over tp) that shapes the target's collectives, for every method."""
+    return GateRow(name=name, phase="decode", input="global", function=function, methods=(),
+                   when=when, agreed=_over_tp(what), selects=_target_collectives, doc=doc)
+
+
 GATES: tuple[GateRow, ...] = (
     GateRow(
         name="dspark_draft_graph_mem", phase="startup", input="rank_local",
@@ -178,32 +191,27 @@ GATES: tuple[GateRow, ...] = (
                                        "draft forward per captured batch size over tp"),),
         carrier="dflash_mem",
         doc="Below 1 GiB of free memory a rank skips the DFlash draft's CUDA-graph capture."),
-    GateRow(
-        name="dp_padding_mode", phase="decode", input="global",
-        function="layers/dp_attention.py DpPaddingMode.get_dp_padding_mode",
-        methods=(), when=_dpa, agreed=_over_tp("the padding mode is chosen"),
-        selects=_target_collectives,
+    _dp_target_gate(
+        name="dp_padding_mode", function="layers/dp_attention.py DpPaddingMode.get_dp_padding_mode",
+        when=_dpa, what="the padding mode is chosen",
         doc="MAX_LEN pads every DP rank's tokens to the largest and all-gathers; SUM_LEN "
             "all-reduces the concatenation: the two issue collectives of different shapes."),
-    GateRow(
-        name="dp_idle_forward", phase="decode", input="global",
+    _dp_target_gate(
+        name="dp_idle_forward",
         function="managers/scheduler_components/dp_attn.py SchedulerDPAttnAdapter.get_idle_batch",
-        methods=(), when=_dpa, agreed=_over_tp("a rank with no requests runs an idle batch"),
-        selects=_target_collectives,
+        when=_dpa, what="a rank with no requests runs an idle batch",
         doc="A DP rank with no requests runs an idle (dummy) forward so that its peers' "
             "MLP / MoE collectives over tp find it."),
-    GateRow(
-        name="target_graph", phase="decode", input="global",
+    _dp_target_gate(
+        name="target_graph",
         function="model_executor/runner/decode_cuda_graph_runner.py DecodeCudaGraphRunner.can_run_graph",
-        methods=(), when=lambda spec: _dpa(spec) and _captures(spec),
-        agreed=_over_tp("can_run_decode_cuda_graph and the batch size are read"),
-        selects=_target_collectives,
+        when=_dpa_graphs, what="can_run_decode_cuda_graph and the batch size are read",
         doc="Replay the target's captured graph (padded to a captured size) or run eagerly "
             "(the actual token count): the collectives differ in shape."),
     GateRow(
         name="eagle_draft_graph", phase="decode", input="global",
         function="speculative/eagle_draft_cuda_graph_runner.py EAGLEDraftCudaGraphRunner.can_run_graph",
-        methods=EAGLE_WORKER, when=lambda spec: _dpa(spec) and _captures(spec),
+        methods=EAGLE_WORKER, when=_dpa_graphs,
         agreed=_over_tp("can_run_dp_draft_cuda_graph and max(global_num_tokens) are read"),
         selects=lambda spec: (Selected("all_gather", "tp", "the draft forward's DP gather "
                                        "(padded in the graph, actual size eagerly)"),),

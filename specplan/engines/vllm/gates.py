@@ -36,7 +36,7 @@ import json
 import shlex
 
 from specplan.engines.choices import Choices
-from specplan.engines.gates import GateRow, Selected
+from specplan.engines.gates import GateRow, Input, Selected
 from specplan.engines.reads import Spec
 
 DRAFT_MODELS = ("eagle", "eagle3", "mtp", "standalone", "dflash", "dspark")  # not ngram
@@ -58,33 +58,53 @@ def _stage(spec: Spec, choices: Choices | None = None) -> tuple[str, str]:
                        "worker (each DP rank of a dense model is its own engine)")
 
 
-def _target(spec: Spec) -> tuple[Selected, ...]:
-    """The target forward's collectives whose shape the step's descriptor fixes."""
+def _forward(spec: Spec, reduce: str, gather: str) -> tuple[Selected, ...]:
+    """A target forward's collectives: its tensor-parallel all-reduces over tp (`reduce`: what
+    fixes their shape) and prefill context parallel's gather of the rows over pcp (`gather`)."""
     t = spec.topology
     out: tuple[Selected, ...] = ()
     if t.tp > 1:
-        out += (Selected("all_reduce", "tp", "the target forward's tensor-parallel all-reduces "
-                         "over the graph-padded token count (graph) or the actual one (eager)"),)
+        out += (Selected("all_reduce", "tp", reduce),)
     if t.cp > 1:
-        out += (Selected("all_gather", "pcp", "prefill context parallel's gather of the "
-                         "step's rows (padded with the batch)"),)
-    if _lockstep(spec):
-        out += (Selected("all_to_all", "ep", "the MoE dispatch / combine of every DP rank's "
-                         "rows, sized by num_tokens_across_dp"),)
+        out += (Selected("all_gather", "pcp", gather),)
     return out
+
+
+def _moe_rows(spec: Spec, what: str) -> tuple[Selected, ...]:
+    """In lockstep DP, a MoE forward's dispatch / combine of every DP rank's rows over ep."""
+    return (Selected("all_to_all", "ep", what),) if _lockstep(spec) else ()
+
+
+def _target(spec: Spec) -> tuple[Selected, ...]:
+    """The target forward's collectives whose shape the step's descriptor fixes."""
+    return _forward(spec, "the target forward's tensor-parallel all-reduces over the "
+                    "graph-padded token count (graph) or the actual one (eager)",
+                    "prefill context parallel's gather of the step's rows (padded with the "
+                    "batch)") + \
+        _moe_rows(spec, "the MoE dispatch / combine of every DP rank's rows, sized by "
+                  "num_tokens_across_dp")
+
+
+def _drafts_span_ranks(spec: Spec) -> bool:
+    """A drafter step issues collectives: tp > 1, or a MoE draft in lockstep DP."""
+    return spec.topology.tp > 1 or _lockstep(spec)
 
 
 def _draft(spec: Spec) -> tuple[Selected, ...]:
     """A drafter step's collectives: the vocab-parallel lm_head's argmax gather over tp
     (layers/logits_processor.py LogitsProcessor.get_top_tokens), a MoE draft's rows over ep."""
-    out: tuple[Selected, ...] = ()
-    if spec.topology.tp > 1:
-        out += (Selected("all_gather", "tp", "the drafter's vocab-parallel argmax gather and "
-                         "its layers' all-reduces, once per draft step"),)
-    if _lockstep(spec):
-        out += (Selected("all_to_all", "ep", "a MoE draft's dispatch / combine (the target's "
-                         "experts for MTP), once per draft step"),)
-    return out
+    gather = (Selected("all_gather", "tp", "the drafter's vocab-parallel argmax gather and its "
+                       "layers' all-reduces, once per draft step"),) if spec.topology.tp > 1 else ()
+    return gather + _moe_rows(spec, "a MoE draft's dispatch / combine (the target's experts for "
+                              "MTP), once per draft step")
+
+
+def _draft_gate(name: str, input: Input, function: str, how: str, doc: str) -> GateRow:
+    """A choice a drafter step takes from what the target step agreed: the drafters' methods,
+    the stage's family (_stage), the drafter's collectives."""
+    return GateRow(name=name, phase="decode", input=input, function=function,
+                   methods=DRAFT_MODELS, when=_drafts_span_ranks,
+                   agreed=lambda spec, choices: (_stage(spec)[0], how), selects=_draft, doc=doc)
 
 
 def _args(spec: Spec) -> list[str]:
@@ -141,15 +161,8 @@ def _budget_agreed(spec: Spec, choices: Choices) -> tuple[str | None, str]:
 
 
 def _budget_selects(spec: Spec) -> tuple[Selected, ...]:
-    t = spec.topology
-    out: tuple[Selected, ...] = ()
-    if t.tp > 1:
-        out += (Selected("all_reduce", "tp", "the verify forward's all-reduces over the "
-                         "budget-trimmed token count"),)
-    if t.cp > 1:
-        out += (Selected("all_gather", "pcp", "prefill context parallel's gather of the "
-                         "budget-trimmed rows"),)
-    return out
+    return _forward(spec, "the verify forward's all-reduces over the budget-trimmed token count",
+                    "prefill context parallel's gather of the budget-trimmed rows")
 
 
 def _owner_agreed(spec: Spec, choices: Choices) -> tuple[str | None, str]:
@@ -181,26 +194,20 @@ GATES: tuple[GateRow, ...] = (
                               *_target(spec)),
         doc="A DP engine without requests runs a dummy batch (and the drafter's propose) while "
             "the wave runs, so that its peers' DP sync and MoE collectives find it."),
-    GateRow(
-        name="skip_drafts", phase="decode", input="batch_local",
+    _draft_gate(
+        name="skip_drafts", input="batch_local",
         function="v1/worker/gpu/model_runner.py GPUModelRunner.execute_model "
                  "(DPSyncState.skip_drafts; num_spec_tokens_to_schedule 0)",
-        methods=DRAFT_MODELS, when=lambda spec: spec.topology.tp > 1 or _lockstep(spec),
-        agreed=lambda spec, choices: (_stage(spec)[0], "the scheduler's skip_drafts, voted over "
-                                      "dp (all must allow) in sync_cudagraph_and_dp_padding under "
-                                      "lockstep DP, else the replica's one SchedulerOutput"),
-        selects=_draft,
+        how="the scheduler's skip_drafts, voted over dp (all must allow) in "
+            "sync_cudagraph_and_dp_padding under lockstep DP, else the replica's one SchedulerOutput",
         doc="A step whose requests cannot use drafts proposes none (K = 0): the drafter's "
             "per-step collectives run or do not."),
-    GateRow(
-        name="draft_batch_descriptor", phase="decode", input="global",
+    _draft_gate(
+        name="draft_batch_descriptor", input="global",
         function="v1/worker/gpu/spec_decode/speculator.py "
                  "DraftModelSpeculator._build_uniform_batch_dp_sync (each speculator's propose)",
-        methods=DRAFT_MODELS, when=lambda spec: spec.topology.tp > 1 or _lockstep(spec),
-        agreed=lambda spec, choices: (_stage(spec)[0], "the target step's DPSyncState, reused "
-                                      "with no collective of its own: every drafter pads to "
-                                      "target num_reqs x query length"),
-        selects=_draft,
+        how="the target step's DPSyncState, reused with no collective of its own: every "
+            "drafter pads to target num_reqs x query length",
         doc="The drafter's graph-or-eager choice and padding per draft step, taken from the "
             "target step's agreed descriptor."),
     GateRow(
