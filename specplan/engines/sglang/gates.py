@@ -235,7 +235,7 @@ GATES: tuple[GateRow, ...] = (
     GateRow(
         name="dspark_verify_budget", phase="decode", input="rank_local",
         function="managers/overlap_utils.py ConfidenceRelay.resolve (dspark_planner.py "
-                 "DSparkVerifyPlanner.prepare_verify_budget)",
+                 "DSparkVerifyPlanner.prepare_verify_budget; compute_budget_sync without overlap)",
         methods=("dspark",), when=_ragged_budget, agreed=_budget_agreed,
         selects=_budget_selects, carrier="dspark_plan_verify",
         doc="A rank with a budget plans ragged verify lengths, broadcasts them and picks a "
