@@ -24,10 +24,16 @@ Tree = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # retrieve_index, next_t
 
 
 def startup(e: Engine) -> None:
-    """The free-memory MIN sites (DFlash, DSpark) once, before the prefill."""
+    """The free-memory MIN sites (DFlash, DSpark) once, before the prefill. Each rank reads its
+    own number; the probe does not hold it: what the reading selects (the draft's graph
+    capture) is the plan's gate, which sim/gates.py runs, so a reading that selects nothing
+    (no capture: --disable-cuda-graph, a CPU) may differ as check's WARN says, and one that
+    selects a capture over a wider group fails by the gate's name under --inject gate."""
     for name, site in e.view.sites.items():
         if site.round == "startup":
-            e.decide(name, {"free_mem_gb": torch.tensor(40.0 + e.rt.rank, dtype=torch.float32)})
+            out = e.decide(name, {"free_mem_gb": torch.tensor(40.0 + e.rt.rank, dtype=torch.float32)})
+            for decision in out:
+                e.held.pop(decision, None)
 
 
 def _skips(e: Engine) -> bool:

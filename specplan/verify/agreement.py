@@ -153,10 +153,18 @@ def _foreign(view: PlanView, site: Site, ranks: list[int], holder: list) -> Find
 def _split(view: PlanView, site: Site, split: list) -> list[Finding]:
     rep, ranks = split[0]  # the ranks whose values a reader of this replica may hold
     if site.converge and not site.trivial:
-        return [_f(view, "ERROR", site, ranks,
+        # Each group takes its own source's values: they differ where unconverged ones would,
+        # so the severity follows the decisions' natures (rng: ERROR; float, host: WARN).
+        natures = {_effective(view, site.name, d.nature) for d in site.decisions} - {"deterministic"}
+        if not natures:
+            return []
+        return [_f(view, "ERROR" if "rng" in natures else "WARN", site, ranks,
                    f"{site.name} converges over {site.family}, which leaves ranks of replica "
                    f"{rep} outside the group: they keep their own values ({len(split)} replicas "
-                   f"affected; attention-CP peers serve the same requests)",
+                   f"affected; attention-CP peers serve the same requests)"
+                   + ("" if "rng" in natures else
+                      ": they agree only if the floating-point results each group's source "
+                      "computes are identical"),
                    "converge over every rank of the replica (sync.group: replica)",
                    ("sync.group", "topology.cp"))]
     out = []
