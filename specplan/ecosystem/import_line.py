@@ -89,10 +89,17 @@ def _with_method(text: str, method: str) -> str:
 def pick_release(engine: str, env: dict[str, str], argv: list[str], strict: bool = False) -> dict:
     """read_launch by the newest release whose flags accept the whole line; the note says
     which (and why not a newer one). A line no supported release accepts, written for an older
-    one, is read in the supported spelling (ecosystem/retired.py), one note per retired flag;
-    `strict`: refused as the supported releases refuse it."""
+    one, is read in the supported spelling (ecosystem/retired.py: flags; ecosystem/
+    retired_values.py: KV connector names), one note per retired spelling; `strict`: refused as
+    the supported releases refuse it."""
+    from specplan.ecosystem.retired_values import modern_connectors
+
+    notes: list[str] = []
+    older: str | None = None
+    if not strict:
+        argv, notes, older = modern_connectors(engine, argv)
     try:
-        return _pick_release(engine, env, argv)
+        launch = _pick_release(engine, env, argv)
     except FlagRefused as exc:
         if strict:
             raise ImportProblem(f"{exc} (--strict: spellings of releases before the supported "
@@ -101,13 +108,21 @@ def pick_release(engine: str, env: dict[str, str], argv: list[str], strict: bool
         from specplan.ecosystem.retired import modernise
 
         env_words, program, words = split_command(engine, argv)
-        modern, notes, older = modernise(engine, words)
-        if not notes:
+        modern, flags, by_flags = modernise(engine, words)
+        if not flags:
             raise
-    launch = _pick_release(engine, env, [*env_words, *program, *modern])
-    launch["_notes"][:0] = notes
-    launch["_written_for"] = older
+        launch = _pick_release(engine, env, [*env_words, *program, *modern])
+        notes, older = [*notes, *flags], _older(by_flags, older)
+    if notes:
+        launch["_notes"][:0] = notes
+        launch["_written_for"] = older
     return launch
+
+
+def _older(*releases: str | None) -> str | None:
+    """The oldest of the releases given (a line written for both is for the older)."""
+    given = [r for r in releases if r]
+    return min(given, key=lambda r: tuple(int(p) for p in r.split(".") if p.isdigit())) if given else None
 
 
 def _pick_release(engine: str, env: dict[str, str], argv: list[str]) -> dict:

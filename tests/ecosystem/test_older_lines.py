@@ -32,6 +32,4 @@ def test_the_corpus_is_public_older_and_wide():
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
 def test_older_line_imports_modernised_or_is_refused_with_its_reason(cli, tmp_path, hf_home, path):
-    stderr = check_line(cli, tmp_path, hf_home, path)
-    for note in re.findall(r"^# note: (.+)$", path.read_text(), re.M):
-        assert note in stderr, stderr
+    check_line(cli, tmp_path, hf_home, path)  # the `# note:` lines included

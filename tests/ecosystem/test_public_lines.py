@@ -59,6 +59,8 @@ def check_line(cli, tmp_path, hf_home: str, path: Path) -> str:
         return imported.stderr
     assert imported.exit_code == 0, imported.stderr
     assert f"read as {said}, the newest supported release" in imported.stderr
+    for note in re.findall(r"^# note: (.+)$", text, re.M):
+        assert note in imported.stderr, imported.stderr
     exported = cli("export", str(spec))
     assert exported.exit_code == 0, exported.stderr
     commands = [s for s in exported.stdout.splitlines() if s and not s.startswith(("#", "export "))]

@@ -172,3 +172,68 @@ def test_a_flag_another_flag_turns_on_is_dropped_only_beside_it(cli, config, tmp
     alone = cli("import", "--engine", "vllm", "--model-config", config(DSV3), "--", *line)
     assert alone.exit_code == 2
     assert "`--reasoning-parser` is not on the line" in alone.stderr
+
+
+def test_a_flag_its_release_moved_into_hf_overrides_is_that_key():
+    """vLLM 0.11.0's ModelConfig.__post_init__: `if self.rope_scaling: hf_override =
+    {"rope_scaling": self.rope_scaling}; hf_overrides_kw.update(hf_override)` (read by
+    tools/retired_flags.py hf_override_mappings); 0.12.0's parser has no --rope-scaling."""
+    rows = {n: r for r in retired_data("vllm")["retired"] for n in r["names"]}
+    rope = rows["--rope-scaling"]
+    assert (rope["last"], rope["retired_in"]) == ("0.11.0", "0.12.0")
+    assert rope["replacement"] == {"kind": "key", "flag": "--hf-overrides", "key": "rope_scaling",
+                                   "from": "post_init"}
+    assert rows["--rope-theta"]["replacement"]["key"] == "rope_theta"
+
+
+def test_the_retired_connectors_name_what_the_supported_factory_registers():
+    from specplan.engines.vllm.launch import REGISTERED_CONNECTORS
+
+    rows = {r["name"]: r for r in retired_data("vllm")["connectors"]}
+    assert not set(rows) & REGISTERED_CONNECTORS
+    assert rows["SharedStorageConnector"]["replacement"]["name"] == "ExampleConnector"
+    assert (rows["SharedStorageConnector"]["last"], rows["SharedStorageConnector"]["retired_in"]) \
+        == ("0.12.0", "0.13.0")
+    assert rows["LMCacheConnector"]["replacement"]["kind"] == "v1"
+    assert rows["LMCacheConnector"]["replacement"]["name"] == "LMCacheConnectorV1"
+    for row in rows.values():
+        assert row["replacement"] is None or row["replacement"]["name"] in REGISTERED_CONNECTORS
+
+
+ROPE = ["--rope-scaling", '{"rope_type": "yarn", "factor": 4.0}']
+
+
+def test_rope_scaling_merges_into_the_line_s_own_hf_overrides(cli, config, tmp_path):
+    out = tmp_path / "s.yaml"
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "-o", str(out),
+                 "--", "vllm", "serve", "m", *ROPE, "--hf-overrides", '{"max_position_embeddings": 8}')
+    assert result.exit_code == 0, result.stderr
+    assert ("written for vLLM <= 0.11.0: `--rope-scaling` is `--hf-overrides` key `rope_scaling` "
+            "since 0.12.0 (vLLM 0.11.0's ModelConfig.__post_init__ puts it there itself)") in result.stderr
+    assert load_spec(out).engine_args[-1] == ("--hf-overrides '{\"rope_scaling\": {\"rope_type\": "
+                                             "\"yarn\", \"factor\": 4.0}, \"max_position_embeddings\": 8}'")
+
+
+@pytest.mark.parametrize("line, refusal", [
+    (ROPE, "unknown vllm flag --rope-scaling"),
+    (["--kv-transfer-config", '{"kv_connector": "SharedStorageConnector", "kv_role": "kv_both"}'],
+     "kv_connector 'SharedStorageConnector' is not a connector vLLM registers"),
+])
+def test_strict_keeps_the_refusal_of_a_retired_flag_or_connector(cli, config, line, refusal):
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "--strict", "--",
+                 "vllm", "serve", "m", *line)
+    assert result.exit_code == 2 and refusal in result.stderr, result.stderr
+    assert "written for" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_retired_connector_inside_multiconnector_is_modernised_as_written(cli, config, tmp_path):
+    value = ('{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":'
+             '{"connectors":[{"kv_connector":"LMCacheConnector","kv_role":"kv_both"}]}}')
+    out = tmp_path / "s.yaml"
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "-o", str(out),
+                 "--", "vllm", "serve", "m", f"--kv-transfer-config={value}")
+    assert result.exit_code == 0, result.stderr
+    assert "written for vLLM <= 0.9.2: kv_connector `LMCacheConnector` is `LMCacheConnectorV1` " \
+           "since 0.10.2" in result.stderr
+    modern = value.replace('"LMCacheConnector"', '"LMCacheConnectorV1"')
+    assert f"--kv-transfer-config={modern}" in " ".join(load_spec(out).engine_args).replace("'", "")
