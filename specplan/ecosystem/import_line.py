@@ -108,15 +108,50 @@ def pick_release(engine: str, env: dict[str, str], argv: list[str], strict: bool
         from specplan.ecosystem.retired import modernise
 
         env_words, program, words = split_command(engine, argv)
-        modern, flags, by_flags = modernise(engine, words)
+        by_code: dict[str, list[str]] = {}
+        modern, flags, by_flags = modernise(engine, words, by_code)
         if not flags:
             raise
         launch = _pick_release(engine, env, [*env_words, *program, *modern])
         notes, older = [*notes, *flags], _older(by_flags, older)
+        launch["_moved_by_code"] = by_code
     if notes:
         launch["_notes"][:0] = notes
         launch["_written_for"] = older
     return launch
+
+
+def carry_config_fields(launch: dict, config: dict | None) -> None:
+    """A retired flag moved into a key of a JSON flag as its last release did it (vLLM 0.11.0:
+    --rope-scaling into hf_overrides' rope_scaling) where the supported releases replace more
+    with that key than the old one did (engines/vllm/launch.py HF_OVERRIDE_REPLACES: the
+    checkpoint's rope_theta too): the model's own values of those fields put in the object, so
+    the modern line keeps them, one note; none at hand: a note saying what the key replaces."""
+    import shlex
+
+    from specplan.ecosystem.retired import quoted
+    from specplan.engines.vllm.launch import HF_OVERRIDE_REPLACES, HF_OVERRIDE_WHY
+
+    for flag, keys in launch.pop("_moved_by_code", {}).items():
+        for key in (k for k in keys if k in HF_OVERRIDE_REPLACES):
+            text = (config or {}).get("text_config", config or {})
+            own = {**(text.get("rope_parameters") or {}), **text} if isinstance(text, dict) else {}
+            found = {f: own[f] for f in HF_OVERRIDE_REPLACES[key] if f in own}
+            lines = launch.get("_line") or []
+            for i, arg in enumerate(lines):
+                words = shlex.split(arg)
+                value = json.loads(words[1]) if len(words) == 2 and words[0] == flag else None
+                if found and isinstance(value, dict) and isinstance(value.get(key), dict):
+                    value[key] = {**found, **value[key]}
+                    lines[i] = quoted([flag, json.dumps(value)])
+            if found:
+                given = ", ".join(f"{f} {v}" for f, v in found.items())
+                launch["_notes"].append(f"{flag} {key}: {given} from the model's config.json put "
+                                        f"in it: {HF_OVERRIDE_WHY}")
+            else:
+                fields = " or ".join(HF_OVERRIDE_REPLACES[key])
+                launch["_notes"].append(f"{flag} {key}: no {fields} in the model's config at hand "
+                                        f"to keep: {HF_OVERRIDE_WHY}; the model's default applies")
 
 
 def _older(*releases: str | None) -> str | None:

@@ -74,11 +74,14 @@ def _retired_words(table: FlagTable, words: list[str]) -> list[Word]:
     return out
 
 
-def modernise(engine: str, words: list[str]) -> tuple[list[str], list[str], str | None]:
+def modernise(engine: str, words: list[str], by_code: dict[str, list[str]] | None = None
+              ) -> tuple[list[str], list[str], str | None]:
     """(the words in the supported spelling, one note per retired flag, the older release the
     line was written for); ImportProblem when a retired flag has no supported spelling of the
     same meaning. Words the supported release reads are returned untouched (no retired word:
-    the same list, no note and no release)."""
+    the same list, no note and no release). `by_code`, when given, gets the JSON flags and keys
+    a retired flag was moved into as its last release's own code moved it (--hf-overrides
+    rope_scaling), which import_line.carry_config_fields completes from the model's config."""
     table = flag_table(engine, RELEASES[engine][0])
     found = _retired_words(table, words)
     data = retired_data(engine)
@@ -94,6 +97,12 @@ def modernise(engine: str, words: list[str]) -> tuple[list[str], list[str], str 
         new, note = _rewrite(engine, data, table, release, word, moved, words)
         out[word.index:word.index + 1 + len(word.values)] = new
         notes.insert(0, note)
+    if by_code is not None:
+        for word in found:
+            rep = (_row(data, _group(data["names"][release], word.name, table) or [], release)
+                   or {}).get("replacement") or {}
+            if rep.get("kind") == "key" and rep.get("from") == "post_init":
+                by_code.setdefault(rep["flag"], []).append(rep["key"])
     for flag, keys in moved.items():  # filled from the end: the line's own order back
         out = with_json_keys(out, flag, dict(reversed(list(keys.items()))))
     return out, notes, release

@@ -237,3 +237,23 @@ def test_a_retired_connector_inside_multiconnector_is_modernised_as_written(cli,
            "since 0.10.2" in result.stderr
     modern = value.replace('"LMCacheConnector"', '"LMCacheConnectorV1"')
     assert f"--kv-transfer-config={modern}" in " ".join(load_spec(out).engine_args).replace("'", "")
+
+
+@pytest.mark.parametrize("theta", [{"rope_theta": 500000.0},
+                                   {"rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}])
+def test_the_checkpoint_s_rope_theta_goes_into_the_moved_rope_scaling(cli, config, tmp_path, theta):
+    """vLLM 0.30.0+ (transformers 5) replace rope_parameters whole with a dict rope_scaling
+    override; vLLM 0.11.0 kept rope_theta beside it (engines/vllm/launch.py HF_OVERRIDE_REPLACES):
+    the model's own rope_theta (a transformers 4 or 5 config.json) is put in, as 0.11.0 ran it."""
+    out = tmp_path / "s.yaml"
+    result = cli("import", "--engine", "vllm", "--model-config", config({**LLAMA, **theta}),
+                 "-o", str(out), "--", "vllm", "serve", "m", *ROPE)
+    assert result.exit_code == 0, result.stderr
+    assert "--hf-overrides rope_scaling: rope_theta 500000.0 from the model's config.json" in result.stderr
+    assert load_spec(out).engine_args[-1] == ("--hf-overrides '{\"rope_scaling\": {\"rope_theta\": "
+                                             "500000.0, \"rope_type\": \"yarn\", \"factor\": 4.0}}'")
+    exported = cli("export", str(out))
+    assert '"rope_theta": 500000.0' in exported.stdout
+    mine = cli("import", "--engine", "vllm", "--model-config", config({**LLAMA, **theta}), "--",
+               "vllm", "serve", "m", "--hf-overrides", '{"rope_scaling": {"factor": 4.0}}')
+    assert mine.exit_code == 0 and "rope_theta" not in mine.stderr  # a modern line is the user's own
