@@ -26,6 +26,9 @@ retired.json holds, per engine:
   (vLLM: a field of the supported release's --speculative-config, or the key of --hf-overrides
   its last release's ModelConfig.__post_init__ moved the value into: `from: post_init`),
   `split` (the destination now split among several flags: its meaning changed) or none;
+- `keys`: the keys of a supported JSON flag (the fields of the config class its parser checks,
+  vLLM's --speculative-config) older releases accepted and no supported one does, with the
+  releases that had each (retired_keys);
 - vLLM only: `connectors`, the KV connector names older releases registered and no supported
   one does, with what replaced each (tools/retired_connectors.py), and `connectors_at`, the flag
   and key that name them.
@@ -290,8 +293,9 @@ def build(engine: str) -> dict:
     names: dict[str, list[list[str]]] = {}
     rows: dict[str, dict] = {}
     modern = [flag_table(engine, v) for v in RELEASES[engine]]
+    tables: dict[str, dict] = {}
     for i, version in enumerate(OLDER[engine]):
-        table = older_table(engine, version)
+        table = tables[version] = older_table(engine, version)
         names[version] = [sorted(n for n in f["names"] if n.startswith("--")) for f in table["flags"]]
         for flag in table["flags"]:
             gone = [n for n in flag["names"] if n not in known
@@ -318,6 +322,9 @@ def build(engine: str) -> dict:
     retired.sort(key=lambda r: r["names"][0])
     data = {"engine": engine, "supported": oldest, "releases": list(OLDER[engine]),
             "names": names, "retired": retired}
+    keys = retired_keys(engine, tables)
+    if keys:
+        data["keys"] = keys
     if engine == "vllm":  # the KV connector names of --kv-transfer-config, from the factories
         from retired_connectors import retired_connectors
         from wheels import engine_root
@@ -327,6 +334,27 @@ def build(engine: str) -> dict:
         data["connectors_at"] = {"dest": "kv_transfer_config", "key": "kv_connector"}
         data["connectors"] = retired_connectors(roots, [engine_root(engine, v) for v in RELEASES[engine]])
     return data
+
+
+def retired_keys(engine: str, tables: dict[str, dict]) -> list[dict]:
+    """The keys of a supported JSON flag (vLLM's --speculative-config: the fields of the config
+    class its parser validates against, flag_tables.py `keys`) older releases accepted and no
+    supported release does: one row per flag and key, with the releases that had it."""
+    order = [*tables, RELEASES[engine][0]]
+    now: dict[str, set[str]] = {}
+    for v in RELEASES[engine]:
+        for f in stored_data(engine, v)["flags"]:
+            if f.get("keys") is not None:
+                now.setdefault(f["dest"], set()).update(f["keys"])
+    rows: dict[tuple[str, str], dict] = {}
+    for i, (version, table) in enumerate(tables.items()):
+        for flag in table["flags"]:
+            for key in flag.get("keys") or []:
+                if flag["dest"] in now and key not in now[flag["dest"]]:
+                    row = rows.setdefault((flag["dest"], key), {"flag": _long(flag), "key": key,
+                                                                "first": version})
+                    row.update(last=version, retired_in=order[i + 1])
+    return sorted(rows.values(), key=lambda r: (r["flag"], r["key"]))
 
 
 def _with_help(engine: str, supported: dict) -> dict:
@@ -344,8 +372,10 @@ def dumps(data: dict) -> str:
     rows = ",\n  ".join(json.dumps(r) for r in data["retired"])
     head = json.dumps({k: data[k] for k in ("engine", "supported", "releases")})[:-1]
     tail = ""
+    if "keys" in data:
+        tail += ',\n "keys": [\n  ' + ",\n  ".join(json.dumps(r) for r in data["keys"]) + "\n ]"
     if "connectors" in data:
-        tail = f',\n "connectors_at": {json.dumps(data["connectors_at"])}'
+        tail += f',\n "connectors_at": {json.dumps(data["connectors_at"])}'
         tail += ",\n \"connectors\": [\n  " + ",\n  ".join(json.dumps(r) for r in data["connectors"]) + "\n ]"
     return f'{head},\n "names": {{\n  {names}\n }},\n "retired": [\n  {rows}\n ]{tail}\n}}\n'
 

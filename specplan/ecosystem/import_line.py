@@ -92,7 +92,7 @@ def pick_release(engine: str, env: dict[str, str], argv: list[str], strict: bool
     one, is read in the supported spelling (ecosystem/retired.py: flags; ecosystem/
     retired_values.py: KV connector names), one note per retired spelling; `strict`: refused as
     the supported releases refuse it."""
-    from specplan.ecosystem.retired_values import modern_connectors
+    from specplan.ecosystem.retired_values import modern_connectors, retired_keys_said
 
     notes: list[str] = []
     older: str | None = None
@@ -111,6 +111,9 @@ def pick_release(engine: str, env: dict[str, str], argv: list[str], strict: bool
         by_code: dict[str, list[str]] = {}
         modern, flags, by_flags = modernise(engine, words, by_code)
         if not flags:
+            said = retired_keys_said(engine, words)
+            if said:
+                raise FlagRefused(f"{exc} ({said})") from None
             raise
         launch = _pick_release(engine, env, [*env_words, *program, *modern])
         notes, older = [*notes, *flags], _older(by_flags, older)

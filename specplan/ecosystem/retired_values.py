@@ -6,7 +6,8 @@ tools/retired_connectors.py).
 `modern_connectors(engine, words)` writes each retired connector name in the name the
 supported releases register for the same connector, one note each ("written for vLLM <= X:
 kv_connector `A` is `B` since Y"); the rest of the value is kept as written. A name without
-such a replacement is left as it is: the supported release's refusal stands.
+no replacement is refused, naming the release that retired it (`--strict`: the supported
+release's own refusal).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 
+from specplan.ecosystem.launch_read import ImportProblem
 from specplan.engines.flag_table import FlagProblem, FlagTable, flag_table
 from specplan.engines.releases import NAMES, RELEASES
 from specplan.engines.retired import retired_data
@@ -23,7 +25,7 @@ def modern_connectors(engine: str, words: list[str]) -> tuple[list[str], list[st
     """(the words with each retired connector name modernised, one note per name, the newest
     older release that registered every one); the words unchanged and no note when none."""
     data = retired_data(engine) or {}
-    rows = {r["name"]: r for r in data.get("connectors", []) if r.get("replacement")}
+    rows = {r["name"]: {**r, "engine": engine} for r in data.get("connectors", [])}
     where = data.get("connectors_at")
     if not rows or not where:
         return words, [], None
@@ -74,8 +76,14 @@ def _rewrite(text: str, key: str, rows: dict[str, dict]) -> tuple[str, list[str]
         name = m.group(2)
         if name not in rows:
             return m.group(0)
+        row = rows[name]
+        if not row.get("replacement"):
+            raise ImportProblem(f"written for {NAMES[row['engine']]} <= {row['last']}: {key} "
+                                f"`{name}` was retired in {row['retired_in']} and no supported "
+                                f"connector took its place ({row['module'].rpartition('.')[2]}.py "
+                                f"registered it in {row['first']} to {row['last']})")
         found.append(name)
-        return f'{m.group(1)}"{rows[name]["replacement"]["name"]}"'
+        return f'{m.group(1)}"{row["replacement"]["name"]}"'
 
     pattern = re.compile(r'("' + re.escape(key) + r'"\s*:\s*)"([A-Za-z0-9_]+)"')
     return pattern.sub(swap, text), found
@@ -97,3 +105,38 @@ def _note(engine: str, key: str, row: dict) -> str:
             f"{row['name']} is a V0 engine connector, a KVConnectorBase, retired with that "
             f"engine; {rep['name']}, registered beside it, is the same backend's V1 engine "
             "connector)")
+
+
+def retired_keys_said(engine: str, words: list[str]) -> str | None:
+    """What the older releases say of the keys of the line's JSON flags that no supported
+    release accepts (retired.json `keys`, from the older releases' config classes): "written
+    for vLLM <= X: --speculative-config key `k` was retired in Y (vLLM A to X had it)"; None
+    when the line gives none."""
+    data = retired_data(engine) or {}
+    rows = {(r["flag"], r["key"]): r for r in data.get("keys", [])}
+    if not rows:
+        return None
+    table = flag_table(engine, RELEASES[engine][0])
+    said: list[dict] = []
+    for i, word in enumerate(words):
+        if not word.startswith("--"):
+            continue
+        try:
+            match = table.match(word)
+        except FlagProblem:
+            continue
+        flag = next((n for n in match.flag.names if n.startswith("--")), word)
+        text = match.value if match.value is not None else (words[i + 1] if i + 1 < len(words) else "")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            said += [rows[(flag, k)] for k in value if (flag, k) in rows]
+    if not said:
+        return None
+    title = NAMES[engine]
+    last = min((r["last"] for r in said), key=lambda v: tuple(int(p) for p in v.split(".")))
+    each = "; ".join(f"{r['flag']} key `{r['key']}` was retired in {r['retired_in']} ({title} "
+                     f"{r['first']} to {r['last']} had it)" for r in said)
+    return f"written for {title} <= {last}: {each}; no supported key took its place"

@@ -257,3 +257,30 @@ def test_the_checkpoint_s_rope_theta_goes_into_the_moved_rope_scaling(cli, confi
     mine = cli("import", "--engine", "vllm", "--model-config", config({**LLAMA, **theta}), "--",
                "vllm", "serve", "m", "--hf-overrides", '{"rope_scaling": {"factor": 4.0}}')
     assert mine.exit_code == 0 and "rope_theta" not in mine.stderr  # a modern line is the user's own
+
+
+def test_a_retired_connector_nothing_replaced_is_refused_naming_its_releases(cli, config):
+    value = '{"kv_connector": "PyNcclConnector", "kv_role": "kv_producer"}'
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "--",
+                 "vllm", "serve", "m", "--kv-transfer-config", value)
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert ("written for vLLM <= 0.9.2: kv_connector `PyNcclConnector` was retired in 0.10.2 and no "
+            "supported connector took its place (simple_connector.py registered it in 0.7.3 to "
+            "0.9.2)") in result.stderr, result.stderr
+
+
+def test_a_json_key_older_releases_read_is_refused_naming_them(cli, config):
+    """retired.json `keys`: vLLM 0.8.5-0.11.0's SpeculativeConfig had disable_logprobs (the
+    config class its parser validated against), no supported release's has."""
+    rows = {(r["flag"], r["key"]): r for r in retired_data("vllm")["keys"]}
+    assert rows[("--speculative-config", "disable_logprobs")]["retired_in"] == "0.12.0"
+    assert ("--speculative-config", "draft_pipeline_parallel_size") not in rows  # no release had it
+    line = ["vllm", "serve", "m", "--speculative-config",
+            '{"method": "ngram", "num_speculative_tokens": 3, "disable_logprobs": false}']
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "--", *line)
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert "unknown --speculative-config key 'disable_logprobs'" in result.stderr
+    assert ("written for vLLM <= 0.11.0: --speculative-config key `disable_logprobs` was retired in "
+            "0.12.0 (vLLM 0.8.5 to 0.11.0 had it); no supported key took its place") in result.stderr
+    strict = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "--strict", "--", *line)
+    assert strict.exit_code == 2 and "written for" not in strict.stderr
