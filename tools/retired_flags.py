@@ -104,10 +104,9 @@ def replacement(row: dict, supported: dict, mapped: dict | None = None) -> dict 
         return {"kind": "code", "assign": [
             [by_dest[d], v if not isinstance(v, dict) else {"from": by_dest[v["from"]]}]
             for d, v in mapped.items()]}
-    into = [(d, v["key"]) for d, v in (mapped or {}).items() if isinstance(v, dict) and "key" in v]
-    if into and len(mapped or {}) == 1 and row["nargs"] == "1" and into[0][0] in by_dest:
-        # vLLM: the last release put the value under a key of another JSON flag itself
-        return {"kind": "key", "flag": by_dest[into[0][0]], "key": into[0][1], "from": "post_init"}
+    into = _moved_into(row, mapped, by_dest)
+    if into:
+        return into
     same = [f for f in flags if f["dest"] == row["dest"]]
     if same and (same[0]["nargs"] == row["nargs"] or row["nargs"] == "0" and same[0]["nargs"] == "0"):
         return {"kind": "renamed", "flag": _long(same[0])}
@@ -137,6 +136,14 @@ def replacement(row: dict, supported: dict, mapped: dict | None = None) -> dict 
     if len(split) >= 2:
         return {"kind": "split", "flags": split,
                 "help": {_long(f): f.get("help", "") for f in flags if _long(f) in split}}
+    return None
+
+
+def _moved_into(row: dict, mapped: dict | None, by_dest: dict[str, str]) -> dict | None:
+    """vLLM: the last release put the value under a key of another JSON flag itself."""
+    into = [(d, v["key"]) for d, v in (mapped or {}).items() if isinstance(v, dict) and "key" in v]
+    if into and len(mapped or {}) == 1 and row["nargs"] == "1" and into[0][0] in by_dest:
+        return {"kind": "key", "flag": by_dest[into[0][0]], "key": into[0][1], "from": "post_init"}
     return None
 
 
@@ -322,18 +329,26 @@ def build(engine: str) -> dict:
     retired.sort(key=lambda r: r["names"][0])
     data = {"engine": engine, "supported": oldest, "releases": list(OLDER[engine]),
             "names": names, "retired": retired}
+    return {**data, **_values(engine, tables)}
+
+
+def _values(engine: str, tables: dict[str, dict]) -> dict:
+    """The retired values of supported flags: JSON keys (`keys`), and vLLM's KV connector
+    names of --kv-transfer-config, from the releases' factories (`connectors`)."""
+    out: dict = {}
     keys = retired_keys(engine, tables)
     if keys:
-        data["keys"] = keys
-    if engine == "vllm":  # the KV connector names of --kv-transfer-config, from the factories
+        out["keys"] = keys
+    if engine == "vllm":
         from retired_connectors import retired_connectors
         from wheels import engine_root
 
+        oldest = RELEASES[engine][0]
         roots = {v: unpacked(engine, v) for v in OLDER[engine]}
         roots[oldest] = engine_root(engine, oldest)
-        data["connectors_at"] = {"dest": "kv_transfer_config", "key": "kv_connector"}
-        data["connectors"] = retired_connectors(roots, [engine_root(engine, v) for v in RELEASES[engine]])
-    return data
+        out["connectors_at"] = {"dest": "kv_transfer_config", "key": "kv_connector"}
+        out["connectors"] = retired_connectors(roots, [engine_root(engine, v) for v in RELEASES[engine]])
+    return out
 
 
 def retired_keys(engine: str, tables: dict[str, dict]) -> list[dict]:
