@@ -36,7 +36,7 @@ def modern_connectors(engine: str, words: list[str]) -> tuple[list[str], list[st
         if at is None:
             continue
         text = out[at] if at != i else word.partition("=")[2]
-        new, found = _rewrite(text, where["key"], rows)
+        new, found = _rewrite(text, where["key"], rows, word.partition("=")[0])
         if not found:
             continue
         out[at] = new if at != i else f"{word.partition('=')[0]}={new}"
@@ -64,7 +64,7 @@ def _value_at(table: FlagTable, words: list[str], i: int, dest: str) -> int | No
     return i + 1 if i + 1 < len(words) else None
 
 
-def _rewrite(text: str, key: str, rows: dict[str, dict]) -> tuple[str, list[str]]:
+def _rewrite(text: str, key: str, rows: dict[str, dict], option: str) -> tuple[str, list[str]]:
     """`text` (a JSON object, as written) with each `"<key>": "<retired name>"` renamed."""
     try:
         json.loads(text)
@@ -78,10 +78,12 @@ def _rewrite(text: str, key: str, rows: dict[str, dict]) -> tuple[str, list[str]
             return m.group(0)
         row = rows[name]
         if not row.get("replacement"):
-            raise ImportProblem(f"written for {NAMES[row['engine']]} <= {row['last']}: {key} "
-                                f"`{name}` was retired in {row['retired_in']} and no supported "
-                                f"connector took its place ({row['module'].rpartition('.')[2]}.py "
-                                f"registered it in {row['first']} to {row['last']})")
+            title = NAMES[row["engine"]]
+            raise ImportProblem(f"{option} {key} {name!r} is not a connector {title} registers "
+                                f"(written for {title} <= {row['last']}: {key} `{name}` was retired "
+                                f"in {row['retired_in']} and no supported connector took its "
+                                f"place; {row['module'].rpartition('.')[2]}.py registered it in "
+                                f"{row['first']} to {row['last']})")
         found.append(name)
         return f'{m.group(1)}"{row["replacement"]["name"]}"'
 

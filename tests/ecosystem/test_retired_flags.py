@@ -264,8 +264,9 @@ def test_a_retired_connector_nothing_replaced_is_refused_naming_its_releases(cli
     result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "--",
                  "vllm", "serve", "m", "--kv-transfer-config", value)
     assert result.exit_code == 2 and "Traceback" not in result.stderr
-    assert ("written for vLLM <= 0.9.2: kv_connector `PyNcclConnector` was retired in 0.10.2 and no "
-            "supported connector took its place (simple_connector.py registered it in 0.7.3 to "
+    assert ("--kv-transfer-config kv_connector 'PyNcclConnector' is not a connector vLLM registers "
+            "(written for vLLM <= 0.9.2: kv_connector `PyNcclConnector` was retired in 0.10.2 and no "
+            "supported connector took its place; simple_connector.py registered it in 0.7.3 to "
             "0.9.2)") in result.stderr, result.stderr
 
 
