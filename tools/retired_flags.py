@@ -23,8 +23,15 @@ retired.json holds, per engine:
   `replacement` the parsers imply: `renamed` (the same destination under a supported name),
   `sets` (a bare flag that set a destination a supported flag now takes as a value),
   `implied` (a bare flag its last release's help says another supported flag turns on), `key`
-  (vLLM: a field of the supported release's --speculative-config), `split` (the destination
-  now split among several flags: its meaning changed) or none.
+  (vLLM: a field of the supported release's --speculative-config, or the key of --hf-overrides
+  its last release's ModelConfig.__post_init__ moved the value into: `from: post_init`),
+  `split` (the destination now split among several flags: its meaning changed) or none;
+- `keys`: the keys of a supported JSON flag (the fields of the config class its parser checks,
+  vLLM's --speculative-config) older releases accepted and no supported one does, with the
+  releases that had each (retired_keys);
+- vLLM only: `connectors`, the KV connector names older releases registered and no supported
+  one does, with what replaced each (tools/retired_connectors.py), and `connectors_at`, the flag
+  and key that name them.
 """
 
 from __future__ import annotations
@@ -52,7 +59,8 @@ from specplan.engines.releases import RELEASES  # noqa: E402
 OLDER = {
     "sglang": ("0.3.6", "0.4.0", "0.4.3", "0.4.6", "0.4.8", "0.4.10", "0.5.2", "0.5.5", "0.5.10",
                "0.5.15", "0.5.19"),
-    "vllm": ("0.6.6", "0.7.3", "0.8.5", "0.9.2", "0.10.2", "0.15.0", "0.25.0", "0.29.0"),
+    "vllm": ("0.6.6", "0.7.3", "0.8.5", "0.9.2", "0.10.2", "0.11.0", "0.12.0", "0.13.0", "0.14.0", "0.15.0",
+             "0.25.0", "0.29.0"),
 }
 _BINARY = (".so", ".cubin", ".fatbin")
 
@@ -96,6 +104,9 @@ def replacement(row: dict, supported: dict, mapped: dict | None = None) -> dict 
         return {"kind": "code", "assign": [
             [by_dest[d], v if not isinstance(v, dict) else {"from": by_dest[v["from"]]}]
             for d, v in mapped.items()]}
+    into = _moved_into(row, mapped, by_dest)
+    if into:
+        return into
     same = [f for f in flags if f["dest"] == row["dest"]]
     if same and (same[0]["nargs"] == row["nargs"] or row["nargs"] == "0" and same[0]["nargs"] == "0"):
         return {"kind": "renamed", "flag": _long(same[0])}
@@ -128,6 +139,14 @@ def replacement(row: dict, supported: dict, mapped: dict | None = None) -> dict 
     return None
 
 
+def _moved_into(row: dict, mapped: dict | None, by_dest: dict[str, str]) -> dict | None:
+    """vLLM: the last release put the value under a key of another JSON flag itself."""
+    into = [(d, v["key"]) for d, v in (mapped or {}).items() if isinstance(v, dict) and "key" in v]
+    if into and len(mapped or {}) == 1 and row["nargs"] == "1" and into[0][0] in by_dest:
+        return {"kind": "key", "flag": by_dest[into[0][0]], "key": into[0][1], "from": "post_init"}
+    return None
+
+
 def code_mappings(engine: str, version: str) -> dict[str, dict]:
     """SGLang: the deprecated flags ServerArgs.__post_init__ of release `version` maps itself
     (`if self.enable_deepep_moe: self.moe_a2a_backend = "deepep"`), read from the release's
@@ -136,8 +155,8 @@ def code_mappings(engine: str, version: str) -> dict[str, dict]:
     environment change) and the flag is not a plain mapping: left out."""
     import ast
 
-    if engine != "sglang":
-        return {}
+    if engine == "vllm":
+        return hf_override_mappings(version)
     tree = ast.parse((unpacked(engine, version) / "sglang" / "srt" / "server_args.py").read_text())
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs"), None)
     post = next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef)
@@ -150,6 +169,53 @@ def code_mappings(engine: str, version: str) -> dict[str, dict]:
         if sets:
             out[_self_attr(node.test)] = sets
     return out
+
+
+def hf_override_mappings(version: str) -> dict[str, dict]:
+    """vLLM: the deprecated fields ModelConfig.__post_init__ of release `version` moves into
+    its hf_overrides itself (0.11.0: `if self.rope_scaling: hf_override = {"rope_scaling":
+    self.rope_scaling}; hf_overrides_kw.update(hf_override)`, warning "Please instead use
+    `--hf-overrides ...`"), read with `ast`: {dest: {"hf_overrides": {"key": key}}} for each
+    `if self.<dest>:` whose body builds `{key: self.<dest>}` and updates a local taken from
+    self.hf_overrides."""
+    import ast
+
+    root = unpacked("vllm", version) / "vllm"
+    source = next((p for p in (root / "config" / "model.py", root / "config" / "__init__.py",
+                               root / "config.py") if p.is_file()), None)
+    tree = ast.parse(source.read_text()) if source else ast.Module(body=[], type_ignores=[])
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelConfig"), None)
+    post = next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef)
+                 and n.name == "__post_init__"), None)
+    if post is None:
+        return {}
+    # the locals that hold self.hf_overrides (hf_overrides_kw = self.hf_overrides)
+    holders = {t.id for n in ast.walk(post) if isinstance(n, ast.Assign)
+               and _self_attr(n.value) == "hf_overrides" for t in n.targets if isinstance(t, ast.Name)}
+    out: dict[str, dict] = {}
+    for node in post.body:
+        dest = _set_test(node.test) if isinstance(node, ast.If) else None
+        if dest is None:
+            continue
+        keys = [k.value for n in ast.walk(node) if isinstance(n, ast.Dict) and len(n.keys) == 1
+                for k, v in zip(n.keys, n.values)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str) and _self_attr(v) == dest]
+        updates = [n for n in ast.walk(node) if isinstance(n, ast.Call)
+                   and isinstance(n.func, ast.Attribute) and n.func.attr == "update"
+                   and isinstance(n.func.value, ast.Name) and n.func.value.id in holders]
+        if len(keys) == 1 and updates:
+            out[dest] = {"hf_overrides": {"key": keys[0]}}
+    return out
+
+
+def _set_test(node) -> str | None:
+    """`self.<dest>` of an if test `self.<dest>` or `self.<dest> is not None`."""
+    import ast
+
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.IsNot) \
+            and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value is None:
+        return _self_attr(node.left)
+    return _self_attr(node)
 
 
 def _self_attr(node) -> str | None:
@@ -234,8 +300,9 @@ def build(engine: str) -> dict:
     names: dict[str, list[list[str]]] = {}
     rows: dict[str, dict] = {}
     modern = [flag_table(engine, v) for v in RELEASES[engine]]
+    tables: dict[str, dict] = {}
     for i, version in enumerate(OLDER[engine]):
-        table = older_table(engine, version)
+        table = tables[version] = older_table(engine, version)
         names[version] = [sorted(n for n in f["names"] if n.startswith("--")) for f in table["flags"]]
         for flag in table["flags"]:
             gone = [n for n in flag["names"] if n not in known
@@ -260,8 +327,49 @@ def build(engine: str) -> dict:
         del row["first_help"]  # read by replacement only
         retired.append(row)
     retired.sort(key=lambda r: r["names"][0])
-    return {"engine": engine, "supported": oldest, "releases": list(OLDER[engine]),
+    data = {"engine": engine, "supported": oldest, "releases": list(OLDER[engine]),
             "names": names, "retired": retired}
+    return {**data, **_values(engine, tables)}
+
+
+def _values(engine: str, tables: dict[str, dict]) -> dict:
+    """The retired values of supported flags: JSON keys (`keys`), and vLLM's KV connector
+    names of --kv-transfer-config, from the releases' factories (`connectors`)."""
+    out: dict = {}
+    keys = retired_keys(engine, tables)
+    if keys:
+        out["keys"] = keys
+    if engine == "vllm":
+        from retired_connectors import retired_connectors
+        from wheels import engine_root
+
+        oldest = RELEASES[engine][0]
+        roots = {v: unpacked(engine, v) for v in OLDER[engine]}
+        roots[oldest] = engine_root(engine, oldest)
+        out["connectors_at"] = {"dest": "kv_transfer_config", "key": "kv_connector"}
+        out["connectors"] = retired_connectors(roots, [engine_root(engine, v) for v in RELEASES[engine]])
+    return out
+
+
+def retired_keys(engine: str, tables: dict[str, dict]) -> list[dict]:
+    """The keys of a supported JSON flag (vLLM's --speculative-config: the fields of the config
+    class its parser validates against, flag_tables.py `keys`) older releases accepted and no
+    supported release does: one row per flag and key, with the releases that had it."""
+    order = [*tables, RELEASES[engine][0]]
+    now: dict[str, set[str]] = {}
+    for v in RELEASES[engine]:
+        for f in stored_data(engine, v)["flags"]:
+            if f.get("keys") is not None:
+                now.setdefault(f["dest"], set()).update(f["keys"])
+    rows: dict[tuple[str, str], dict] = {}
+    for i, (version, table) in enumerate(tables.items()):
+        for flag in table["flags"]:
+            for key in flag.get("keys") or []:
+                if flag["dest"] in now and key not in now[flag["dest"]]:
+                    row = rows.setdefault((flag["dest"], key), {"flag": _long(flag), "key": key,
+                                                                "first": version})
+                    row.update(last=version, retired_in=order[i + 1])
+    return sorted(rows.values(), key=lambda r: (r["flag"], r["key"]))
 
 
 def _with_help(engine: str, supported: dict) -> dict:
@@ -278,7 +386,13 @@ def dumps(data: dict) -> str:
     names = ",\n  ".join(f"{json.dumps(v)}: {json.dumps(g)}" for v, g in data["names"].items())
     rows = ",\n  ".join(json.dumps(r) for r in data["retired"])
     head = json.dumps({k: data[k] for k in ("engine", "supported", "releases")})[:-1]
-    return f'{head},\n "names": {{\n  {names}\n }},\n "retired": [\n  {rows}\n ]\n}}\n'
+    tail = ""
+    if "keys" in data:
+        tail += ',\n "keys": [\n  ' + ",\n  ".join(json.dumps(r) for r in data["keys"]) + "\n ]"
+    if "connectors" in data:
+        tail += f',\n "connectors_at": {json.dumps(data["connectors_at"])}'
+        tail += ",\n \"connectors\": [\n  " + ",\n  ".join(json.dumps(r) for r in data["connectors"]) + "\n ]"
+    return f'{head},\n "names": {{\n  {names}\n }},\n "retired": [\n  {rows}\n ]{tail}\n}}\n'
 
 
 def main(args: list[str]) -> None:

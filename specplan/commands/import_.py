@@ -49,8 +49,8 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
     (else found beside a local draft path or in the Hugging Face cache, as the target's).
     `version`: the release whose flags read the line; None: the base spec's engine_version, else
     the newest release whose parser accepts every word of it."""
-    from specplan.ecosystem.import_line import (detect_vllm_method, draft_taps, pick_release,
-                                                read_config)
+    from specplan.ecosystem.import_line import (carry_config_fields, detect_vllm_method,
+                                                draft_taps, pick_release, read_config)
     from specplan.ecosystem.launch_import import (ImportProblem, build, find_config, ignored_env,
                                                   model_shape, read_launch)
     from specplan.ecosystem.yaml_out import reload, to_yaml
@@ -74,6 +74,7 @@ def imported(engine: str, line: list[str], environ: dict[str, str], script: str 
             launch["_line"] = None
         config = read_config(find_config(model_config, launch["model"].get("path")))
         detect_vllm_method(launch, draft_config, config)
+        carry_config_fields(launch, config)
         data = build(engine, launch, base, model_shape(config) if config else {}, name, config)
         draft_taps(engine, data, draft_config, launch)
     except ImportProblem as exc:

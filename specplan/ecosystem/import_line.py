@@ -89,10 +89,17 @@ def _with_method(text: str, method: str) -> str:
 def pick_release(engine: str, env: dict[str, str], argv: list[str], strict: bool = False) -> dict:
     """read_launch by the newest release whose flags accept the whole line; the note says
     which (and why not a newer one). A line no supported release accepts, written for an older
-    one, is read in the supported spelling (ecosystem/retired.py), one note per retired flag;
-    `strict`: refused as the supported releases refuse it."""
+    one, is read in the supported spelling (ecosystem/retired.py: flags; ecosystem/
+    retired_values.py: KV connector names), one note per retired spelling; `strict`: refused as
+    the supported releases refuse it."""
+    from specplan.ecosystem.retired_values import modern_connectors, retired_keys_said
+
+    notes: list[str] = []
+    older: str | None = None
+    if not strict:
+        argv, notes, older = modern_connectors(engine, argv)
     try:
-        return _pick_release(engine, env, argv)
+        launch = _pick_release(engine, env, argv)
     except FlagRefused as exc:
         if strict:
             raise ImportProblem(f"{exc} (--strict: spellings of releases before the supported "
@@ -101,13 +108,59 @@ def pick_release(engine: str, env: dict[str, str], argv: list[str], strict: bool
         from specplan.ecosystem.retired import modernise
 
         env_words, program, words = split_command(engine, argv)
-        modern, notes, older = modernise(engine, words)
-        if not notes:
+        by_code: dict[str, list[str]] = {}
+        modern, flags, by_flags = modernise(engine, words, by_code)
+        if not flags:
+            said = retired_keys_said(engine, words)
+            if said:
+                raise FlagRefused(f"{exc} ({said})") from None
             raise
-    launch = _pick_release(engine, env, [*env_words, *program, *modern])
-    launch["_notes"][:0] = notes
-    launch["_written_for"] = older
+        launch = _pick_release(engine, env, [*env_words, *program, *modern])
+        notes, older = [*notes, *flags], _older(by_flags, older)
+        launch["_moved_by_code"] = by_code
+    if notes:
+        launch["_notes"][:0] = notes
+        launch["_written_for"] = older
     return launch
+
+
+def carry_config_fields(launch: dict, config: dict | None) -> None:
+    """A retired flag moved into a key of a JSON flag as its last release did it (vLLM 0.11.0:
+    --rope-scaling into hf_overrides' rope_scaling) where the supported releases replace more
+    with that key than the old one did (engines/vllm/launch.py HF_OVERRIDE_REPLACES: the
+    checkpoint's rope_theta too): the model's own values of those fields put in the object, so
+    the modern line keeps them, one note; none at hand: a note saying what the key replaces."""
+    import shlex
+
+    from specplan.ecosystem.retired import quoted
+    from specplan.engines.vllm.launch import HF_OVERRIDE_REPLACES, HF_OVERRIDE_WHY
+
+    for flag, keys in launch.pop("_moved_by_code", {}).items():
+        for key in (k for k in keys if k in HF_OVERRIDE_REPLACES):
+            text = (config or {}).get("text_config", config or {})
+            own = {**(text.get("rope_parameters") or {}), **text} if isinstance(text, dict) else {}
+            found = {f: own[f] for f in HF_OVERRIDE_REPLACES[key] if f in own}
+            lines = launch.get("_line") or []
+            for i, arg in enumerate(lines):
+                words = shlex.split(arg)
+                value = json.loads(words[1]) if len(words) == 2 and words[0] == flag else None
+                if found and isinstance(value, dict) and isinstance(value.get(key), dict):
+                    value[key] = {**found, **value[key]}
+                    lines[i] = quoted([flag, json.dumps(value)])
+            if found:
+                given = ", ".join(f"{f} {v}" for f, v in found.items())
+                launch["_notes"].append(f"{flag} {key}: {given} from the model's config.json put "
+                                        f"in it: {HF_OVERRIDE_WHY}")
+            else:
+                fields = " or ".join(HF_OVERRIDE_REPLACES[key])
+                launch["_notes"].append(f"{flag} {key}: no {fields} in the model's config at hand "
+                                        f"to keep: {HF_OVERRIDE_WHY}; the model's default applies")
+
+
+def _older(*releases: str | None) -> str | None:
+    """The oldest of the releases given (a line written for both is for the older)."""
+    given = [r for r in releases if r]
+    return min(given, key=lambda r: tuple(int(p) for p in r.split(".") if p.isdigit())) if given else None
 
 
 def _pick_release(engine: str, env: dict[str, str], argv: list[str]) -> dict:

@@ -74,11 +74,14 @@ def _retired_words(table: FlagTable, words: list[str]) -> list[Word]:
     return out
 
 
-def modernise(engine: str, words: list[str]) -> tuple[list[str], list[str], str | None]:
+def modernise(engine: str, words: list[str], by_code: dict[str, list[str]] | None = None
+              ) -> tuple[list[str], list[str], str | None]:
     """(the words in the supported spelling, one note per retired flag, the older release the
     line was written for); ImportProblem when a retired flag has no supported spelling of the
     same meaning. Words the supported release reads are returned untouched (no retired word:
-    the same list, no note and no release)."""
+    the same list, no note and no release). `by_code`, when given, gets the JSON flags and keys
+    a retired flag was moved into as its last release's own code moved it (--hf-overrides
+    rope_scaling), which import_line.carry_config_fields completes from the model's config."""
     table = flag_table(engine, RELEASES[engine][0])
     found = _retired_words(table, words)
     data = retired_data(engine)
@@ -89,13 +92,19 @@ def modernise(engine: str, words: list[str]) -> tuple[list[str], list[str], str 
         return words, [], None  # no older release reads them either: the supported refusal stands
     out = list(words)
     notes: list[str] = []
-    moved: dict[str, object] = {}
+    moved: dict[str, dict[str, object]] = {}  # JSON flag -> the keys the retired flags give it
     for word in reversed(found):  # from the end: the indexes before stay valid
         new, note = _rewrite(engine, data, table, release, word, moved, words)
         out[word.index:word.index + 1 + len(word.values)] = new
         notes.insert(0, note)
-    if moved:  # filled from the end: the line's own order back
-        out = with_spec_config(out, dict(reversed(list(moved.items()))))
+    if by_code is not None:
+        for word in found:
+            rep = (_row(data, _group(data["names"][release], word.name, table) or [], release)
+                   or {}).get("replacement") or {}
+            if rep.get("kind") == "key" and rep.get("from") == "post_init":
+                by_code.setdefault(rep["flag"], []).append(rep["key"])
+    for flag, keys in moved.items():  # filled from the end: the line's own order back
+        out = with_json_keys(out, flag, dict(reversed(list(keys.items()))))
     return out, notes, release
 
 
@@ -131,7 +140,7 @@ def _since(data: dict, table: FlagTable, word: Word, release: str, group: list[s
 
 
 def _rewrite(engine: str, data: dict, table: FlagTable, release: str, word: Word,
-             moved: dict, line: list[str]) -> tuple[list[str], str]:
+             moved: dict[str, dict[str, object]], line: list[str]) -> tuple[list[str], str]:
     group = _group(data["names"][release], word.name, table) or []
     title = NAMES[engine]
     head = f"written for {title} <= {release}: `{word.name}`"
@@ -165,8 +174,10 @@ def _rewrite(engine: str, data: dict, table: FlagTable, release: str, word: Word
         return [], (f"{head} was retired in {since}; `{rep['flag']}`, on the line, turns it on "
                     f"({title} {row['last']}: {rep['said']!r}); dropped")
     if kind == "key" and len(value) == 1:
-        moved[rep["key"]] = _json_value(value[0])
-        return [], f"{head} is `{rep['flag']}` key `{rep['key']}` since {since}"
+        moved.setdefault(rep["flag"], {})[rep["key"]] = _json_value(value[0])
+        said = (f" ({title} {row['last']}'s ModelConfig.__post_init__ puts it there itself)"
+                if rep.get("from") == "post_init" else "")
+        return [], f"{head} is `{rep['flag']}` key `{rep['key']}` since {since}{said}"
     raise ImportProblem(_refusal(head, since, row, rep, title))
 
 
@@ -251,18 +262,18 @@ def _json_value(text: str) -> object:
         return text
 
 
-def with_spec_config(words: list[str], moved: dict) -> list[str]:
-    """vLLM: the retired speculative flags' values as keys of --speculative-config (merged
-    into the line's own, if it has one)."""
+def with_json_keys(words: list[str], flag: str, moved: dict[str, object]) -> list[str]:
+    """vLLM: the retired flags' values as keys of the JSON flag that took them
+    (--speculative-config, --hf-overrides), merged into the line's own, if it has one."""
     for i, word in enumerate(words):
         name = word.partition("=")[0].replace("_", "-")
-        if name == "--speculative-config" and "=" not in word and i + 1 < len(words):
+        if name == flag and "=" not in word and i + 1 < len(words):
             own = _json_value(words[i + 1])
             merged = {**moved, **own} if isinstance(own, dict) else own
             if not isinstance(merged, dict):
-                raise ImportProblem(f"--speculative-config is not a JSON object: {words[i + 1]}")
+                raise ImportProblem(f"{flag} is not a JSON object: {words[i + 1]}")
             return [*words[:i + 1], json.dumps(merged), *words[i + 2:]]
-    return [*words, "--speculative-config", json.dumps(moved, separators=(", ", ": "))]
+    return [*words, flag, json.dumps(moved, separators=(", ", ": "))]
 
 
 def quoted(words: list[str]) -> str:

@@ -124,10 +124,30 @@ def parse_script(text: str, supplied: dict[str, str] | None = None) -> tuple[dic
             # exported, or an engine variable (SGLANG_*, VLLM_*) set before the launch
             env.update((n, variables[n]) for n in names if exported or n.startswith(_ENGINE_ENV))
             continue
-        for token in tokens:
+        for token in _without_redirections(tokens):
             m = re.fullmatch(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\}", token)
             argv.extend(arrays.get(m.group(1), []) if m else [expand(token, variables)])
     return env, argv
+
+
+_REDIRECT = re.compile(r"^(?:\d*>>?|&>>?|\d*<)$")  # its target is the next word
+_REDIRECT_TO = re.compile(r"^(?:\d*>>?|&>>?|\d*<)&?\S+$")  # `2>&1`, `>log`, `2>/dev/null`
+
+
+def _without_redirections(tokens: list[str]) -> list[str]:
+    """A command's words as the command gets them: bash takes the redirections (`> log`,
+    `2>&1`, `&>log`) and a trailing `&` or `;` itself, and passes none of them on."""
+    out: list[str] = []
+    skip = False
+    for i, token in enumerate(tokens):
+        if skip:
+            skip = False
+        elif isinstance(token, Substitution) or not (_REDIRECT.match(token) or _REDIRECT_TO.match(token)
+                                                      or token in ("&", ";") and i == len(tokens) - 1):
+            out.append(token)
+        else:
+            skip = bool(_REDIRECT.match(token))
+    return out
 
 
 def assigns_only(line: str) -> bool:

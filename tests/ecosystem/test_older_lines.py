@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from test_public_lines import _expect, check_line
+from test_public_lines import _expect, check_line, engine_says
 from tests.helpers import corpus_hf_home
 
 OLDER = Path(__file__).resolve().parent / "older"
@@ -32,6 +32,11 @@ def test_the_corpus_is_public_older_and_wide():
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
 def test_older_line_imports_modernised_or_is_refused_with_its_reason(cli, tmp_path, hf_home, path):
-    stderr = check_line(cli, tmp_path, hf_home, path)
-    for note in re.findall(r"^# note: (.+)$", path.read_text(), re.M):
-        assert note in stderr, stderr
+    check_line(cli, tmp_path, hf_home, path)  # the `# note:` lines included
+
+
+@pytest.mark.parametrize("path", [p for p in CORPUS if _expect(p)[0] == "refused"], ids=lambda p: p.stem)
+def test_a_refused_older_line_says_why_its_own_release_does_not_start_it_or_specplan_cannot(path):
+    said = engine_says(path)
+    assert said and re.search(r"(vLLM|SGLang) \d+\.\d", said), path.name
+    assert re.search(r"refuses it|cannot plan it|no vLLM release starts it", said), said

@@ -42,6 +42,20 @@ def test_line_imports_and_round_trips_or_is_refused_with_its_reason(cli, tmp_pat
     check_line(cli, tmp_path, hf_home, path)
 
 
+def engine_says(path: Path) -> str | None:
+    """The `# engine:` line: whether the release the line was written for starts it, and the
+    engine function that decides it (issue 38: import wherever that release would start it)."""
+    found = re.search(r"^# engine: (.+)$", path.read_text(), re.M)
+    return found.group(1) if found else None
+
+
+@pytest.mark.parametrize("path", [p for p in CORPUS if _expect(p)[0] == "refused"], ids=lambda p: p.stem)
+def test_a_refused_line_says_why_its_own_release_does_not_start_it_or_specplan_cannot(path):
+    said = engine_says(path)
+    assert said and re.search(r"(vLLM|SGLang) \d+\.\d", said), path.name
+    assert re.search(r"refuses it|cannot plan it|no vLLM release starts it", said), said
+
+
 def check_line(cli, tmp_path, hf_home: str, path: Path) -> str:
     """Import the corpus line `path` as its `# expect:` says; an imported one round-trips: its
     export is the line token for token, or the `# modern:` line where it was written for an
@@ -59,6 +73,8 @@ def check_line(cli, tmp_path, hf_home: str, path: Path) -> str:
         return imported.stderr
     assert imported.exit_code == 0, imported.stderr
     assert f"read as {said}, the newest supported release" in imported.stderr
+    for note in re.findall(r"^# note: (.+)$", text, re.M):
+        assert note in imported.stderr, imported.stderr
     exported = cli("export", str(spec))
     assert exported.exit_code == 0, exported.stderr
     commands = [s for s in exported.stdout.splitlines() if s and not s.startswith(("#", "export "))]

@@ -172,3 +172,116 @@ def test_a_flag_another_flag_turns_on_is_dropped_only_beside_it(cli, config, tmp
     alone = cli("import", "--engine", "vllm", "--model-config", config(DSV3), "--", *line)
     assert alone.exit_code == 2
     assert "`--reasoning-parser` is not on the line" in alone.stderr
+
+
+def test_a_flag_its_release_moved_into_hf_overrides_is_that_key():
+    """vLLM 0.11.0's ModelConfig.__post_init__: `if self.rope_scaling: hf_override =
+    {"rope_scaling": self.rope_scaling}; hf_overrides_kw.update(hf_override)` (read by
+    tools/retired_flags.py hf_override_mappings); 0.12.0's parser has no --rope-scaling."""
+    rows = {n: r for r in retired_data("vllm")["retired"] for n in r["names"]}
+    rope = rows["--rope-scaling"]
+    assert (rope["last"], rope["retired_in"]) == ("0.11.0", "0.12.0")
+    assert rope["replacement"] == {"kind": "key", "flag": "--hf-overrides", "key": "rope_scaling",
+                                   "from": "post_init"}
+    assert rows["--rope-theta"]["replacement"]["key"] == "rope_theta"
+
+
+def test_the_retired_connectors_name_what_the_supported_factory_registers():
+    from specplan.engines.vllm.launch import REGISTERED_CONNECTORS
+
+    rows = {r["name"]: r for r in retired_data("vllm")["connectors"]}
+    assert not set(rows) & REGISTERED_CONNECTORS
+    assert rows["SharedStorageConnector"]["replacement"]["name"] == "ExampleConnector"
+    assert (rows["SharedStorageConnector"]["last"], rows["SharedStorageConnector"]["retired_in"]) \
+        == ("0.12.0", "0.13.0")
+    assert rows["LMCacheConnector"]["replacement"]["kind"] == "v1"
+    assert rows["LMCacheConnector"]["replacement"]["name"] == "LMCacheConnectorV1"
+    for row in rows.values():
+        assert row["replacement"] is None or row["replacement"]["name"] in REGISTERED_CONNECTORS
+
+
+ROPE = ["--rope-scaling", '{"rope_type": "yarn", "factor": 4.0}']
+
+
+def test_rope_scaling_merges_into_the_line_s_own_hf_overrides(cli, config, tmp_path):
+    out = tmp_path / "s.yaml"
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "-o", str(out),
+                 "--", "vllm", "serve", "m", *ROPE, "--hf-overrides", '{"max_position_embeddings": 8}')
+    assert result.exit_code == 0, result.stderr
+    assert ("written for vLLM <= 0.11.0: `--rope-scaling` is `--hf-overrides` key `rope_scaling` "
+            "since 0.12.0 (vLLM 0.11.0's ModelConfig.__post_init__ puts it there itself)") in result.stderr
+    assert load_spec(out).engine_args[-1] == ("--hf-overrides '{\"rope_scaling\": {\"rope_type\": "
+                                             "\"yarn\", \"factor\": 4.0}, \"max_position_embeddings\": 8}'")
+
+
+@pytest.mark.parametrize("line, refusal", [
+    (ROPE, "unknown vllm flag --rope-scaling"),
+    (["--kv-transfer-config", '{"kv_connector": "SharedStorageConnector", "kv_role": "kv_both"}'],
+     "kv_connector 'SharedStorageConnector' is not a connector vLLM registers"),
+])
+def test_strict_keeps_the_refusal_of_a_retired_flag_or_connector(cli, config, line, refusal):
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "--strict", "--",
+                 "vllm", "serve", "m", *line)
+    assert result.exit_code == 2 and refusal in result.stderr, result.stderr
+    assert "written for" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_retired_connector_inside_multiconnector_is_modernised_as_written(cli, config, tmp_path):
+    value = ('{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_connector_extra_config":'
+             '{"connectors":[{"kv_connector":"LMCacheConnector","kv_role":"kv_both"}]}}')
+    out = tmp_path / "s.yaml"
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "-o", str(out),
+                 "--", "vllm", "serve", "m", f"--kv-transfer-config={value}")
+    assert result.exit_code == 0, result.stderr
+    assert "written for vLLM <= 0.9.2: kv_connector `LMCacheConnector` is `LMCacheConnectorV1` " \
+           "since 0.10.2" in result.stderr
+    modern = value.replace('"LMCacheConnector"', '"LMCacheConnectorV1"')
+    assert f"--kv-transfer-config={modern}" in " ".join(load_spec(out).engine_args).replace("'", "")
+
+
+@pytest.mark.parametrize("theta", [{"rope_theta": 500000.0},
+                                   {"rope_parameters": {"rope_type": "default", "rope_theta": 500000.0}}])
+def test_the_checkpoint_s_rope_theta_goes_into_the_moved_rope_scaling(cli, config, tmp_path, theta):
+    """vLLM 0.30.0+ (transformers 5) replace rope_parameters whole with a dict rope_scaling
+    override; vLLM 0.11.0 kept rope_theta beside it (engines/vllm/launch.py HF_OVERRIDE_REPLACES):
+    the model's own rope_theta (a transformers 4 or 5 config.json) is put in, as 0.11.0 ran it."""
+    out = tmp_path / "s.yaml"
+    result = cli("import", "--engine", "vllm", "--model-config", config({**LLAMA, **theta}),
+                 "-o", str(out), "--", "vllm", "serve", "m", *ROPE)
+    assert result.exit_code == 0, result.stderr
+    assert "--hf-overrides rope_scaling: rope_theta 500000.0 from the model's config.json" in result.stderr
+    assert load_spec(out).engine_args[-1] == ("--hf-overrides '{\"rope_scaling\": {\"rope_theta\": "
+                                             "500000.0, \"rope_type\": \"yarn\", \"factor\": 4.0}}'")
+    exported = cli("export", str(out))
+    assert '"rope_theta": 500000.0' in exported.stdout
+    mine = cli("import", "--engine", "vllm", "--model-config", config({**LLAMA, **theta}), "--",
+               "vllm", "serve", "m", "--hf-overrides", '{"rope_scaling": {"factor": 4.0}}')
+    assert mine.exit_code == 0 and "rope_theta" not in mine.stderr  # a modern line is the user's own
+
+
+def test_a_retired_connector_nothing_replaced_is_refused_naming_its_releases(cli, config):
+    value = '{"kv_connector": "PyNcclConnector", "kv_role": "kv_producer"}'
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "--",
+                 "vllm", "serve", "m", "--kv-transfer-config", value)
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert ("--kv-transfer-config kv_connector 'PyNcclConnector' is not a connector vLLM registers "
+            "(written for vLLM <= 0.9.2: kv_connector `PyNcclConnector` was retired in 0.10.2 and no "
+            "supported connector took its place; simple_connector.py registered it in 0.7.3 to "
+            "0.9.2)") in result.stderr, result.stderr
+
+
+def test_a_json_key_older_releases_read_is_refused_naming_them(cli, config):
+    """retired.json `keys`: vLLM 0.8.5-0.11.0's SpeculativeConfig had disable_logprobs (the
+    config class its parser validated against), no supported release's has."""
+    rows = {(r["flag"], r["key"]): r for r in retired_data("vllm")["keys"]}
+    assert rows[("--speculative-config", "disable_logprobs")]["retired_in"] == "0.12.0"
+    assert ("--speculative-config", "draft_pipeline_parallel_size") not in rows  # no release had it
+    line = ["vllm", "serve", "m", "--speculative-config",
+            '{"method": "ngram", "num_speculative_tokens": 3, "disable_logprobs": false}']
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "--", *line)
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert "unknown --speculative-config key 'disable_logprobs'" in result.stderr
+    assert ("written for vLLM <= 0.11.0: --speculative-config key `disable_logprobs` was retired in "
+            "0.12.0 (vLLM 0.8.5 to 0.11.0 had it); no supported key took its place") in result.stderr
+    strict = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "--strict", "--", *line)
+    assert strict.exit_code == 2 and "written for" not in strict.stderr

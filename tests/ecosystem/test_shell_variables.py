@@ -113,3 +113,21 @@ def test_a_command_substitution_that_decides_the_plan_is_refused_naming_it(cli, 
     assert ("the launch line holds a shell expansion, '$(nvidia-smi -L | wc -l)' in --tp-size: it "
             "decides the plan (topology.tp) and specplan runs no command or arithmetic of the "
             "shell; give its value on the line") in result.stderr
+
+
+@pytest.mark.parametrize("tail", ["> decode.log 2>&1 &", ">decode.log 2>/dev/null", "&> run.log &",
+                                  ">> decode.log 2>&1;"])
+def test_redirections_and_a_trailing_ampersand_are_the_shell_s_not_arguments(cli, tmp_path, config, tail):
+    """bash takes `> log`, `2>&1`, `&>log` and a trailing `&` itself: the command never sees them
+    (public/s16's `nohup ... > decode.log 2>&1 &`)."""
+    text = ("nohup python -m sglang.launch_server --model-path /models/dsv3 --tp 8 --port 50000 "
+            f"{tail}\n")
+    assert parse_script(text)[1][-2:] == ["--port", "50000"]
+    result, spec = _run(cli, tmp_path, config, text)
+    assert result.exit_code == 0, result.stderr
+    assert spec.topology.tp == 8
+
+
+def test_a_redirection_sign_inside_a_json_value_stays(cli, tmp_path, config):
+    words = parse_script("vllm serve m --hf-overrides '{\"a\": \"x>y\"}' > log\n")[1]
+    assert words == ["vllm", "serve", "m", "--hf-overrides", '{"a": "x>y"}']

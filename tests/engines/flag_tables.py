@@ -27,7 +27,7 @@ OLDER_STUBS = ("triton", "vllm", "flashinfer", "sgl_kernel", "outlines", "decord
 
 
 OLDER_VLLM_STUBS = ("gguf", "setproctitle", "blake3", "mistral_common", "msgspec", "zmq",
-                    "sentencepiece", "tokenizers", "ray", "lm_format_enforcer", "outlines",
+                    "sentencepiece", "tokenizers", "ray", "lm_format_enforcer", "lmformatenforcer", "outlines",
                     "compressed_tensors", "numba", "xformers", "vllm_flash_attn", "triton", "starlette",
                     "uvicorn", "watchfiles", "prometheus_fastapi_instrumentator", "depyf",
                     "diskcache", "pyzmq", "py_cpuinfo", "gptqmodel", "cv2")

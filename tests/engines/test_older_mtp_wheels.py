@@ -45,8 +45,8 @@ def _detected(source: str) -> tuple[str | None, frozenset[str]]:
     return None, frozenset()
 
 
-@pytest.mark.parametrize("version", ("0.6.6", "0.7.3", "0.8.5", "0.9.2", "0.10.2", "0.15.0",
-                                     "0.25.0", "0.29.0"))
+@pytest.mark.parametrize("version", ("0.6.6", "0.7.3", "0.8.5", "0.9.2", "0.10.2", "0.11.0",
+                                     "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.25.0", "0.29.0"))
 def test_older_mtp_is_what_each_release_detected(version):
     where, kinds = _detected(_source(version))
     assert (where, kinds) == (OLDER_MTP.get(version) or (None, frozenset()))

@@ -50,6 +50,18 @@ REGISTERED_CONNECTORS = frozenset({
     "DecodeBenchConnector", "MooncakeConnector", "MooncakeStoreConnector", "FlexKVConnectorV1",
     "SimpleCPUOffloadConnector", "HF3FSKVConnector"})
 KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")  # config/kv_transfer.py KVRole
+# An --hf-overrides key whose dict value replaces more than the retired flag it took the place
+# of: vLLM 0.30.0-0.33.0 (transformers >= 5.10) set a dict override with setattr
+# (config/model.py ModelConfig._apply_dict_overrides), and transformers 5's
+# PreTrainedConfig.rope_scaling setter replaces rope_parameters whole, the checkpoint's
+# rope_theta and partial_rotary_factor in it (RotaryEmbeddingConfigMixin.
+# convert_rope_params_to_dict puts them there); vLLM <= 0.11.0's --rope-scaling (transformers 4)
+# replaced rope_scaling only. get_rope then takes rope_theta 10000 unless the model sets one.
+HF_OVERRIDE_REPLACES: dict[str, tuple[str, ...]] = {
+    "rope_scaling": ("rope_theta", "partial_rotary_factor")}
+HF_OVERRIDE_WHY = ("vLLM 0.30.0+ (transformers 5) replace the checkpoint's whole rope_parameters "
+                   "with this object (ModelConfig._apply_dict_overrides; PreTrainedConfig."
+                   "rope_scaling's setter), where vLLM <= 0.11.0 kept them beside it")
 # --quantization values ModelConfig accepts (model_executor/layers/quantization/__init__.py
 # QuantizationMethods, checked in config/model.py ModelConfig._verify_quantization; vLLM 0.33.0,
 # compared with the wheel by tests/engines/test_vllm_import_facts.py).

@@ -1,5 +1,6 @@
 # source: https://github.com/uccl-project/uccl/pull/562 (EP=32 DeepEP on SGLang, Nov 2025)
 # expect: refused: '$NNODES' in --nnodes
+# engine: SGLang 0.5.5 starts it once the script's caller sets NNODES (ServerArgs.check_server_args asks tp_size * pp_size % nnodes == 0 of it); the source never gives NNODES, MODEL_PATH or NODE_RANK, and nnodes decides the plan (topology.nodes): specplan cannot plan it without --env NNODES=...
 python -m sglang.launch_server \
   --model-path "$MODEL_PATH" \
   --tp-size 32 \

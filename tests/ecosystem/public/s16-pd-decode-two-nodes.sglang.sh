@@ -1,5 +1,8 @@
 # source: https://github.com/sgl-project/sglang/issues/10001 (Node 0, decode)
-# expect: refused: '${MODE}' in --disaggregation-mode
+# expect: refused: the launch line does not give the model's shape
+# engine: SGLang 0.5.x starts it (the issue: "Deployment can be successful"; the script assigns MODE="decode", BACKEND="mooncake" above the line, given here as # env:); ${MODEL} is assigned nowhere in the source, so no model's shape: specplan cannot plan it (give --model-config)
+# env: MODE=decode
+# env: BACKEND=mooncake
 nohup python -m sglang.launch_server \
     --model-path ${MODEL} \
     --disaggregation-mode ${MODE} \

@@ -1,5 +1,6 @@
 # source: https://github.com/sgl-project/sglang/issues/11848 (decode nodes, EPLB)
 # expect: refused: '${mode}' in --disaggregation-mode
+# engine: SGLang 0.5.x starts it once its caller sets mode, num_nodes and the rest (the issue's script is a function body; ServerArgs.check_server_args asks tp_size * pp_size % nnodes == 0 of it); the source never gives ${mode} or ${num_nodes}, which decide the plan (disaggregation.role, topology.nodes, and $((num_nodes*8)) the widths): specplan cannot plan it
     python3 -m sglang.launch_server \
       --model-path "${model_path}" \
       --disaggregation-mode "${mode}" \

@@ -1,0 +1,144 @@
+"""Values of supported flags that older releases accepted and the supported ones refuse: vLLM's
+KV connector names in `--kv-transfer-config` (engines/<engine>/flags/retired.json
+`connectors`, generated from the older releases' own KVConnectorFactory registrations by
+tools/retired_connectors.py).
+
+`modern_connectors(engine, words)` writes each retired connector name in the name the
+supported releases register for the same connector, one note each ("written for vLLM <= X:
+kv_connector `A` is `B` since Y"); the rest of the value is kept as written. A name without
+no replacement is refused, naming the release that retired it (`--strict`: the supported
+release's own refusal).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from specplan.ecosystem.launch_read import ImportProblem
+from specplan.engines.flag_table import FlagProblem, FlagTable, flag_table
+from specplan.engines.releases import NAMES, RELEASES
+from specplan.engines.retired import retired_data
+
+
+def modern_connectors(engine: str, words: list[str]) -> tuple[list[str], list[str], str | None]:
+    """(the words with each retired connector name modernised, one note per name, the newest
+    older release that registered every one); the words unchanged and no note when none."""
+    data = retired_data(engine) or {}
+    rows = {r["name"]: {**r, "engine": engine} for r in data.get("connectors", [])}
+    where = data.get("connectors_at")
+    if not rows or not where:
+        return words, [], None
+    table = flag_table(engine, RELEASES[engine][0])
+    out, notes, lasts = list(words), [], []
+    for i, word in enumerate(words):
+        at = _value_at(table, words, i, where["dest"])
+        if at is None:
+            continue
+        text = out[at] if at != i else word.partition("=")[2]
+        new, found = _rewrite(text, where["key"], rows, word.partition("=")[0])
+        if not found:
+            continue
+        out[at] = new if at != i else f"{word.partition('=')[0]}={new}"
+        for name in found:
+            notes.append(_note(engine, where["key"], rows[name]))
+            lasts.append(rows[name]["last"])
+    release = min(lasts, key=lambda v: tuple(int(p) for p in v.split("."))) if lasts else None
+    return out, notes, release
+
+
+def _value_at(table: FlagTable, words: list[str], i: int, dest: str) -> int | None:
+    """The index of the value word of option `words[i]` when it is `dest` (i itself for
+    `--flag=value`), else None."""
+    word = words[i]
+    if not word.startswith("--"):
+        return None
+    try:
+        match = table.match(word)
+    except FlagProblem:
+        return None
+    if match.flag.dest != dest:
+        return None
+    if match.value is not None:
+        return i
+    return i + 1 if i + 1 < len(words) else None
+
+
+def _rewrite(text: str, key: str, rows: dict[str, dict], option: str) -> tuple[str, list[str]]:
+    """`text` (a JSON object, as written) with each `"<key>": "<retired name>"` renamed."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return text, []  # the flag's own check says what is wrong with it
+    found: list[str] = []
+
+    def swap(m: re.Match[str]) -> str:
+        name = m.group(2)
+        if name not in rows:
+            return m.group(0)
+        row = rows[name]
+        if not row.get("replacement"):
+            title = NAMES[row["engine"]]
+            raise ImportProblem(f"{option} {key} {name!r} is not a connector {title} registers "
+                                f"(written for {title} <= {row['last']}: {key} `{name}` was retired "
+                                f"in {row['retired_in']} and no supported connector took its "
+                                f"place; {row['module'].rpartition('.')[2]}.py registered it in "
+                                f"{row['first']} to {row['last']})")
+        found.append(name)
+        return f'{m.group(1)}"{row["replacement"]["name"]}"'
+
+    pattern = re.compile(r'("' + re.escape(key) + r'"\s*:\s*)"([A-Za-z0-9_]+)"')
+    return pattern.sub(swap, text), found
+
+
+def _note(engine: str, key: str, row: dict) -> str:
+    title = NAMES[engine]
+    rep = row["replacement"]
+    head = f"written for {title} <= {row['last']}: {key} `{row['name']}`"
+
+    def where(module: str) -> str:
+        return module.rpartition(".")[2]
+
+    if rep["kind"] == "renamed":
+        return (f"{head} is `{rep['name']}` since {row['retired_in']} (the same connector: "
+                f"{title} {row['retired_in']}'s {where(rep['module'])}.py is {row['last']}'s "
+                f"{where(row['module'])}.py renamed)")
+    return (f"{head} is `{rep['name']}` since {row['retired_in']} ({title} {row['last']}'s "
+            f"{row['name']} is a V0 engine connector, a KVConnectorBase, retired with that "
+            f"engine; {rep['name']}, registered beside it, is the same backend's V1 engine "
+            "connector)")
+
+
+def retired_keys_said(engine: str, words: list[str]) -> str | None:
+    """What the older releases say of the keys of the line's JSON flags that no supported
+    release accepts (retired.json `keys`, from the older releases' config classes): "written
+    for vLLM <= X: --speculative-config key `k` was retired in Y (vLLM A to X had it)"; None
+    when the line gives none."""
+    data = retired_data(engine) or {}
+    rows = {(r["flag"], r["key"]): r for r in data.get("keys", [])}
+    if not rows:
+        return None
+    table = flag_table(engine, RELEASES[engine][0])
+    said: list[dict] = []
+    for i, word in enumerate(words):
+        if not word.startswith("--"):
+            continue
+        try:
+            match = table.match(word)
+        except FlagProblem:
+            continue
+        flag = next((n for n in match.flag.names if n.startswith("--")), word)
+        text = match.value if match.value is not None else (words[i + 1] if i + 1 < len(words) else "")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            said += [rows[(flag, k)] for k in value if (flag, k) in rows]
+    if not said:
+        return None
+    title = NAMES[engine]
+    last = min((r["last"] for r in said), key=lambda v: tuple(int(p) for p in v.split(".")))
+    each = "; ".join(f"{r['flag']} key `{r['key']}` was retired in {r['retired_in']} ({title} "
+                     f"{r['first']} to {r['last']} had it)" for r in said)
+    return f"written for {title} <= {last}: {each}; no supported key took its place"
