@@ -83,6 +83,12 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str],
     out = READERS[conv]({**values, "_written": written, "_conv": conv}, env, notes)
     out["_version"] = conv.version
     out["disaggregation"] = _disaggregation(conv, table, values)
+    implied = conv.launch.disaggregation.implied_device(out["disaggregation"])
+    if implied is not None and values.get("device") not in (None, implied[0]):
+        raise ImportProblem(f"--device {values['device']}: {implied[1].split(', and')[0]}")
+    if implied is not None and values.get("device") is None:
+        out["topology"]["device"] = implied[0]
+        notes.append(f"topology.device {implied[0]}: {implied[1]}")
     partition = conv.launch.pp_partition_env
     part = env.get(partition)
     if part:

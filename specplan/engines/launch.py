@@ -27,6 +27,10 @@ class DisaggregationFlags(Protocol):
         """`flags`: a line's arguments by flag (argparse's values); the spec's disaggregation
         keys they state (role, connector), or None where the line has no PD flags."""
 
+    def implied_device(self, read: Mapping[str, str] | None) -> tuple[str, str] | None:
+        """The device a connector runs on only, with the engine's reason, when the line names
+        none (None: any device)."""
+
 
 class NodeFlags(Protocol):
     """An engine's multi-node spelling: the words one node's line adds, per executor.

@@ -54,7 +54,7 @@ PayloadWidth = Literal["pinned", "agreed", "dynamic"]
 Numbering = Literal["global", "stage_local"]
 Behaviour = Literal["specplan", "engine"]
 Role = Literal["prefill", "decode"]
-Connector = Literal["mooncake", "nixl", "nixl_push"]
+Connector = Literal["mooncake", "nixl", "nixl_push", "ascend"]
 Attention = Literal["mha", "gqa", "mla"]
 KvCacheDtype = Literal["auto", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"]
 
@@ -225,7 +225,8 @@ class Disaggregation(_Model):
     peer: str | None = Field(
         None, description="The other instance's spec, relative to this file.")
     connector: Connector | None = Field(
-        None, description="KV transfer: mooncake | nixl | nixl_push (vLLM only) (default: "
+        None, description="KV transfer: mooncake | nixl | nixl_push (vLLM only) | ascend (SGLang, on "
+                          "NPUs) (default: "
                           "SGLang mooncake, vLLM nixl).")
 
 

@@ -61,8 +61,8 @@ CASES = [
                            "instance vllm, and no connector is set: set disaggregation.connector "
                            "to one that exists for both: mooncake, nixl"]),
     (["check", "s2.yaml"], ["s2.yaml:3:58: disaggregation.connector: connector 'nixl_push' does not "
-                            "exist for sglang (sglang has mooncake, nixl; vllm has mooncake, nixl, "
-                            "nixl_push); connectors for both: mooncake, nixl"]),
+                            "exist for sglang (sglang has mooncake, nixl, ascend; vllm has mooncake, "
+                            "nixl, nixl_push); connectors for both: mooncake, nixl"]),
     (["check", "c1.yaml"], ["c1.yaml:2:59: disaggregation.connector: the instances name different "
                             "connectors: mooncake (c1.yaml:2:59), nixl (c2.yaml:2:43); expected one"]),
     (["explain", "dep-contra.yaml"], ["inst-contra.yaml:4:16: model.hidden_size: integer 96 "

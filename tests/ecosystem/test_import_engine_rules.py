@@ -157,3 +157,17 @@ def test_export_to_the_other_engine_says_what_it_cannot_carry(cli, config, tmp_p
         assert line in exported.stdout and "not carried over" not in exported.stdout
     else:
         assert f"not carried over: {line}" in exported.stdout
+
+
+def test_the_ascend_transfer_backend_runs_on_npus(cli, config, tmp_path):
+    line = ("python", "-m", "sglang.launch_server", "--model-path", "m", "--tp-size", "2",
+            "--disaggregation-mode", "decode", "--disaggregation-transfer-backend", "ascend")
+    out = tmp_path / "npu.yaml"
+    result = _import(cli, config, *line, extra=("-o", str(out)))
+    assert result.exit_code == 0, result.stderr
+    assert "topology.device npu: the ascend transfer backend runs on Ascend NPUs only" in result.stderr
+    spec = load_spec(str(out))
+    assert (spec.topology.device, spec.disaggregation.connector) == ("npu", "ascend")
+    cuda = _import(cli, config, *line, "--device", "cuda")
+    assert cuda.exit_code == 2
+    assert "--device cuda: the ascend transfer backend runs on Ascend NPUs only" in cuda.stderr

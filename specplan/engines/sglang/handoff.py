@@ -1,4 +1,5 @@
-"""SGLang's KV handoff rules, every transfer backend (mooncake, nixl).
+"""SGLang's KV handoff rules, every transfer backend (mooncake, nixl, ascend: AscendKVManager
+subclasses MooncakeKVManager and keeps its rank mapping).
 
 CommonKVManager._resolve_rank_mapping (sglang/srt/disaggregation/common/conn.py), read from the
 newest supported wheel; layers by pointer position from the prefill stage's
@@ -18,7 +19,7 @@ from specplan.engines.sglang import NAME
 
 # The mesh coordinates SGLang's connectors call dp, attention-TP and CP.
 AXES = Axes(dp="attn_dp", tp="attn_tp", cp="attn_cp", attn_tp="attn_tp")
-CONNECTORS = ("mooncake", "nixl")  # --disaggregation-transfer-backend, as specplan plans them
+CONNECTORS = ("mooncake", "nixl", "ascend")  # --disaggregation-transfer-backend, as specplan plans them
 DEFAULT_CONNECTOR = "mooncake"  # arg_groups/fields/disagg.py
 _SG = newest(NAME)  # the release whose code these rules read
 

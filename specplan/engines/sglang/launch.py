@@ -70,6 +70,13 @@ class SGLangFlags:
             raise LaunchProblem(f"{self.backend} {connector}: specplan plans {' | '.join(CONNECTORS)}")
         return {"role": role, "connector": connector}
 
+    def implied_device(self, read: Mapping[str, str] | None) -> tuple[str, str] | None:
+        if read is None or read.get("connector") != "ascend":
+            return None
+        return "npu", ("the ascend transfer backend runs on Ascend NPUs only (disaggregation/"
+                       "ascend/conn.py AscendKVManager over AscendTransferEngine), and SGLang "
+                       "finds the NPU when the line names no --device")
+
 
 class SGLangNodes:
     """SGLang across nodes: every node runs the same line with `--nnodes N --node-rank R

@@ -85,6 +85,9 @@ class VllmFlags:
         value = json.dumps({"kv_connector": name, "kv_role": kv_role}, separators=(",", ":"))
         return [(self.flag, value, "KV connector and role (disaggregation.connector, .role)")]
 
+    def implied_device(self, read: Mapping[str, str] | None) -> tuple[str, str] | None:
+        return None  # every connector specplan plans runs on the GPU platforms
+
     def read(self, flags: Mapping[str, object]) -> dict[str, str] | None:
         text = flags.get(self.flag)
         if text is None:
