@@ -291,7 +291,10 @@ def _sglang_env(spec: Spec, sites: dict, launch: Launch) -> None:
         value = spec_tp_sync.value_for(care, on)
         launch.env.append(("SGLANG_SPEC_TP_SYNC", value, "SpecTpSync sites the plan converges: "
                            + (", ".join(sorted(on)) or "none")))
+    # A PD prefill instance runs the prefill relay without it: SGLang asserts the gated relay
+    # "is not compatible with --disaggregation-mode" (check_pipeline_parallel_compat).
     if t.pp > 1 and m.speculates and SGLang.methods[m.name].pp == "gated" and \
+            spec.disaggregation is None and \
             cast(SGLang, convention(spec.engine, spec.engine_version)).pp_spec:
         launch.env.append(("SGLANG_ENABLE_PP_SPEC", "1", "EAGLE decode rounds under pipeline "
                            "parallel (the gated last-stage relay)"))

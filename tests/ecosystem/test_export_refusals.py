@@ -26,6 +26,14 @@ CASES = {
         "SGLang 0.5.23 cannot run x: SGLang runs EAGLE/NEXTN decode rounds under pipeline "
         "parallel only with SGLANG_ENABLE_PP_SPEC=1, which is not compatible with DP-attention "
         "(--attn-dp-size)"),
+    "sglang-eagle-pp-pd-decode": (
+        f"engine: sglang\ntopology: {{tp: 2, pp: 2}}\n{MODEL}\n"
+        "speculative: {method: eagle, num_steps: 3, topk: 1, num_draft_tokens: 4}\n"
+        "disaggregation: {role: decode}\n", "sglang",
+        "SGLang 0.5.23 cannot run x: SGLang runs EAGLE under pipeline parallel on a PD decode "
+        "instance neither with SGLANG_ENABLE_PP_SPEC=1 (\"not compatible with "
+        "--disaggregation-mode\") nor without it (\"only supported on prefill nodes\") "
+        "(arg_groups/validation_hook.py check_pipeline_parallel_compat)"),
     "sglang-dspark-moe-attn-tp2": (
         f"engine: sglang\ntopology: {{tp: 8, dp: 4, dp_attention: true, ep: 8}}\n{MOE}\n"
         "speculative: {method: dspark, num_steps: 3}\n", "sglang",
@@ -109,3 +117,15 @@ def test_engine_args_the_parser_refuses_are_exit_2_naming_the_entry(tmp_path, co
     (line,) = res.stderr.splitlines()
     assert line.startswith(f"{path}:5:") and shows in line
     assert "SGLang 0.5.23's parser refuses the launch line engine_args hold" in line
+
+
+def test_a_pd_prefill_instance_runs_eagle_under_pp_without_the_gated_relay(cli, write_spec):
+    # SGLang asserts SGLANG_ENABLE_PP_SPEC "is not compatible with --disaggregation-mode"; a PD
+    # prefill node runs PP + EAGLE without it (check_pipeline_parallel_compat).
+    spec = write_spec("name: x\nengine: sglang\ntopology: {tp: 2, pp: 2}\n" + MODEL + "\n"
+                      "speculative: {method: eagle, num_steps: 3, topk: 1, num_draft_tokens: 4}\n"
+                      "disaggregation: {role: prefill}\n")
+    result = cli("export", str(spec))
+    assert result.exit_code == 0, result.stderr
+    assert "--disaggregation-mode prefill" in result.stdout
+    assert "SGLANG_ENABLE_PP_SPEC" not in result.stdout

@@ -88,6 +88,31 @@ def test_pp_speculative_decoding_per_release(version, method, algorithm):
         assert "check_server_args" in why
 
 
+@pytest.mark.parametrize("version", RELEASE)
+@pytest.mark.parametrize("role", ["prefill", "decode"])
+def test_pp_eagle_on_a_pd_instance_per_release(version, role):
+    """A PD instance: the release accepts the line export writes (a prefill node without
+    SGLANG_ENABLE_PP_SPEC) exactly when specplan does not refuse the spec (a decode node)."""
+    from specplan.ecosystem.export import Refusal, export
+
+    spec = Spec.model_validate({**_spec(version, {"tp": 2, "pp": 2}).model_dump(exclude_unset=True),
+                                "disaggregation": {"role": role}})
+    why = convention("sglang", version).launch_refusal(spec)
+    try:
+        env = {name for name, _, _ in export(spec).env}
+    except Refusal as exc:
+        assert why is not None and why in str(exc)
+        env = set()
+    assert "SGLANG_ENABLE_PP_SPEC" not in env
+    cfg = SimpleNamespace(pp_size=2, disable_overlap_schedule=True, speculative_algorithm="EAGLE",
+                          enable_multi_layer_eagle=False, disaggregation_mode=role,
+                          speculative_adaptive=False, min_free_slots_delay=None,
+                          enable_dp_attention=False)
+    engine = _refuses(lambda: _pp_check(version, False)(cfg))
+    with_env = _refuses(lambda: _pp_check(version, True)(cfg))
+    assert (why is not None) == (engine and with_env), (version, role, why)
+
+
 # -- CP with plain DP replicas -----------------------------------------------------------
 
 def _cp_check(version: str, monkeypatch):

@@ -330,6 +330,11 @@ def _launch_refusal(spec: Spec, attn_tp: int) -> str | None:
         return (f"SGLang runs speculative decoding under pipeline parallel (pp={t.pp}) only "
                 f"with EAGLE or NEXTN (single-layer), not {s.method} "
                 "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")
+    if t.pp > 1 and row.pp == "gated" and spec.disaggregation is not None and not prefill:
+        return (f"SGLang runs {title} under pipeline parallel on a PD decode instance neither "
+                "with SGLANG_ENABLE_PP_SPEC=1 (\"not compatible with --disaggregation-mode\") "
+                "nor without it (\"only supported on prefill nodes\") "
+                "(arg_groups/validation_hook.py check_pipeline_parallel_compat)")
     if t.pp > 1 and row.pp == "gated" and t.dp_attention:
         return ("SGLang runs EAGLE/NEXTN decode rounds under pipeline parallel only with "
                 "SGLANG_ENABLE_PP_SPEC=1, which is not compatible with DP-attention "
