@@ -20,6 +20,7 @@ from specplan.engines.sglang import spec_tp_sync
 from specplan.engines.sglang.convention import SGLang
 from specplan.engines.sglang.launch import EP_SPANNING_A2A as SGLANG_EP_SPANNING_A2A
 from specplan.engines.vllm.convention import VLLM
+from specplan.engines.vllm.launch import ASCEND_ADDITIONAL_CONFIG
 from specplan.engines.vllm.launch import SPEC_KEYS as VLLM_SPEC_KEYS
 
 # argparse dest -> value (plus `_written`, `_conv`), the environment, notes -> spec data
@@ -253,6 +254,12 @@ def read_vllm(v: dict, env: dict, notes: list[str]) -> dict:
     topo = _sizes(tp=tp, pp=pp, dp=dp, cp=cp,
                   dcp=_int(v, "decode_context_parallel_size", "--decode-context-parallel-size"),
                   ep=ep, nodes=nodes)
+    ascend = _ascend_keys(v.get("additional_config"))
+    if ascend:
+        topo["device"] = "npu"
+        notes.append(f"topology.device npu: --additional-config {', '.join(ascend)} is read only "
+                     "by the vllm-ascend platform plugin (ascend_config.py AscendConfig), which "
+                     "runs the line on Ascend NPUs")
     if env.get("VLLM_USE_V2_MODEL_RUNNER") in ("0", "false", "False"):
         raise ImportProblem("VLLM_USE_V2_MODEL_RUNNER=0: specplan models vLLM's Model Runner V2")
     runtime: dict[str, bool | int] = {}
@@ -263,6 +270,16 @@ def read_vllm(v: dict, env: dict, notes: list[str]) -> dict:
     return {"topology": topo, "model": model, "moe": moe, "runtime": runtime,
             "speculative": _vllm_speculative(_vllm_spec_config(v), notes, v["_conv"]),
             "_sync_slugs": None}
+
+
+def _ascend_keys(config: object) -> list[str]:
+    """The vllm-ascend keys of --additional-config (a JSON object, or its text)."""
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except json.JSONDecodeError:
+            return []
+    return sorted(set(config) & ASCEND_ADDITIONAL_CONFIG) if isinstance(config, dict) else []
 
 
 def _vllm_spec_config(v: dict):

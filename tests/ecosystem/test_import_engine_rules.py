@@ -171,3 +171,17 @@ def test_the_ascend_transfer_backend_runs_on_npus(cli, config, tmp_path):
     cuda = _import(cli, config, *line, "--device", "cuda")
     assert cuda.exit_code == 2
     assert "--device cuda: the ascend transfer backend runs on Ascend NPUs only" in cuda.stderr
+
+
+def test_a_vllm_ascend_additional_config_key_means_npus(cli, config, tmp_path):
+    out = tmp_path / "npu.yaml"
+    line = ("vllm", "serve", "m", "--tensor-parallel-size", "16", "--additional-config",
+            '{"torchair_graph_config": {"enabled": true}}')
+    result = _import(cli, config, *line, extra=("-o", str(out)))
+    assert result.exit_code == 0, result.stderr
+    assert "topology.device npu: --additional-config torchair_graph_config" in result.stderr
+    assert load_spec(str(out)).topology.device == "npu"
+    other = tmp_path / "cuda.yaml"
+    plain = _import(cli, config, "vllm", "serve", "m", "--additional-config", '{"x": 1}',
+                    extra=("-o", str(other)))
+    assert plain.exit_code == 0 and load_spec(str(other)).topology.device == "cuda"

@@ -34,7 +34,10 @@ def test_the_corpus_is_real_and_wide():
     for path in CORPUS:
         assert re.search(r"^# source: https://github\.com/\S+", path.read_text(), re.M), path.name
     kinds = Counter((p.stem.rsplit(".", 1)[1], _expect(p)[0]) for p in CORPUS)
-    assert all(kinds[(e, k)] >= 4 for e in ("sglang", "vllm") for k in ("imported", "refused")), kinds
+    # Both outcomes on both engines; the refused lines shrink as import learns what their
+    # releases ran (each says why it is still refused: the test below).
+    assert all(kinds[(e, "imported")] >= 4 and kinds[(e, "refused")] >= 3
+               for e in ("sglang", "vllm")), kinds
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)

@@ -50,6 +50,10 @@ REGISTERED_CONNECTORS = frozenset({
     "DecodeBenchConnector", "MooncakeConnector", "MooncakeStoreConnector", "FlexKVConnectorV1",
     "SimpleCPUOffloadConnector", "HF3FSKVConnector"})
 KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")  # config/kv_transfer.py KVRole
+# --additional-config keys only the vllm-ascend platform plugin reads (vllm-ascend 0.11.0rc0
+# ascend_config.py AscendConfig.__init__): a line naming one runs on Ascend NPUs, where vLLM's
+# platform is the plugin's and each rank binds an NPU (16 per Atlas A3 node).
+ASCEND_ADDITIONAL_CONFIG = frozenset({"torchair_graph_config", "ascend_scheduler_config"})
 # An --hf-overrides key whose dict value replaces more than the retired flag it took the place
 # of: vLLM 0.30.0-0.33.0 (transformers >= 5.10) set a dict override with setattr
 # (config/model.py ModelConfig._apply_dict_overrides), and transformers 5's

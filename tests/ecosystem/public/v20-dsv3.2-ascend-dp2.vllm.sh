@@ -1,6 +1,6 @@
 # source: https://github.com/vllm-project/vllm-ascend/issues/3278 (DeepSeek-V3.2-Exp DP2 + TP16, node0)
-# expect: refused: nodes=2 puts 16 ranks on each node
-# engine: vLLM 0.11.0's parser (built from the wheel) reads every flag of it; the line is for the vllm-ascend platform plugin (torchair_graph_config is its --additional-config key) on 16-NPU Ascend nodes, data_parallel_size_local 1 of dp 2: one engine of tp 16 per node; specplan plans CUDA nodes, where each rank binds local device = local rank, 8 per node: it cannot plan it
+# expect: imported: vLLM 0.33.0
+# note: topology.device npu: --additional-config torchair_graph_config is read only by the
 vllm serve /root/.cache/weights/dpsk-bf16 \
 --host 0.0.0.0 \
 --port 8000 \
