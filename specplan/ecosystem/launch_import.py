@@ -277,7 +277,11 @@ def build(engine: str, launch: dict, base: Spec | None, shape: dict, name: str |
                             "pass --base SPEC, --model-config config.json, or a local model path")
     _sync(data, launch.get("_sync_slugs"), base)
     dis = launch.get("disaggregation")
-    if dis is not None and "role" not in dis and "role" not in data.get("disaggregation", {}):
+    if dis is not None and "store" in dis:
+        launch["_notes"].append(f"kv_connector {dis['store']} moves the KV through a shared store, "
+                                "not from rank to rank: the instance is planned alone, the "
+                                "connector kept, not planned")
+    elif dis is not None and "role" not in dis and "role" not in data.get("disaggregation", {}):
         launch["_notes"].append("kv_role kv_both serves either side: imported as one instance; "
                                 "its role comes from the deployment (a --base with "
                                 "disaggregation.role, or the pair's deployment file)")

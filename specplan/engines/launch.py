@@ -25,7 +25,8 @@ class DisaggregationFlags(Protocol):
 
     def read(self, flags: Mapping[str, object]) -> dict[str, str] | None:
         """`flags`: a line's arguments by flag (argparse's values); the spec's disaggregation
-        keys they state (role, connector), or None where the line has no PD flags."""
+        keys they state (role, connector), or None where the line has no PD flags; `store`
+        (the connector's name) where the KV goes through a shared store, planned alone."""
 
     def implied_device(self, read: Mapping[str, str] | None) -> tuple[str, str] | None:
         """The device a connector runs on only, with the engine's reason, when the line names

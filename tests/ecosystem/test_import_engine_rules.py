@@ -185,3 +185,13 @@ def test_a_vllm_ascend_additional_config_key_means_npus(cli, config, tmp_path):
     plain = _import(cli, config, "vllm", "serve", "m", "--additional-config", '{"x": 1}',
                     extra=("-o", str(other)))
     assert plain.exit_code == 0 and load_spec(str(other)).topology.device == "cuda"
+
+
+@pytest.mark.parametrize("role", ["kv_producer", "kv_consumer"])
+def test_a_store_connector_instance_is_planned_alone(cli, config, tmp_path, role):
+    out = tmp_path / "store.yaml"
+    kv = json.dumps({"kv_connector": "MooncakeStoreConnector", "kv_role": role})
+    result = _import(cli, config, "vllm", "serve", "m", "--kv-transfer-config", kv, extra=("-o", str(out)))
+    assert result.exit_code == 0, result.stderr
+    assert "kv_connector MooncakeStoreConnector moves the KV through a shared store" in result.stderr
+    assert load_spec(str(out)).disaggregation is None

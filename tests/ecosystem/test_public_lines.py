@@ -36,7 +36,7 @@ def test_the_corpus_is_real_and_wide():
     kinds = Counter((p.stem.rsplit(".", 1)[1], _expect(p)[0]) for p in CORPUS)
     # Both outcomes on both engines; the refused lines shrink as import learns what their
     # releases ran (each says why it is still refused: the test below).
-    assert all(kinds[(e, "imported")] >= 4 and kinds[(e, "refused")] >= 3
+    assert all(kinds[(e, "imported")] >= 4 and kinds[(e, "refused")] >= 2
                for e in ("sglang", "vllm")), kinds
 
 

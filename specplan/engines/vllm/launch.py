@@ -50,6 +50,10 @@ REGISTERED_CONNECTORS = frozenset({
     "DecodeBenchConnector", "MooncakeConnector", "MooncakeStoreConnector", "FlexKVConnectorV1",
     "SimpleCPUOffloadConnector", "HF3FSKVConnector"})
 KV_ROLES = ("kv_producer", "kv_consumer", "kv_both")  # config/kv_transfer.py KVRole
+# KV connectors that move the KV through a shared store, not from prefill rank to decode rank
+# (kv_connector/v1/mooncake/store/connector.py: "Both producer and consumer instances read/write
+# KV to/from the store independently"): an instance using one is planned alone.
+STORE_CONNECTORS = frozenset({"MooncakeStoreConnector"})
 # --additional-config keys only the vllm-ascend platform plugin reads (vllm-ascend 0.11.0rc0
 # ascend_config.py AscendConfig.__init__): a line naming one runs on Ascend NPUs, where vLLM's
 # platform is the plugin's and each rank binds an NPU (16 per Atlas A3 node).
@@ -106,6 +110,8 @@ class VllmFlags:
             raise LaunchProblem(f"{self.flag} is not a JSON object: {text}")
         name, kv_role = config.get("kv_connector"), config.get("kv_role")
         self._engine_accepts(config)
+        if name in STORE_CONNECTORS:  # no rank mapping between the instances to plan
+            return {"store": name}
         if kv_role == "kv_both":  # either side: the deployment says which this instance is
             return {"connector": self.connectors[name]} if name in self.connectors else {}
         if name not in self.connectors:

@@ -1,6 +1,6 @@
 # source: https://github.com/vllm-project/vllm/pull/16020 (kv_producer role)
-# expect: refused: --kv-transfer-config kv_connector 'MooncakeStoreConnector': specplan plans
-# engine: vLLM 0.8.4 starts it on the V0 engine (EngineArgs._is_v1_supported_oracle falls back to V0 for any --kv-transfer-config; KVConnectorFactory registers MooncakeStoreConnector, a KVConnectorBase over Mooncake's distributed store); specplan plans the P/D transfer connectors Nixl* and MooncakeConnector only, not a KV store: it cannot plan it
+# expect: imported: vLLM 0.33.0
+# note: kv_connector MooncakeStoreConnector moves the KV through a shared store
 CUDA_VISIBLE_DEVICES=1 \
 LD_LIBRARY_PATH=/usr/local/lib/:$LD_LIBRARY_PATH \
 MOONCAKE_CONFIG_PATH=./mooncake.json \
