@@ -62,25 +62,36 @@ def _pp_check(version: str, pp_spec_env: bool):
     return lambda cfg: block({**scope, "cfg": cfg})
 
 
+def _exported_env(spec: Spec) -> tuple[str | None, set[str]]:
+    """specplan's refusal of the spec (None: it runs) and the variables export sets (none when
+    export refuses it, for the same reason)."""
+    from specplan.ecosystem.export import Refusal, export
+
+    why = convention("sglang", spec.engine_version).launch_refusal(spec)
+    try:
+        return why, {name for name, _, _ in export(spec).env}
+    except Refusal as exc:
+        assert why is not None and why in str(exc)
+        return why, set()
+
+
+def _pp_cfg(algorithm: str | None, mode: str) -> SimpleNamespace:
+    """The server args check_pipeline_parallel_compat reads, for a line export writes."""
+    return SimpleNamespace(pp_size=2, disable_overlap_schedule=True, speculative_algorithm=algorithm,
+                           enable_multi_layer_eagle=False, disaggregation_mode=mode,
+                           speculative_adaptive=False, min_free_slots_delay=None,
+                           enable_dp_attention=False)
+
+
 @pytest.mark.parametrize("version", RELEASE)
 @pytest.mark.parametrize("method,algorithm", [("eagle", "EAGLE"), ("mtp", "EAGLE"), ("none", None)])
 def test_pp_speculative_decoding_per_release(version, method, algorithm):
     """The release refuses the launch export writes (with its SGLANG_ENABLE_PP_SPEC, never on
     0.5.20, which has no such variable) exactly when specplan refuses the spec."""
-    from specplan.ecosystem.export import Refusal, export
-
     spec = _spec(version, {"tp": 2, "pp": 2}, method)
-    why = convention("sglang", version).launch_refusal(spec)
-    try:
-        env = {name for name, _, _ in export(spec).env}
-    except Refusal as exc:
-        assert why is not None and why in str(exc)
-        env = set()
+    why, env = _exported_env(spec)
     assert ("SGLANG_ENABLE_PP_SPEC" in env) == (version != "0.5.20" and method != "none")
-    cfg = SimpleNamespace(pp_size=2, disable_overlap_schedule=True, speculative_algorithm=algorithm,
-                          enable_multi_layer_eagle=False, disaggregation_mode="null",
-                          speculative_adaptive=False, min_free_slots_delay=None,
-                          enable_dp_attention=False)
+    cfg = _pp_cfg(algorithm, "null")
     engine = _refuses(lambda: _pp_check(version, "SGLANG_ENABLE_PP_SPEC" in env)(cfg))
     assert (why is not None) == engine, (version, method, why)
     if why:
@@ -93,21 +104,11 @@ def test_pp_speculative_decoding_per_release(version, method, algorithm):
 def test_pp_eagle_on_a_pd_instance_per_release(version, role):
     """A PD instance: the release accepts the line export writes (a prefill node without
     SGLANG_ENABLE_PP_SPEC) exactly when specplan does not refuse the spec (a decode node)."""
-    from specplan.ecosystem.export import Refusal, export
-
     spec = Spec.model_validate({**_spec(version, {"tp": 2, "pp": 2}).model_dump(exclude_unset=True),
                                 "disaggregation": {"role": role}})
-    why = convention("sglang", version).launch_refusal(spec)
-    try:
-        env = {name for name, _, _ in export(spec).env}
-    except Refusal as exc:
-        assert why is not None and why in str(exc)
-        env = set()
+    why, env = _exported_env(spec)
     assert "SGLANG_ENABLE_PP_SPEC" not in env
-    cfg = SimpleNamespace(pp_size=2, disable_overlap_schedule=True, speculative_algorithm="EAGLE",
-                          enable_multi_layer_eagle=False, disaggregation_mode=role,
-                          speculative_adaptive=False, min_free_slots_delay=None,
-                          enable_dp_attention=False)
+    cfg = _pp_cfg("EAGLE", role)
     engine = _refuses(lambda: _pp_check(version, False)(cfg))
     with_env = _refuses(lambda: _pp_check(version, True)(cfg))
     assert (why is not None) == (engine and with_env), (version, role, why)
