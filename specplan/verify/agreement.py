@@ -163,8 +163,8 @@ def _split(view: PlanView, site: Site, split: list) -> list[Finding]:
                    f"{rep} outside the group: they keep their own values ({len(split)} replicas "
                    f"affected; attention-CP peers serve the same requests)"
                    + ("" if "rng" in natures else
-                      ": they agree only if the floating-point results each group's source "
-                      "computes are identical"),
+                      ": they agree only if what each group's source computes alone "
+                      "(floating-point results, host state) is identical"),
                    "converge over every rank of the replica (sync.group: replica)",
                    ("sync.group", "topology.cp"))]
     out = []
