@@ -17,6 +17,7 @@ import shlex
 from dataclasses import dataclass
 
 from specplan.ecosystem.launch_read import ImportProblem
+from specplan.ecosystem.shell import option_like as _option_like
 from specplan.engines.flag_table import FlagProblem, FlagTable, flag_table
 from specplan.engines.releases import NAMES, RELEASES
 from specplan.engines.retired import retired_data
@@ -34,10 +35,6 @@ class Word:
     name: str  # the option as written, before any `=`
     inline: str | None  # the `=value` part
     values: list[str]
-
-
-def _option_like(word: str) -> bool:
-    return word.startswith("-") and len(word) > 1 and not word[1:2].isdigit() and " " not in word
 
 
 def _group(names: list[list[str]], word: str, table: FlagTable) -> list[str] | None:
@@ -266,13 +263,16 @@ def with_json_keys(words: list[str], flag: str, moved: dict[str, object]) -> lis
     """vLLM: the retired flags' values as keys of the JSON flag that took them
     (--speculative-config, --hf-overrides), merged into the line's own, if it has one."""
     for i, word in enumerate(words):
-        name = word.partition("=")[0].replace("_", "-")
-        if name == flag and "=" not in word and i + 1 < len(words):
-            own = _json_value(words[i + 1])
-            merged = {**moved, **own} if isinstance(own, dict) else own
-            if not isinstance(merged, dict):
-                raise ImportProblem(f"{flag} is not a JSON object: {words[i + 1]}")
-            return [*words[:i + 1], json.dumps(merged), *words[i + 2:]]
+        name, eq, text = word.partition("=")
+        if name.replace("_", "-") != flag or not (eq or i + 1 < len(words)):
+            continue
+        own = _json_value(text if eq else words[i + 1])
+        merged = {**moved, **own} if isinstance(own, dict) else own
+        if not isinstance(merged, dict):
+            raise ImportProblem(f"{flag} is not a JSON object: {text if eq else words[i + 1]}")
+        if eq:  # --flag=JSON: one word
+            return [*words[:i], f"{name}={json.dumps(merged)}", *words[i + 1:]]
+        return [*words[:i + 1], json.dumps(merged), *words[i + 2:]]
     return [*words, flag, json.dumps(moved, separators=(", ", ": "))]
 
 

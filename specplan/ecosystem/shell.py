@@ -33,8 +33,11 @@ PATH_DESTS = frozenset({"model_path", "model", "model_tag", "speculative_draft_m
 
 
 def option_like(word: str) -> bool:
-    """Whether argparse reads `word` as an option (not a negative number, no space)."""
-    return word.startswith("-") and len(word) > 1 and not _NUMBER.match(word) and " " not in word
+    """Whether argparse reads `word` as an option (ArgumentParser._parse_optional): not a
+    negative number, and no space before its `=` (`--speculative-config={"method": "mtp"}` is
+    the option with its value; a word with a space and no option before `=` is a positional)."""
+    return word.startswith("-") and len(word) > 1 and not _NUMBER.match(word) \
+        and " " not in word.partition("=")[0]
 
 
 def expand(word: str, variables: dict[str, str]) -> str:

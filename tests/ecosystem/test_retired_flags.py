@@ -104,6 +104,24 @@ def test_vllm_speculative_flags_become_speculative_config_keys(cli, config, tmp_
                                     "\"num_speculative_tokens\": 5, \"prompt_lookup_max\": 4}'")
 
 
+def test_retired_keys_merge_into_a_json_flag_written_with_equals(cli, config, tmp_path):
+    # `--speculative-config='{"method": ...}'`: one word, spaces in its JSON (argparse reads
+    # it as the option and its value); the retired flag's key joins that object.
+    out = tmp_path / "s.yaml"
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "-o", str(out),
+                 "--", "vllm", "serve", "m", '--speculative-config={"model": "d", "method": "eagle"}',
+                 "--num-speculative-tokens", "3")
+    assert result.exit_code == 0, result.stderr
+    spec = load_spec(out)
+    assert (spec.speculative.method, spec.speculative.num_steps) == ("eagle", 3)
+    assert spec.engine_args[-1] == ("'--speculative-config={\"num_speculative_tokens\": 3, "
+                                    "\"model\": \"d\", \"method\": \"eagle\"}'")
+    exported = cli("export", str(out))
+    assert exported.stdout.splitlines()[-1] == (
+        "vllm serve m '--speculative-config={\"num_speculative_tokens\": 3, \"model\": \"d\", "
+        "\"method\": \"eagle\"}'")
+
+
 def test_a_flag_its_release_set_through_post_init_is_written_as_that(cli, config, tmp_path):
     out = tmp_path / "s.yaml"
     result = cli("import", "--engine", "sglang", "--model-config", config(DSV3), "-o", str(out),
