@@ -135,10 +135,10 @@ def carry_config_fields(launch: dict, config: dict | None) -> None:
     from specplan.ecosystem.retired import quoted
     from specplan.engines.vllm.launch import HF_OVERRIDE_REPLACES, HF_OVERRIDE_WHY
 
+    text = (config or {}).get("text_config", config or {})
+    own = {**(text.get("rope_parameters") or {}), **text} if isinstance(text, dict) else {}
     for flag, keys in launch.pop("_moved_by_code", {}).items():
         for key in (k for k in keys if k in HF_OVERRIDE_REPLACES):
-            text = (config or {}).get("text_config", config or {})
-            own = {**(text.get("rope_parameters") or {}), **text} if isinstance(text, dict) else {}
             found = {f: own[f] for f in HF_OVERRIDE_REPLACES[key] if f in own}
             lines = launch.get("_line") or []
             for i, arg in enumerate(lines):
@@ -159,8 +159,10 @@ def carry_config_fields(launch: dict, config: dict | None) -> None:
 
 def _older(*releases: str | None) -> str | None:
     """The oldest of the releases given (a line written for both is for the older)."""
+    from specplan.engines.releases import version_key
+
     given = [r for r in releases if r]
-    return min(given, key=lambda r: tuple(int(p) for p in r.split(".") if p.isdigit())) if given else None
+    return min(given, key=version_key) if given else None
 
 
 def _pick_release(engine: str, env: dict[str, str], argv: list[str]) -> dict:

@@ -84,11 +84,11 @@ def read_launch(engine: str, env: dict[str, str], argv: list[str],
     out["_version"] = conv.version
     out["disaggregation"] = _disaggregation(conv, table, values)
     implied = conv.launch.disaggregation.implied_device(out["disaggregation"])
-    if implied is not None and values.get("device") not in (None, implied[0]):
-        raise ImportProblem(f"--device {values['device']}: {implied[1]}")
     if implied is not None and values.get("device") is None:
         out["topology"]["device"] = implied[0]
         notes.append(f"topology.device {implied[0]}: {implied[1]}")
+    elif implied is not None and values["device"] != implied[0]:
+        raise ImportProblem(f"--device {values['device']}: {implied[1]}")
     partition = conv.launch.pp_partition_env
     part = env.get(partition)
     if part:

@@ -19,12 +19,8 @@ from dataclasses import dataclass
 from specplan.ecosystem.launch_read import ImportProblem
 from specplan.ecosystem.shell import option_like as _option_like
 from specplan.engines.flag_table import FlagProblem, FlagTable, flag_table
-from specplan.engines.releases import NAMES, RELEASES
+from specplan.engines.releases import NAMES, RELEASES, version_key
 from specplan.engines.retired import retired_data
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in text.split(".") if p.isdigit())
 
 
 @dataclass
@@ -117,11 +113,11 @@ def _row(data: dict, group: list[str], release: str) -> dict | None:
     """The retired row of the option `group` as `release` had it. Where the supported flags
     look like a split of its meaning (retired_flags.py `split`) but a newer older release kept
     the spelling as an alias of one of them, the alias row: the engine's own reading of it."""
-    at = _version(release)
+    at = version_key(release)
     rows = [r for r in data["retired"] if set(r["names"]) & set(group)]
-    row = next((r for r in rows if _version(r["first"]) <= at <= _version(r["last"])), None)
+    row = next((r for r in rows if version_key(r["first"]) <= at <= version_key(r["last"])), None)
     if row is not None and (row.get("replacement") or {}).get("kind") == "split":
-        alias = [r for r in rows if _version(r["first"]) > at
+        alias = [r for r in rows if version_key(r["first"]) > at
                  and (r.get("replacement") or {}).get("kind") == "renamed"]
         return alias[0] if alias else row
     return row
@@ -129,7 +125,7 @@ def _row(data: dict, group: list[str], release: str) -> dict | None:
 
 def _since(data: dict, table: FlagTable, word: Word, release: str, group: list[str]) -> str:
     """The first release after `release` whose options no longer read `word` as `group`."""
-    later = [r for r in data["releases"] if _version(r) > _version(release)]
+    later = [r for r in data["releases"] if version_key(r) > version_key(release)]
     for other in later:
         if _group(data["names"][other], word.name, table) != group:
             return other
@@ -150,7 +146,7 @@ def _rewrite(engine: str, data: dict, table: FlagTable, release: str, word: Word
     since = row["retired_in"]
     rep = row.get("replacement") or {}
     kind = rep.get("kind")
-    if kind == "renamed" and _version(row["first"]) > _version(release):
+    if kind == "renamed" and version_key(row["first"]) > version_key(release):
         return [rep["flag"], *value], (f"{head} is `{rep['flag']}` since {since} ({title} "
                                        f"{row['first']} to {row['last']} read it so)")
     if kind == "renamed":

@@ -17,7 +17,7 @@ import re
 
 from specplan.ecosystem.launch_read import ImportProblem
 from specplan.engines.flag_table import FlagProblem, FlagTable, flag_table
-from specplan.engines.releases import NAMES, RELEASES
+from specplan.engines.releases import NAMES, RELEASES, version_key
 from specplan.engines.retired import retired_data
 
 
@@ -43,7 +43,7 @@ def modern_connectors(engine: str, words: list[str]) -> tuple[list[str], list[st
         for name in found:
             notes.append(_note(engine, where["key"], rows[name]))
             lasts.append(rows[name]["last"])
-    release = min(lasts, key=lambda v: tuple(int(p) for p in v.split("."))) if lasts else None
+    release = min(lasts, key=version_key) if lasts else None
     return out, notes, release
 
 
@@ -138,7 +138,7 @@ def retired_keys_said(engine: str, words: list[str]) -> str | None:
     if not said:
         return None
     title = NAMES[engine]
-    last = min((r["last"] for r in said), key=lambda v: tuple(int(p) for p in v.split(".")))
+    last = min((r["last"] for r in said), key=version_key)
     each = "; ".join(f"{r['flag']} key `{r['key']}` was retired in {r['retired_in']} ({title} "
                      f"{r['first']} to {r['last']} had it)" for r in said)
     return f"written for {title} <= {last}: {each}; no supported key took its place"

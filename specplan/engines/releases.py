@@ -36,6 +36,11 @@ class UnknownRelease(ValueError):
     """A release outside RELEASES; the message lists the supported ones."""
 
 
+def version_key(version: str) -> tuple[int, ...]:
+    """A release's number as a sortable tuple (any release, modelled or older: "0.9.2")."""
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
 def newest(engine: str) -> str:
     return RELEASES[engine][-1]
 
