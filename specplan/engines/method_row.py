@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from specplan.engines.choices import Numbering
 from specplan.methods import get_method
 from specplan.methods.base import Method
 
@@ -55,7 +56,7 @@ class MethodRow:
     # `Method.variants` key: vLLM's chain n-gram); None: the method as written.
     variant: str | None = None
     # Where the draft's layer ids start: after the target's layers, or after the last stage's.
-    draft_layer_ids: Literal["global", "stage_local"] = "global"
+    draft_layer_ids: Numbering = "global"
     taps_from_draft_config: bool = False  # the draft's config names the target layers it reads
     # The draft's layers are numbered after the target's (its config's num_hidden_layers):
     # what the plugin reports as the draft's layer ids.

@@ -78,9 +78,16 @@ class Problem(Exception):
         super().__init__("; ".join(f"{p}: {m}" for p, m in problems))
 
 
+@typing.dataclass_transform(frozen_default=True)
 class JsonObject:
-    """Base of every plan object: reads like the read-only JSON mapping it came from, so code
+    """Base of every plan object: each subclass is a frozen dataclass (made so here, as
+    msgspec's Struct and pydantic's BaseModel make theirs; mypy reads the fields through
+    `dataclass_transform`), and reads like the read-only JSON mapping it came from, so code
     that still indexes plan content by key keeps working while it migrates to attributes."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclasses.dataclass(frozen=True)(cls)
 
     def __getitem__(self, key: str) -> Any:
         if key not in _keys(type(self)) or getattr(self, key) is ABSENT:

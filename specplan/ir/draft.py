@@ -16,10 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Literal
 
+from specplan.engines.choices import PayloadWidth, RelayMode
 from specplan.ir.codec import ABSENT, Absent
 from specplan.ir.nodes import Round
-from specplan.ir.records import (DpAgreement, Drafter, Gate, Layout, MoeRows, RankClass, Routing,
-                                 SampledRows, TapProducers, Unfused)
+from specplan.ir.records import (ConvergeOp, DpAgreement, Drafter, Gate, Layout, MoeRows, RankClass,
+                                 Routing, SampledRows, SiteReaders, TapProducers, Unfused)
 from specplan.mesh import Family
 from specplan.mesh.pipeline import Stage
 from specplan.methods.base import SiteKind
@@ -37,7 +38,7 @@ class SiteDraft:
     decisions: tuple[str, ...]
     family: str
     source_member: int
-    readers: Literal["all_stages", "last_stage"]  # a site's: its decisions' widest readers
+    readers: SiteReaders
     startup: bool
     converge: bool | Absent = ABSENT
     reason: str | Absent = ABSENT
@@ -53,7 +54,7 @@ class BoundaryDraft:
     round: Round
     family: str
     source_member: int
-    op: Literal["broadcast", "all_reduce_min"]
+    op: ConvergeOp
     sites: list[str]
     layout: Layout | Absent = ABSENT
     buffer_bytes: int | Absent = ABSENT
@@ -65,11 +66,11 @@ class RelayDraft:
 
     site: str
     round: Round
-    mode: str
+    mode: RelayMode
     family: str
     source_member: int
     bytes: int
-    width: str
+    width: PayloadWidth
     id: int
     layout: Layout
     buffer_bytes: int | Absent = ABSENT
@@ -77,9 +78,9 @@ class RelayDraft:
 
 @dataclass
 class RelaysDraft:
-    mode: str
+    mode: RelayMode
     relay_drafts: bool
-    payload_width: str
+    payload_width: PayloadWidth
     sites: list[RelayDraft]
     sampled_rows: SampledRows | None
 

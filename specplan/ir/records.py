@@ -12,9 +12,9 @@ them to the plan's one reader (ir/codec.py) as they are.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
+from specplan.engines.choices import Numbering
 from specplan.ir.codec import ABSENT, Absent, JsonObject, Min
 from specplan.methods.base import Dtype
 
@@ -22,11 +22,11 @@ Count = Annotated[int, Min(1)]
 Index = Annotated[int, Min(0)]
 Bytes = Annotated[int, Min(0)]
 Ops = tuple["Op", ...]
-Numbering = Literal["global", "stage_local"]  # layer and tap ids: the target's, or the stage's
 A2a = Literal["none", "deepep"]  # the MoE all-to-all
+ConvergeOp = Literal["broadcast", "all_reduce_min"]  # a fused converge's collective
+SiteReaders = Literal["all_stages", "last_stage"]  # a site's: its decisions' widest readers
 
 
-@dataclass(frozen=True)
 class Field(JsonObject):
     """One decision's place in a packed buffer, sized for capacity rows."""
 
@@ -39,7 +39,6 @@ class Field(JsonObject):
     bytes: Bytes
 
 
-@dataclass(frozen=True)
 class Layout(JsonObject):
     """A packed buffer: the guard header (guarded collectives), then 8-aligned fields."""
 
@@ -50,7 +49,6 @@ class Layout(JsonObject):
     bytes: Bytes
 
 
-@dataclass(frozen=True)
 class Unfused(JsonObject):
     after: str
     before: str
@@ -58,7 +56,6 @@ class Unfused(JsonObject):
     dependency: tuple[str, ...]
 
 
-@dataclass(frozen=True)
 class Drafter(JsonObject):
     stage: Index
     pipeline_size: Literal[1]
@@ -69,13 +66,11 @@ class Drafter(JsonObject):
     target_layers: tuple[Index, Index]
 
 
-@dataclass(frozen=True)
 class TapProducers(JsonObject):
     tap: Index
     producers: tuple[Index, ...]
 
 
-@dataclass(frozen=True)
 class Link(JsonObject):
     link: tuple[Index, Index]
     taps: Index
@@ -84,13 +79,11 @@ class Link(JsonObject):
     note: str | Absent = ABSENT
 
 
-@dataclass(frozen=True)
 class Routing(JsonObject):
     chain: tuple[Link, ...]
     direct: tuple[Link, ...]
 
 
-@dataclass(frozen=True)
 class SampledRows(JsonObject):
     """Which rows the sampled-token broadcast to earlier stages covers (pipeline.sample_discount).
 
@@ -108,7 +101,6 @@ class SampledRows(JsonObject):
     rule: str
 
 
-@dataclass(frozen=True)
 class GateCollective(JsonObject):
     """One collective a gate's value selects: whether it runs, or its shape."""
 
@@ -117,7 +109,6 @@ class GateCollective(JsonObject):
     what: str
 
 
-@dataclass(frozen=True)
 class Gate(JsonObject):
     """A decision that selects which collectives a rank issues next (DESIGN.md §2): the group
     it is agreed over (`family`; null: each rank decides alone) and what agrees it
@@ -134,7 +125,6 @@ class Gate(JsonObject):
     doc: str
 
 
-@dataclass(frozen=True)
 class DpAgreement(JsonObject):
     family: str
     op: Literal["all_gather", "all_reduce_sum"]
@@ -145,7 +135,6 @@ class DpAgreement(JsonObject):
     why: str
 
 
-@dataclass(frozen=True)
 class MoeRows(JsonObject):
     a2a: A2a
     dispatch_family: str
@@ -159,7 +148,6 @@ OpName = Literal["forward", "broadcast", "all_reduce_min", "all_gather", "all_re
                  "all_to_all", "ring", "send", "recv"]
 
 
-@dataclass(frozen=True)
 class Op(JsonObject):
     """One step of a rank class's round: a forward, a stage handoff, or a collective.
 
@@ -199,7 +187,6 @@ class Op(JsonObject):
         return "p2p" if self.op in ("send", "recv") else "moe"
 
 
-@dataclass(frozen=True)
 class Program(JsonObject):
     startup: Ops
     prefill: Ops
@@ -209,7 +196,6 @@ class Program(JsonObject):
         return getattr(self, kind)
 
 
-@dataclass(frozen=True)
 class RankClass(JsonObject):
     id: Index
     rule: Mapping[str, Index]

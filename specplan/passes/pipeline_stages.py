@@ -17,6 +17,7 @@ Requires: dp_agreement. Ensures the draft's `pipeline`:
 
 from __future__ import annotations
 
+from specplan.engines.choices import RelayMode
 from specplan.errors import PlanError
 from specplan.ir import Node, node_id
 from specplan.ir.codec import given
@@ -157,12 +158,12 @@ def _relays(p: Planning) -> list[RelayDraft]:
     return out
 
 
-def _unconverged_mode(p: Planning) -> str:
+def _unconverged_mode(p: Planning) -> RelayMode:
     # Nothing agrees within the last stage, so each column carries its own rank's value.
     return "ring" if p.choices.relay == "ring" else "column"
 
 
-def _splice(p: Planning, entry: SiteDraft, mode: str) -> None:
+def _splice(p: Planning, entry: SiteDraft, mode: RelayMode) -> None:
     g, rnd, last, name = p.graph, entry.round, p.last_stage, entry.name
     conv = node_id("converge", rnd, name, last)
     origin = [g.get(conv)] if g.has(conv) else \

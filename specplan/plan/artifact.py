@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
@@ -36,7 +35,6 @@ def fingerprint(plan: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(body)).hexdigest()
 
 
-@dataclass(frozen=True)
 class Plan(JsonObject):
     schema_version: Literal[3]
     name: str

@@ -14,25 +14,22 @@ named here as the plan's own.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Literal
 
+from specplan.engines.choices import BehaviourMode, Numbering, PayloadWidth, RelayMode, SyncGroup
 from specplan.ir.codec import ABSENT, Absent, JsonObject
 from specplan.ir.nodes import Round
 from specplan.ir.records import (  # the plan's own, re-exported
     A2a as A2a, Bytes as Bytes, Count as Count, DpAgreement as DpAgreement,
     Drafter as Drafter, Field as Field, Gate as Gate, GateCollective as GateCollective,
-    Index as Index, Layout as Layout, Link as Link, MoeRows as MoeRows,
-    Numbering as Numbering, Op as Op, OpName as OpName, Ops as Ops, Program as Program,
-    RankClass as RankClass, Routing as Routing, SampledRows as SampledRows,
+    ConvergeOp as ConvergeOp, Index as Index, Layout as Layout, Link as Link, MoeRows as MoeRows,
+    Op as Op, OpName as OpName, Ops as Ops, Program as Program,
+    RankClass as RankClass, Routing as Routing, SampledRows as SampledRows, SiteReaders as SiteReaders,
     TapProducers as TapProducers, Unfused as Unfused)
-from specplan.methods.base import Dtype
+from specplan.methods.base import Dtype, Nature, SiteKind
 from specplan.schema.model import MethodName
 
-RelayMode = Literal["broadcast", "column", "ring"]  # how a last-stage site reaches earlier stages
-PayloadWidth = Literal["pinned", "agreed", "dynamic"]  # how wide a relay's payload is sent
 
-@dataclass(frozen=True)
 class Rule(JsonObject):
     """A strided view of the global ranks (docs/plan-format.md, *Regenerating groups*)."""
 
@@ -42,7 +39,6 @@ class Rule(JsonObject):
     alias: str | Absent = ABSENT
 
 
-@dataclass(frozen=True)
 class FamilyRule(JsonObject):
     name: str
     rule: Rule
@@ -50,26 +46,24 @@ class FamilyRule(JsonObject):
     num_groups: Count
 
 
-@dataclass(frozen=True)
 class Decision(JsonObject):
     name: str
     symbols: tuple[str, ...]
     shape: tuple[Index, ...]
     dtype: Dtype
-    nature: Literal["deterministic", "float", "rng", "host"]
+    nature: Nature
     bytes: Bytes
 
 
-@dataclass(frozen=True)
 class Site(JsonObject):
     name: str
     round: Round
     phase: str
-    kind: Literal["broadcast", "min"]
+    kind: SiteKind
     decisions: tuple[Decision, ...]
     family: str
     source_member: Index
-    readers: Literal["all_stages", "last_stage"]
+    readers: SiteReaders
     converge: bool
     reason: str
     trivial: bool
@@ -77,7 +71,6 @@ class Site(JsonObject):
     line: Count | None
 
 
-@dataclass(frozen=True)
 class Boundary(JsonObject):
     """One fused converge: one collective over one family, carrying one or more sites."""
 
@@ -85,13 +78,12 @@ class Boundary(JsonObject):
     round: Round
     family: str
     source_member: Index
-    op: Literal["broadcast", "all_reduce_min"]
+    op: ConvergeOp
     sites: tuple[str, ...]
     layout: Layout
     buffer_bytes: Bytes
 
 
-@dataclass(frozen=True)
 class Stage(JsonObject):
     pp_rank: Index
     start_layer: Index
@@ -99,7 +91,6 @@ class Stage(JsonObject):
     taps: tuple[Index, ...]
 
 
-@dataclass(frozen=True)
 class Relay(JsonObject):
     """A last-stage site carried to the earlier stages over `pp`, as a guarded collective:
     `id` is its guard-header id, `layout` its packed payload, `buffer_bytes` what it sends
@@ -117,7 +108,6 @@ class Relay(JsonObject):
     buffer_bytes: Bytes
 
 
-@dataclass(frozen=True)
 class Relays(JsonObject):
     mode: RelayMode
     relay_drafts: bool
@@ -126,7 +116,6 @@ class Relays(JsonObject):
     sampled_rows: SampledRows | None
 
 
-@dataclass(frozen=True)
 class Pipeline(JsonObject):
     stages: tuple[Stage, ...]
     drafter: Drafter | None
@@ -138,7 +127,6 @@ class Pipeline(JsonObject):
     handoff_bytes: Bytes
 
 
-@dataclass(frozen=True)
 class MoeShape(JsonObject):
     num_experts: Count
     top_k: Count
@@ -146,7 +134,6 @@ class MoeShape(JsonObject):
     eplb: bool | Absent = ABSENT  # true: the expert-parallel load balancer moves experts
 
 
-@dataclass(frozen=True)
 class Model(JsonObject):
     num_layers: Count
     hidden_size: Count
@@ -155,7 +142,6 @@ class Model(JsonObject):
     moe: MoeShape | None
 
 
-@dataclass(frozen=True)
 class Speculative(JsonObject):
     method: MethodName
     num_steps: Index
@@ -166,13 +152,11 @@ class Speculative(JsonObject):
     max_batch: Count
 
 
-@dataclass(frozen=True)
 class Sync(JsonObject):
     policy: Literal["safe", "all", "rng", "init", "off"]
     sites: Mapping[str, Literal["on", "off"]]
 
 
-@dataclass(frozen=True)
 class RuntimeSettings(JsonObject):
     max_batch: Count
     timeout_s: float
@@ -182,17 +166,15 @@ class RuntimeSettings(JsonObject):
     async_scheduling: bool | Absent = ABSENT  # round r's decisions are consumed in round r + 1
 
 
-@dataclass(frozen=True)
 class Behaviour(JsonObject):
-    mode: Literal["specplan", "engine"]
-    group: Literal["replica", "attn_tp", "tp"]
+    mode: BehaviourMode
+    group: SyncGroup
     relay: RelayMode
     rng_is_float: str | None
     lockstep_sites: tuple[str, ...]
     notes: tuple[str, ...]
 
 
-@dataclass(frozen=True)
 class Source(JsonObject):
     """Where findings point in the YAML; outside the fingerprint (comments move lines)."""
 

@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from specplan.engines.choices import (AuxRouting, BehaviourMode, Numbering, PayloadWidth,
+                                      RelayMode, SyncGroup)
 from specplan.engines.releases import RELEASES
 from specplan.methods import METHODS
 from specplan.schema.yaml_source import YamlSource
@@ -45,14 +47,8 @@ Sampling = Literal["greedy", "sampling", "mixed"]
 Policy = Literal["safe", "all", "rng", "init", "off"]
 Dtype = Literal["bf16", "fp16", "fp8", "fp32"]
 OnOff = Literal["on", "off"]
-Relay = Literal["broadcast", "column", "ring"]
 Backend = Literal["nccl", "hccl", "zbal", "gloo"]
 DEVICE_BACKENDS: dict[str, str] = {"cuda": "nccl", "rocm": "nccl", "npu": "hccl", "cpu": "gloo"}  # the default
-AuxRouting = Literal["chain", "direct"]
-SyncGroup = Literal["replica", "attn_tp", "tp"]
-PayloadWidth = Literal["pinned", "agreed", "dynamic"]
-Numbering = Literal["global", "stage_local"]
-Behaviour = Literal["specplan", "engine"]
 Role = Literal["prefill", "decode"]
 Connector = Literal["mooncake", "nixl", "nixl_push", "ascend"]
 Attention = Literal["mha", "gqa", "mla"]
@@ -191,7 +187,7 @@ class Sync(_Model):
 class Pipeline(_Model):
     """How decisions and taps cross pipeline stages."""
 
-    relay: Relay = Field("broadcast", description="How last-stage decisions reach earlier stages: "
+    relay: RelayMode = Field("broadcast", description="How last-stage decisions reach earlier stages: "
                          "broadcast (one collective over the replica) | column (vLLM: per TP "
                          "index down its PP column) | ring (SGLang: stage to stage). Unset, "
                          "SGLang plans with pp > 1 relay ring: SGLang's earlier stages cannot "
@@ -264,7 +260,7 @@ class Spec(_Model):
         None, max_length=MAX_NAME, description="The engine's release whose flags, layout, rules "
         "and defaults apply (default: the newest): " + "; ".join(
             f"{e} {', '.join(vs)}" for e, vs in RELEASES.items()) + ".")
-    behaviour: Behaviour = Field(
+    behaviour: BehaviourMode = Field(
         "specplan", description="specplan (the plan specplan would run) | engine (what the engine "
                                 "does by default for the method, at engine_version).")
     topology: Topology

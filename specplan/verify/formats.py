@@ -15,7 +15,7 @@ import re
 import shutil
 import sys
 import textwrap
-from dataclasses import dataclass
+from typing import NamedTuple
 from xml.etree import ElementTree as ET
 
 from specplan.version import __version__
@@ -28,8 +28,7 @@ PIPED_WIDTH = 100  # the width of output piped without COLUMNS
 _SARIF_LEVEL = {"ERROR": "error", "WARN": "warning", "INFO": "note"}
 
 
-@dataclass(frozen=True)
-class Subject:
+class Subject(NamedTuple):
     """What was checked: the plan's name, its spec file (may be "") and fingerprint."""
 
     name: str
@@ -37,8 +36,7 @@ class Subject:
     fingerprint: str
 
 
-@dataclass(frozen=True)
-class Fold:
+class Fold(NamedTuple):
     """One printed line: a finding and the sites where the same finding recurs."""
 
     first: Finding
@@ -211,8 +209,7 @@ def _one_line(item: Fold, width: int) -> list[str]:
     return _wrap(f"{f.severity:<5} {_where(f)} +{len(item.also)}  {_unnamed(f)}", width)
 
 
-@dataclass(frozen=True)
-class Collapsed:
+class Collapsed(NamedTuple):
     """WARNs of one class (rule_id) at several places: one line with their count."""
 
     items: tuple[Fold, ...]

@@ -1,9 +1,0 @@
-# source: https://github.com/sgl-project/sglang/issues/3812 (TP16 on 2 * 8 * H800, node 2)
-# expect: imported: SGLang 0.5.23
-python -m sglang.launch_server \
-    --model-path /dsv3_fp8_weight \
-    --dist-init-addr x.x.x.x:5000 \
-    --nnodes 2 \
-    --node-rank 1 \
-    --tp 16 \
-    --trust-remote-code
