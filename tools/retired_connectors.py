@@ -15,6 +15,12 @@ releases' code implies:
   release that had it registers `<name>V1`, a KVConnectorBase_V1, which the supported releases
   still register: the same backend on the engine that is left;
 - none otherwise.
+
+`reused_connectors` finds the other case: a name an older release registered for one
+connector, that later releases dropped and a later one registers again for another (vLLM 0.9.2's
+`MooncakeConnector` is the V0 engine's SimpleConnector over a Mooncake pipe; 0.15.0 registers
+the V1 engine's MooncakeConnector under it). A line written for the old release still imports
+(the name is valid), with a note saying which connector it meant then.
 """
 
 from __future__ import annotations
@@ -97,4 +103,33 @@ def retired_connectors(roots: dict[str, Path], supported: list[Path]) -> list[di
         else:
             row["replacement"] = None
         out.append(row)
+    return out
+
+
+def reused_connectors(roots: dict[str, Path], supported: list[Path]) -> list[dict]:
+    """Names a supported release registers whose registration lapsed in some older release
+    after one registered them for another module: one row per name, the old registration's
+    releases (`first`, `last`, `retired_in`: the first release without it), its `module` and
+    `class`, whether that class is a V0 engine connector (`v0`: a KVConnectorBase), and the first release that registers the name again (`reused_in`, `now_module`)."""
+    order = list(roots)
+    regs = {v: registrations(r) for v, r in roots.items()}
+    now = {n: m for r in supported for n, m in registrations(r).items()}
+    out = []
+    for name in sorted(now):
+        held = [v for v in order if name in regs[v]]
+        if not held or held[0] == order[-1]:
+            continue
+        first = held[0]
+        gap = next((v for v in order[order.index(first):] if name not in regs[v]), None)
+        if gap is None:
+            continue
+        last = order[order.index(gap) - 1]
+        back = next((v for v in order[order.index(gap):] if name in regs[v]), None)
+        old = regs[last][name]
+        if old[0] == now[name][0]:
+            continue  # the same module registered again: the same connector
+        out.append({"name": name, "first": first, "last": last, "retired_in": gap,
+                    "module": old[0], "class": old[1],
+                    "v0": "KVConnectorBase" in _bases(roots[last], *old),
+                    "reused_in": back or "supported", "now_module": now[name][0]})
     return out

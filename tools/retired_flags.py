@@ -340,14 +340,16 @@ def _values(engine: str, tables: dict[str, dict]) -> dict:
     if keys:
         out["keys"] = keys
     if engine == "vllm":
-        from retired_connectors import retired_connectors
+        from retired_connectors import retired_connectors, reused_connectors
         from wheels import engine_root
 
         oldest = RELEASES[engine][0]
         roots = {v: unpacked(engine, v) for v in OLDER[engine]}
         roots[oldest] = engine_root(engine, oldest)
         out["connectors_at"] = {"dest": "kv_transfer_config", "key": "kv_connector"}
-        out["connectors"] = retired_connectors(roots, [engine_root(engine, v) for v in RELEASES[engine]])
+        supported = [engine_root(engine, v) for v in RELEASES[engine]]
+        out["connectors"] = retired_connectors(roots, supported)
+        out["reused_connectors"] = reused_connectors(roots, supported)
     return out
 
 
@@ -392,6 +394,8 @@ def dumps(data: dict) -> str:
     if "connectors" in data:
         tail += f',\n "connectors_at": {json.dumps(data["connectors_at"])}'
         tail += ",\n \"connectors\": [\n  " + ",\n  ".join(json.dumps(r) for r in data["connectors"]) + "\n ]"
+        tail += (",\n \"reused_connectors\": [\n  "
+                 + ",\n  ".join(json.dumps(r) for r in data["reused_connectors"]) + "\n ]")
     return f'{head},\n "names": {{\n  {names}\n }},\n "retired": [\n  {rows}\n ]{tail}\n}}\n'
 
 

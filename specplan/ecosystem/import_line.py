@@ -90,9 +90,11 @@ def pick_release(engine: str, env: dict[str, str], argv: list[str], strict: bool
     """read_launch by the newest release whose flags accept the whole line; the note says
     which (and why not a newer one). A line no supported release accepts, written for an older
     one, is read in the supported spelling (ecosystem/retired.py: flags; ecosystem/
-    retired_values.py: KV connector names), one note per retired spelling; `strict`: refused as
+    retired_values.py: KV connector names, and a note where a connector name meant another
+    connector then), one note per retired spelling; `strict`: refused as
     the supported releases refuse it."""
-    from specplan.ecosystem.retired_values import modern_connectors, retired_keys_said
+    from specplan.ecosystem.retired_values import (modern_connectors, retired_keys_said,
+                                                   reused_connectors_said)
 
     notes: list[str] = []
     older: str | None = None
@@ -118,6 +120,7 @@ def pick_release(engine: str, env: dict[str, str], argv: list[str], strict: bool
         launch = _pick_release(engine, env, [*env_words, *program, *modern])
         notes, older = [*notes, *flags], _older(by_flags, older)
         launch["_moved_by_code"] = by_code
+    notes += reused_connectors_said(engine, argv, older)
     if notes:
         launch["_notes"][:0] = notes
         launch["_written_for"] = older

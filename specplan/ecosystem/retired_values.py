@@ -5,9 +5,10 @@ tools/retired_connectors.py).
 
 `modern_connectors(engine, words)` writes each retired connector name in the name the
 supported releases register for the same connector, one note each ("written for vLLM <= X:
-kv_connector `A` is `B` since Y"); the rest of the value is kept as written. A name without
+kv_connector `A` is `B` since Y"); the rest of the value is kept as written. A name with
 no replacement is refused, naming the release that retired it (`--strict`: the supported
-release's own refusal).
+release's own refusal). `reused_connectors_said` notes a name an older release registered for
+another connector than the supported ones do, where the line was written for that release.
 """
 
 from __future__ import annotations
@@ -87,8 +88,7 @@ def _rewrite(text: str, key: str, rows: dict[str, dict], option: str) -> tuple[s
         found.append(name)
         return f'{m.group(1)}"{row["replacement"]["name"]}"'
 
-    pattern = re.compile(r'("' + re.escape(key) + r'"\s*:\s*)"([A-Za-z0-9_]+)"')
-    return pattern.sub(swap, text), found
+    return _key_pattern(key).sub(swap, text), found
 
 
 def _note(engine: str, key: str, row: dict) -> str:
@@ -107,6 +107,49 @@ def _note(engine: str, key: str, row: dict) -> str:
             f"{row['name']} is a V0 engine connector, a KVConnectorBase, retired with that "
             f"engine; {rep['name']}, registered beside it, is the same backend's V1 engine "
             "connector)")
+
+
+def reused_connectors_said(engine: str, words: list[str], written_for: str | None) -> list[str]:
+    """One note per connector name of the line that its release registered for another
+    connector than the supported releases do (retired.json `reused_connectors`: vLLM <= 0.9.2's
+    MooncakeConnector is the V0 engine's SimpleConnector): the line keeps the name, now the V1
+    connector, and the note says so. Only for a line written for such a release
+    (`written_for`, what its retired spellings say); none for a line of the supported ones."""
+    data = retired_data(engine) or {}
+    rows = {r["name"]: r for r in data.get("reused_connectors", [])}
+    where = data.get("connectors_at")
+    if not rows or not where or written_for is None:
+        return []
+    table = flag_table(engine, RELEASES[engine][0])
+    title, notes = NAMES[engine], []
+    for i, word in enumerate(words):
+        at = _value_at(table, words, i, where["dest"])
+        text = None if at is None else words[at] if at != i else word.partition("=")[2]
+        for name in _named(text or "", where["key"]):
+            row = rows.get(name)
+            if row is None or version_key(written_for) > version_key(row["last"]):
+                continue
+            kind = "a V0 engine connector, a KVConnectorBase, " if row["v0"] else ""
+            notes.append(f"written for {title} <= {written_for}: {where['key']} `{name}` was "
+                         f"{title} {row['first']} to {row['last']}'s {row['class']} "
+                         f"({row['module'].rpartition('.')[2]}.py, {kind}retired in "
+                         f"{row['retired_in']}); {title} {row['reused_in']} registers the name "
+                         f"again for the V1 engine's {name} "
+                         f"({row['now_module'].rpartition('.')[2]}.py), read here as that")
+    return notes
+
+
+def _named(text: str, key: str) -> list[str]:
+    """The names `"<key>": "<name>"` gives in `text`, a JSON object as written."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return []
+    return [m.group(2) for m in _key_pattern(key).finditer(text)]
+
+
+def _key_pattern(key: str) -> re.Pattern[str]:
+    return re.compile(r'("' + re.escape(key) + r'"\s*:\s*)"([A-Za-z0-9_]+)"')
 
 
 def retired_keys_said(engine: str, words: list[str]) -> str | None:

@@ -218,6 +218,39 @@ def test_the_retired_connectors_name_what_the_supported_factory_registers():
         assert row["replacement"] is None or row["replacement"]["name"] in REGISTERED_CONNECTORS
 
 
+def test_a_reused_connector_name_is_the_old_release_s_other_connector():
+    rows = {r["name"]: r for r in retired_data("vllm")["reused_connectors"]}
+    mooncake = rows["MooncakeConnector"]
+    assert (mooncake["class"], mooncake["last"], mooncake["retired_in"], mooncake["v0"]) \
+        == ("SimpleConnector", "0.9.2", "0.10.2", True)
+    assert mooncake["now_module"].endswith("v1.mooncake.mooncake_connector")
+    assert rows["MooncakeStoreConnector"]["reused_in"] == "0.25.0"
+
+
+MOONCAKE = ["--kv-transfer-config", '{"kv_connector": "MooncakeConnector", "kv_role": "kv_producer"}']
+
+
+@pytest.mark.parametrize("older, said", [
+    (["--enable-reasoning", "--reasoning-parser", "deepseek_r1"],
+     "written for vLLM <= 0.9.2: kv_connector `MooncakeConnector` was vLLM 0.7.3 to 0.9.2's "
+     "SimpleConnector (simple_connector.py, a V0 engine connector, a KVConnectorBase, retired in "
+     "0.10.2); vLLM 0.13.0 registers the name again for the V1 engine's MooncakeConnector "
+     "(mooncake_connector.py), read here as that"),
+    ([], None),
+], ids=["written-for-0.9", "supported"])
+def test_a_line_of_a_release_whose_mooncake_connector_was_v0_says_so(cli, config, tmp_path, older, said):
+    out = tmp_path / "s.yaml"
+    result = cli("import", "--engine", "vllm", "--model-config", config(LLAMA), "-o", str(out),
+                 "--", "vllm", "serve", "m", *older, *MOONCAKE)
+    assert result.exit_code == 0, result.stderr
+    assert load_spec(out).disaggregation.connector == "mooncake"
+    notes = " ".join(result.stderr.split())
+    if said:
+        assert said in notes
+    else:
+        assert "MooncakeConnector` was" not in notes and "written for" not in notes
+
+
 ROPE = ["--rope-scaling", '{"rope_type": "yarn", "factor": 4.0}']
 
 
