@@ -14,7 +14,6 @@ site fires at start-up, and build.py turns the names into the plan's sized decis
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Literal
 
 from specplan.engines.choices import PayloadWidth, RelayMode
 from specplan.ir.codec import ABSENT, Absent

@@ -187,11 +187,11 @@ class Sync(_Model):
 class Pipeline(_Model):
     """How decisions and taps cross pipeline stages."""
 
-    relay: RelayMode = Field("broadcast", description="How last-stage decisions reach earlier stages: "
-                         "broadcast (one collective over the replica) | column (vLLM: per TP "
-                         "index down its PP column) | ring (SGLang: stage to stage). Unset, "
-                         "SGLang plans with pp > 1 relay ring: SGLang's earlier stages cannot "
-                         "join a converge on the last stage.")
+    relay: RelayMode = Field("broadcast", description="How last-stage decisions reach earlier "
+                             "stages: broadcast (one collective over the replica) | column (vLLM: "
+                             "per TP index down its PP column) | ring (SGLang: stage to stage). "
+                             "Unset, SGLang plans with pp > 1 relay ring: SGLang's earlier stages "
+                             "cannot join a converge on the last stage.")
     aux_routing: AuxRouting = Field("chain", description="How taps reach the drafter: chain "
                                     "(inside each stage handoff) | direct (straight to the last stage).")
     relay_drafts: bool = Field(True, description="Drafts reach earlier stages before they are embedded.")
