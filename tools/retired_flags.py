@@ -96,41 +96,70 @@ def older_table(engine: str, version: str) -> dict:
 
 def replacement(row: dict, supported: dict, mapped: dict | None = None) -> dict | None:
     """What the supported release's flags say took the row's place (`mapped`: what the last
-    release that had it set in its place, code_mappings)."""
+    release that had it set in its place, code_mappings): the first of the rules below, in
+    order, that finds one; None when none does."""
     flags = supported["flags"]
+    for rule in (_by_code, _moved_into, _renamed, _sets, _spec_key, _said, _implied, _dropped,
+                 _split):
+        found = rule(row, flags, mapped)
+        if found:
+            return found
+    return None
+
+
+def _by_code(row: dict, flags: list[dict], mapped: dict | None) -> dict | None:
+    """A bare flag whose last release's code set supported destinations in its place."""
     by_dest = {f["dest"]: _long(f) for f in flags}
     if mapped and row["nargs"] == "0" and all(d in by_dest for d in mapped) \
             and all(isinstance(v, (str, int)) or v.get("from") in by_dest for v in mapped.values()):
         return {"kind": "code", "assign": [
             [by_dest[d], v if not isinstance(v, dict) else {"from": by_dest[v["from"]]}]
             for d, v in mapped.items()]}
-    into = _moved_into(row, mapped, by_dest)
-    if into:
-        return into
+    return None
+
+
+def _renamed(row: dict, flags: list[dict], mapped: dict | None) -> dict | None:
+    """The same destination, of the same arity, under a supported name."""
     same = [f for f in flags if f["dest"] == row["dest"]]
     if same and (same[0]["nargs"] == row["nargs"] or row["nargs"] == "0" and same[0]["nargs"] == "0"):
         return {"kind": "renamed", "flag": _long(same[0])}
+    return None
+
+
+def _sets(row: dict, flags: list[dict], mapped: dict | None) -> dict | None:
+    """A bare flag that set one value of a destination a supported flag now takes as a value."""
+    same = [f for f in flags if f["dest"] == row["dest"]]
     if row["nargs"] == "0" and same and len(set((row.get("sets") or {}).values())) == 1:
         value = next(iter(row["sets"].values()))
         if isinstance(value, str) and (not same[0].get("choices") or value in same[0]["choices"]):
             return {"kind": "sets", "flag": _long(same[0]), "value": value}
+    return None
+
+
+def _spec_key(row: dict, flags: list[dict], mapped: dict | None) -> dict | None:
+    """vLLM: a field of the supported --speculative-config, named as the flag was."""
     spec = next((f for f in flags if f["dest"] == "speculative_config"), None)
     if spec and spec.get("keys"):
         for prefix in ("speculative_", "ngram_", ""):
             key = row["dest"][len(prefix):] if row["dest"].startswith(prefix) else None
             if key and key in spec["keys"] and row["nargs"] == "1":
                 return {"kind": "key", "flag": "--speculative-config", "key": key}
-    said = _said(row, flags) or _implied(row, flags)
-    if said:
-        return said
+    return None
+
+
+def _dropped(row: dict, flags: list[dict], mapped: dict | None) -> dict | None:
+    """The releases' own words, from the first that had it on: giving it changes nothing (a
+    flag that did something first and "has no effect" later changed meaning)."""
     words = f"{row.get('help') or ''} {row.get('refuses') or ''}"
     unused = r"has no effect|[Pp]lease drop this argument"
     if re.search(unused, words) and re.search(unused, row.get("first_help", words)):
-        # the releases' own words, from the first that had it on: giving it changes nothing
-        # (a flag that did something first and "has no effect" later changed meaning)
         return {"kind": "dropped"}
-    # its destination now two or more, one word each after it (cuda_graph_max_bs -> _decode,
-    # _prefill): the meaning was divided
+    return None
+
+
+def _split(row: dict, flags: list[dict], mapped: dict | None) -> dict | None:
+    """Its destination now two or more, one word each after it (cuda_graph_max_bs -> _decode,
+    _prefill): the meaning was divided."""
     split = sorted(_long(f) for f in flags if f["dest"].startswith(row["dest"] + "_")
                    and "_" not in f["dest"][len(row["dest"]) + 1:])
     if len(split) >= 2:
@@ -139,8 +168,9 @@ def replacement(row: dict, supported: dict, mapped: dict | None = None) -> dict 
     return None
 
 
-def _moved_into(row: dict, mapped: dict | None, by_dest: dict[str, str]) -> dict | None:
+def _moved_into(row: dict, flags: list[dict], mapped: dict | None) -> dict | None:
     """vLLM: the last release put the value under a key of another JSON flag itself."""
+    by_dest = {f["dest"]: _long(f) for f in flags}
     into = [(d, v["key"]) for d, v in (mapped or {}).items() if isinstance(v, dict) and "key" in v]
     if into and len(mapped or {}) == 1 and row["nargs"] == "1" and into[0][0] in by_dest:
         return {"kind": "key", "flag": by_dest[into[0][0]], "key": into[0][1], "from": "post_init"}
@@ -257,7 +287,7 @@ def _accepted(table, name: str) -> bool:
     return True
 
 
-def _said(row: dict, flags: list[dict]) -> dict | None:
+def _said(row: dict, flags: list[dict], mapped: dict | None) -> dict | None:
     """The release's own help naming the flag that replaced it ("Use --x instead")."""
     words = f"{row.get('refuses') or ''} {row.get('help') or ''}"
     found = re.search(r"[Uu]se '?(--[a-z0-9-]+)(?:[= ]([^'\s{}]+))?'? instead", words)
@@ -273,7 +303,7 @@ def _said(row: dict, flags: list[dict]) -> dict | None:
     return {"kind": "help", "flags": [_long(flag)]}
 
 
-def _implied(row: dict, flags: list[dict]) -> dict | None:
+def _implied(row: dict, flags: list[dict], mapped: dict | None) -> dict | None:
     """A bare flag the release's own help says another supported flag turns on ("When
     `--reasoning-parser` is specified, reasoning mode is automatically enabled."): `implied`,
     with that sentence. Import drops the flag only where the line gives the other one."""
