@@ -32,20 +32,28 @@ def modern_connectors(engine: str, words: list[str]) -> tuple[list[str], list[st
         return words, [], None
     table = flag_table(engine, RELEASES[engine][0])
     out, notes, lasts = list(words), [], []
-    for i, word in enumerate(words):
-        at = _value_at(table, words, i, where["dest"])
-        if at is None:
-            continue
-        text = out[at] if at != i else word.partition("=")[2]
-        new, found = _rewrite(text, where["key"], rows, word.partition("=")[0])
+    for i, at, text in _values(table, words, where["dest"]):
+        option = words[i].partition("=")[0]
+        new, found = _rewrite(text, where["key"], rows, option)
         if not found:
             continue
-        out[at] = new if at != i else f"{word.partition('=')[0]}={new}"
+        out[at] = new if at != i else f"{option}={new}"
         for name in found:
             notes.append(_note(engine, where["key"], rows[name]))
             lasts.append(rows[name]["last"])
     release = min(lasts, key=version_key) if lasts else None
     return out, notes, release
+
+
+def _values(table: FlagTable, words: list[str], dest: str) -> list[tuple[int, int, str]]:
+    """(the option's index, its value word's index, the value) of each `dest` option of the
+    line; both indexes the same for `--flag=value`."""
+    out = []
+    for i, word in enumerate(words):
+        at = _value_at(table, words, i, dest)
+        if at is not None:
+            out.append((i, at, words[at] if at != i else word.partition("=")[2]))
+    return out
 
 
 def _value_at(table: FlagTable, words: list[str], i: int, dest: str) -> int | None:
@@ -122,10 +130,8 @@ def reused_connectors_said(engine: str, words: list[str], written_for: str | Non
         return []
     table = flag_table(engine, RELEASES[engine][0])
     title, notes = NAMES[engine], []
-    for i, word in enumerate(words):
-        at = _value_at(table, words, i, where["dest"])
-        text = None if at is None else words[at] if at != i else word.partition("=")[2]
-        for name in _named(text or "", where["key"]):
+    for _, _, text in _values(table, words, where["dest"]):
+        for name in _named(text, where["key"]):
             row = rows.get(name)
             if row is None or version_key(written_for) > version_key(row["last"]):
                 continue
